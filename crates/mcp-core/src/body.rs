@@ -26,6 +26,8 @@ pin_project! {
     /// assert_eq!(bytes, "{\"detail\":\"x\"}");
     /// # }
     /// ```
+    // pin-project-lite cannot carry doc comments on variant fields; the variants document them.
+    #[allow(missing_docs)]
     #[project = ResponseBodyProj]
     #[derive(Debug)]
     pub enum ResponseBody<B> {

@@ -43,7 +43,10 @@ mod tests {
 
     #[test]
     fn detail_body_is_exact_and_escaped() {
-        assert_eq!(detail_body("Server not found"), br#"{"detail":"Server not found"}"#);
+        assert_eq!(
+            detail_body("Server not found"),
+            br#"{"detail":"Server not found"}"#
+        );
         assert_eq!(detail_body("a\"b"), br#"{"detail":"a\"b"}"#);
     }
 }

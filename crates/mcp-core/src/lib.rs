@@ -9,16 +9,35 @@
 //! | [`virtual_host_id`] | [`VirtualHostId`], the virtual host a request addresses, a request extension |
 //! | [`body`] | [`ResponseBody`], inner body or locally generated body, `Default` when the inner is |
 //! | [`http_error`] | [`detail_response`], the `{"detail":"..."}` JSON error responses of the HTTP layers |
+//! | [`jsonrpc`] | [`Envelope`] (parse without re-serialising the payload), [`RequestId`], `encode_*` |
+//! | [`error_code`] | JSON-RPC and MCP error codes and [`ErrorObject`] constructors |
+//! | [`method`] | [`Method`]: every MCP method, its [`MethodKind`], [`RouteKey`], direction and eras |
+//! | [`protocol_version`] | [`ProtocolVersion`] and [`Era`] (legacy 2025 sessions, modern 2026-07-28) |
+//! | [`headers`] | MCP header names and the `=?base64?…?=` header value codec |
+//! | [`sse`] | [`sse::SseEvent`] encoder and the streaming [`sse::SseDecoder`] |
 //!
 //! Data flows between layers through request extensions keyed by these newtypes, never bare
 //! strings, so a layer reads what another produced without depending on the producer's crate.
 
 pub mod body;
+pub mod error_code;
+pub mod headers;
 pub mod http_error;
+pub mod jsonrpc;
+pub mod method;
 pub mod principal;
+pub mod protocol_version;
+pub mod sse;
 pub mod virtual_host_id;
 
 pub use body::ResponseBody;
+pub use error_code::ErrorObject;
 pub use http_error::{APPLICATION_JSON, detail_body, detail_response};
+pub use jsonrpc::{
+    Envelope, EnvelopeError, MessageKind, RequestId, encode_error, encode_notification,
+    encode_request, encode_result,
+};
+pub use method::{Direction, Eras, Method, MethodKind, RouteKey};
 pub use principal::Principal;
+pub use protocol_version::{Era, ProtocolVersion, UnknownProtocolVersion};
 pub use virtual_host_id::VirtualHostId;

@@ -58,10 +58,10 @@ fn is_sentinel(value: &str) -> bool {
 /// assert_eq!(decode_header_value(&v).unwrap(), "météo");
 /// ```
 pub fn encode_header_value(value: &str) -> HeaderValue {
-    if !needs_base64(value) {
-        if let Ok(v) = HeaderValue::from_str(value) {
-            return v;
-        }
+    if !needs_base64(value)
+        && let Ok(v) = HeaderValue::from_str(value)
+    {
+        return v;
     }
     let encoded = format!("{SENTINEL_START}{}{SENTINEL_END}", STANDARD.encode(value));
     // base64 output and the sentinel are visible ASCII, always a valid header value.

@@ -1,1 +1,70 @@
-fn main() {}
+//! Project automation, run as `cargo xtask <task>` (alias in `.cargo/config.toml`).
+//!
+//! Tasks:
+//! - `test`: every test of the workspace (unit, integration, Redis-backed, end-to-end, doc tests).
+//!   Installs what the tests need when it is missing and the machine allows it (`redis-server`
+//!   from Debian's packages when running as root), then runs cargo-nextest (or `cargo test` when
+//!   nextest is not installed) and the doc tests.
+//! - `ci`: `cargo fmt --check`, `cargo clippy --workspace --all-targets -D warnings`, then `test`.
+//!
+//! Under `CI=true` a missing prerequisite is a failure (the tests themselves refuse to skip);
+//! elsewhere the Redis tests print loudly that they skipped.
+
+// A binary that reports to the terminal: printing is its job.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+mod prerequisites;
+mod run;
+
+use std::process::ExitCode;
+
+const HELP: &str = "\
+cargo xtask <task>
+
+Tasks:
+  test    run every test (installs redis-server when missing and possible)
+  ci      fmt check + clippy -D warnings + test
+";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("test") => test(&args[1..]),
+        Some("ci") => ci(),
+        Some("-h" | "--help" | "help") | None => {
+            print!("{HELP}");
+            Ok(())
+        }
+        Some(other) => Err(format!("unknown task `{other}`\n\n{HELP}")),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("xtask: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs the whole test suite; extra arguments go to nextest / cargo test as a filter.
+fn test(extra: &[String]) -> Result<(), String> {
+    prerequisites::ensure_redis_server()?;
+    if run::has_nextest() {
+        let mut args = vec!["nextest", "run", "--workspace", "--all-targets", "--no-fail-fast"];
+        args.extend(extra.iter().map(String::as_str));
+        run::cargo(&args)?;
+    } else {
+        println!("xtask: cargo-nextest not found, using cargo test");
+        let mut args = vec!["test", "--workspace", "--all-targets", "--no-fail-fast"];
+        args.extend(extra.iter().map(String::as_str));
+        run::cargo(&args)?;
+    }
+    // nextest does not run doc tests; they carry the crates' runnable examples.
+    run::cargo(&["test", "--workspace", "--doc"])
+}
+
+fn ci() -> Result<(), String> {
+    run::cargo(&["fmt", "--all", "--", "--check"])?;
+    run::cargo(&["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"])?;
+    test(&[])
+}

@@ -1,0 +1,49 @@
+//! Installing what the tests need.
+
+use crate::run;
+
+fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+/// Makes sure a `redis-server` binary exists for the Redis-backed tests (they start private
+/// instances on free ports). With `REDIS_URL` set the tests use that server instead.
+///
+/// When it is missing and we are root on a Debian-like machine, install Debian's `redis-server`.
+/// Otherwise: an error under `CI=true`, a loud warning elsewhere (the tests then skip loudly).
+pub(crate) fn ensure_redis_server() -> Result<(), String> {
+    if std::env::var_os("REDIS_URL").is_some() || redis_server_available() {
+        return Ok(());
+    }
+    if is_root() && run::on_path("apt-get") {
+        println!("xtask: redis-server not found; installing Debian's redis-server");
+        run::program("apt-get", &["update", "-q"])?;
+        run::program("apt-get", &["install", "-y", "-q", "redis-server"])?;
+        if redis_server_available() {
+            return Ok(());
+        }
+    }
+    let message = "redis-server is not installed and could not be installed: \
+                   install it (apt-get install redis-server) or set REDIS_URL";
+    if in_ci() {
+        Err(message.to_owned())
+    } else {
+        println!("xtask: WARNING: {message}; the Redis-backed tests will skip");
+        Ok(())
+    }
+}
+
+fn redis_server_available() -> bool {
+    match std::env::var("REDIS_SERVER_BIN") {
+        Ok(bin) => std::path::Path::new(&bin).is_file(),
+        Err(_) => run::on_path("redis-server"),
+    }
+}
+
+fn is_root() -> bool {
+    // `id -u` avoids a libc dependency for one call.
+    std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).trim() == "0")
+}

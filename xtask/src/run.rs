@@ -1,0 +1,60 @@
+//! Running cargo and other programs, failing loudly.
+
+use std::process::{Command, Stdio};
+
+/// The cargo that runs this xtask (`$CARGO`), so toolchain overrides carry through.
+fn cargo_bin() -> String {
+    std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned())
+}
+
+/// Runs `cargo <args>` in the workspace root, inheriting the terminal.
+pub(crate) fn cargo(args: &[&str]) -> Result<(), String> {
+    println!("xtask: cargo {}", args.join(" "));
+    let status = Command::new(cargo_bin())
+        .args(args)
+        .current_dir(workspace_root())
+        .status()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("`cargo {}` failed ({status})", args.join(" ")))
+    }
+}
+
+/// Whether `cargo nextest` is installed.
+pub(crate) fn has_nextest() -> bool {
+    Command::new(cargo_bin())
+        .args(["nextest", "--version"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Whether a program is on `PATH`.
+pub(crate) fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH").is_some_and(|paths| {
+        std::env::split_paths(&paths).any(|dir| dir.join(program).is_file())
+    })
+}
+
+/// Runs a program with arguments, inheriting the terminal.
+pub(crate) fn program(name: &str, args: &[&str]) -> Result<(), String> {
+    println!("xtask: {name} {}", args.join(" "));
+    let status = Command::new(name)
+        .args(args)
+        .status()
+        .map_err(|e| format!("cannot run {name}: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("`{name} {}` failed ({status})", args.join(" ")))
+    }
+}
+
+/// The workspace root: the parent of this crate's manifest directory.
+pub(crate) fn workspace_root() -> std::path::PathBuf {
+    let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest.parent().unwrap_or(manifest).to_path_buf()
+}

@@ -1,0 +1,154 @@
+//! [`ResponseFuture`], the response future of [`ClaimsService`](crate::ClaimsService).
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, ready};
+
+use http::{Request, Response};
+use mcp_core::ResponseBody;
+use pin_project_lite::pin_project;
+use tower_service::Service;
+
+use crate::claims::Claims;
+use crate::error::AuthError;
+use crate::service::{Shared, authenticate};
+
+/// The boxed validation of a request that waits for a JWKS fetch (rare: first use, unknown `kid`).
+pub(crate) type Validation = Pin<Box<dyn Future<Output = Result<Claims, AuthError>> + Send>>;
+
+pin_project! {
+    /// Response future of [`ClaimsService`](crate::ClaimsService).
+    ///
+    /// Either the inner service's future, a locally generated refusal, or (when the issuer's JWKS
+    /// has to be fetched first) a validation step followed by the inner call.
+    pub struct ResponseFuture<S, ReqBody, ResBody>
+    where
+        S: Service<Request<ReqBody>>,
+    {
+        #[pin]
+        kind: Kind<S, ReqBody, ResBody>,
+    }
+}
+
+pin_project! {
+    #[project = KindProj]
+    enum Kind<S, ReqBody, ResBody>
+    where
+        S: Service<Request<ReqBody>>,
+    {
+        Validating {
+            validation: Validation,
+            request: Option<Request<ReqBody>>,
+            inner: Option<S>,
+            shared: Arc<Shared>,
+        },
+        Called {
+            #[pin]
+            future: S::Future,
+        },
+        Rejected {
+            response: Option<Response<ResponseBody<ResBody>>>,
+        },
+    }
+}
+
+impl<S, ReqBody, ResBody> ResponseFuture<S, ReqBody, ResBody>
+where
+    S: Service<Request<ReqBody>>,
+{
+    pub(crate) fn called(future: S::Future) -> Self {
+        Self {
+            kind: Kind::Called { future },
+        }
+    }
+
+    pub(crate) fn rejected(response: Response<ResponseBody<ResBody>>) -> Self {
+        Self {
+            kind: Kind::Rejected {
+                response: Some(response),
+            },
+        }
+    }
+
+    pub(crate) fn validating(
+        validation: Validation,
+        request: Request<ReqBody>,
+        inner: S,
+        shared: Arc<Shared>,
+    ) -> Self {
+        Self {
+            kind: Kind::Validating {
+                validation,
+                request: Some(request),
+                inner: Some(inner),
+                shared,
+            },
+        }
+    }
+}
+
+impl<S, ReqBody, ResBody> Future for ResponseFuture<S, ReqBody, ResBody>
+where
+    S: Service<Request<ReqBody>, Response = Response<ResBody>>,
+{
+    type Output = Result<Response<ResponseBody<ResBody>>, S::Error>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        loop {
+            let mut this = self.as_mut().project();
+            let next = match this.kind.as_mut().project() {
+                KindProj::Validating {
+                    validation,
+                    request,
+                    inner,
+                    shared,
+                } => {
+                    let result = ready!(validation.as_mut().poll(cx));
+                    let request = request.take().expect("future polled after completion");
+                    let (mut parts, body) = request.into_parts();
+                    match result {
+                        Ok(claims) => {
+                            authenticate(&mut parts, claims);
+                            let mut inner = inner.take().expect("future polled after completion");
+                            Kind::Called {
+                                future: inner.call(Request::from_parts(parts, body)),
+                            }
+                        }
+                        Err(error) => Kind::Rejected {
+                            response: Some(shared.reject(&error, &parts)),
+                        },
+                    }
+                }
+                KindProj::Called { future } => {
+                    return future
+                        .poll(cx)
+                        .map(|result| result.map(|response| response.map(ResponseBody::inner)));
+                }
+                KindProj::Rejected { response } => {
+                    return Poll::Ready(Ok(response
+                        .take()
+                        .expect("future polled after completion")));
+                }
+            };
+            this.kind.set(next);
+        }
+    }
+}
+
+impl<S, ReqBody, ResBody> fmt::Debug for ResponseFuture<S, ReqBody, ResBody>
+where
+    S: Service<Request<ReqBody>>,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = match &self.kind {
+            Kind::Validating { .. } => "Validating",
+            Kind::Called { .. } => "Called",
+            Kind::Rejected { .. } => "Rejected",
+        };
+        f.debug_struct("ResponseFuture")
+            .field("state", &state)
+            .finish()
+    }
+}

@@ -1,0 +1,240 @@
+//! [`ClaimsService`]: the middleware service made by [`ClaimsLayer`].
+
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use http::request::Parts;
+use http::{HeaderValue, Request, Response, header};
+use mcp_core::{ResponseBody, detail_response};
+use tower_service::Service;
+
+use crate::bearer::bearer_token;
+use crate::challenge::{Challenges, ResourceMetadata};
+use crate::claims::Claims;
+use crate::error::AuthError;
+use crate::future::ResponseFuture;
+use crate::layer::ClaimsLayer;
+use crate::validator::{JwtValidator, Outcome};
+
+/// State shared by a layer and all its services.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) validator: JwtValidator,
+    challenges: Challenges,
+}
+
+impl Shared {
+    pub(crate) fn new(validator: JwtValidator, metadata: ResourceMetadata) -> Self {
+        let challenges = Challenges::new(metadata, validator.required_scopes());
+        Self {
+            validator,
+            challenges,
+        }
+    }
+
+    /// The response for a refused request: `{"detail":"..."}` plus the challenge (401/403) or
+    /// `Retry-After` (503).
+    pub(crate) fn reject<B>(&self, error: &AuthError, parts: &Parts) -> Response<ResponseBody<B>> {
+        tracing::debug!(reason = %error, "bearer authentication failed");
+        let mut response = detail_response(error.status(), error.detail());
+        if let Some(challenge) = self.challenges.for_error(error, parts) {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, challenge);
+        }
+        if let AuthError::KeysUnavailable { retry_after } = error {
+            let secs = retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0);
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
+        }
+        response
+    }
+}
+
+/// Inserts the extensions of an authenticated request.
+pub(crate) fn authenticate(parts: &mut Parts, claims: Claims) {
+    parts.extensions.insert(claims.principal());
+    parts.extensions.insert(claims);
+}
+
+/// Middleware that validates the request's bearer JWT.
+///
+/// On success the request reaches the inner service with a [`Claims`] and a
+/// [`mcp_core::Principal`] extension; otherwise it is answered here (see the [crate docs](crate)).
+/// Never fails from `poll_ready` for authentication reasons: readiness is the inner service's.
+#[derive(Clone, Debug)]
+pub struct ClaimsService<S> {
+    inner: S,
+    shared: Arc<Shared>,
+}
+
+impl<S> ClaimsService<S> {
+    /// Wraps `inner` (no `resource_metadata`; use [`ClaimsLayer`] for that).
+    pub fn new(inner: S, validator: JwtValidator) -> Self {
+        Self::from_shared(
+            inner,
+            Arc::new(Shared::new(validator, ResourceMetadata::None)),
+        )
+    }
+
+    /// A [`ClaimsLayer`] with this validator.
+    pub fn layer(validator: JwtValidator) -> ClaimsLayer {
+        ClaimsLayer::new(validator)
+    }
+
+    pub(crate) fn from_shared(inner: S, shared: Arc<Shared>) -> Self {
+        Self { inner, shared }
+    }
+
+    /// The inner service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// The inner service, mutably.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// Unwraps the inner service.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+impl<S, ReqBody, ResBody> Service<Request<ReqBody>> for ClaimsService<S>
+where
+    S: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone,
+{
+    type Response = Response<ResponseBody<ResBody>>;
+    type Error = S::Error;
+    type Future = ResponseFuture<S, ReqBody, ResBody>;
+
+    #[inline]
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
+        let (mut parts, body) = request.into_parts();
+        let outcome = match bearer_token(&parts.headers) {
+            Ok(token) => match self.shared.validator.check_cached(token) {
+                Outcome::Fetch { source, seen } => Err((source, seen, token.to_owned())),
+                Outcome::Done(result) => Ok(result),
+            },
+            Err(e) => Ok(Err(e)),
+        };
+        match outcome {
+            Ok(Ok(claims)) => {
+                authenticate(&mut parts, claims);
+                ResponseFuture::called(self.inner.call(Request::from_parts(parts, body)))
+            }
+            Ok(Err(error)) => ResponseFuture::rejected(self.shared.reject(&error, &parts)),
+            Err((source, seen, token)) => {
+                // The JWKS must be fetched first. Take the service that was driven to readiness
+                // and leave a fresh clone in its place (tower-service docs, "Be careful when
+                // cloning inner services").
+                let clone = self.inner.clone();
+                let inner = std::mem::replace(&mut self.inner, clone);
+                let validator = self.shared.validator.clone();
+                let validation =
+                    Box::pin(
+                        async move { validator.validate_after_fetch(&token, &source, seen).await },
+                    );
+                ResponseFuture::validating(
+                    validation,
+                    Request::from_parts(parts, body),
+                    inner,
+                    Arc::clone(&self.shared),
+                )
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::convert::Infallible;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use bytes::Bytes;
+    use http::StatusCode;
+    use http_body_util::{BodyExt, Full};
+    use jsonwebtoken::{Algorithm, EncodingKey, Header, encode, get_current_timestamp};
+    use tower::{ServiceExt, service_fn};
+
+    use super::*;
+    use crate::future::ResponseFuture;
+    use crate::issuer::Issuer;
+
+    type Echo = tower::util::ServiceFn<
+        fn(Request<Full<Bytes>>) -> std::future::Ready<Result<Response<Full<Bytes>>, Infallible>>,
+    >;
+
+    fn assert_send_sync<T: Send + Sync + 'static>() {}
+    fn assert_send<T: Send + 'static>() {}
+
+    #[test]
+    fn types_are_send_and_sync() {
+        assert_send_sync::<ClaimsLayer>();
+        assert_send_sync::<ClaimsService<Echo>>();
+        assert_send_sync::<JwtValidator>();
+        assert_send_sync::<Claims>();
+        assert_send::<ResponseFuture<Echo, Full<Bytes>, Full<Bytes>>>();
+    }
+
+    fn validator() -> JwtValidator {
+        JwtValidator::builder()
+            .issuer(Issuer::new("iss").hmac_secret(b"k", [Algorithm::HS256]))
+            .audience("aud")
+            .required_scopes(["mcp"])
+            .build()
+            .expect("config")
+    }
+
+    #[tokio::test]
+    async fn inner_is_called_only_when_authenticated() {
+        static CALLS: AtomicUsize = AtomicUsize::new(0);
+        let inner = service_fn(|req: Request<Full<Bytes>>| async move {
+            CALLS.fetch_add(1, Ordering::SeqCst);
+            let sub = req
+                .extensions()
+                .get::<mcp_core::Principal>()
+                .map(|p| p.subject().to_owned())
+                .unwrap_or_default();
+            Ok::<_, Infallible>(Response::new(Full::new(Bytes::from(sub))))
+        });
+        let service = ClaimsService::new(inner, validator());
+
+        let refused = service
+            .clone()
+            .oneshot(Request::new(Full::new(Bytes::new())))
+            .await
+            .expect("infallible");
+        assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
+        assert_eq!(
+            refused.headers()[header::WWW_AUTHENTICATE],
+            "Bearer error=\"invalid_token\""
+        );
+        assert_eq!(CALLS.load(Ordering::SeqCst), 0);
+
+        let claims = serde_json::json!({"iss": "iss", "sub": "bob", "aud": "aud",
+            "exp": get_current_timestamp() + 60, "scope": "mcp"});
+        let token = encode(
+            &Header::new(Algorithm::HS256),
+            &claims,
+            &EncodingKey::from_secret(b"k").expect("key"),
+        )
+        .expect("token");
+        let request = Request::builder()
+            .header(header::AUTHORIZATION, format!("Bearer {token}"))
+            .body(Full::new(Bytes::new()))
+            .expect("request");
+        let ok = service.oneshot(request).await.expect("infallible");
+        assert_eq!(ok.status(), StatusCode::OK);
+        assert_eq!(CALLS.load(Ordering::SeqCst), 1);
+        let body = ok.into_body().collect().await.expect("body").to_bytes();
+        assert_eq!(body, "bob");
+    }
+}

@@ -1,0 +1,631 @@
+//! [`JwtValidator`]: checks a compact JWS against the configured issuers, keys, audiences and
+//! scopes; usable on its own or through [`ClaimsLayer`](crate::ClaimsLayer).
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use jsonwebtoken::Algorithm;
+use jsonwebtoken::crypto::CryptoProvider;
+
+use crate::claims::{ClaimChecks, Claims};
+use crate::error::{AuthError, ClaimsConfigError, JwksError};
+use crate::fetch::build_client;
+use crate::issuer::Issuer;
+use crate::jwks::{JwksSource, JwksTiming};
+use crate::key::VerifyingKey;
+use crate::token::UnverifiedToken;
+
+/// Validates bearer JWTs: signature (with the keys of the issuer named by the token), `exp`
+/// (required), `nbf`, `aud` (always checked), `sub` (required) and the required scopes.
+///
+/// Cheap to clone (one `Arc`); clones share the JWKS caches. Build it with
+/// [`JwtValidator::builder`]. See the [crate docs](crate) for an example with the layer.
+///
+/// Validation order: the token must be a compact JWS whose header `alg` is a supported algorithm
+/// (never `none`) and carries no `crit`; its unverified `iss` selects the issuer (unknown ->
+/// [`AuthError::UnknownIssuer`]); the issuer must have a key bound to `alg`
+/// ([`AuthError::UnsupportedAlgorithm`]); a token `kid` selects JWKS keys by id; the signature must
+/// verify with one candidate key ([`AuthError::NoMatchingKey`], [`AuthError::BadSignature`]); only
+/// then are the claims read.
+#[derive(Clone)]
+pub struct JwtValidator {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    issuers: HashMap<String, IssuerState>,
+    audiences: Vec<String>,
+    leeway: u64,
+    required_scopes: Vec<String>,
+    provider: &'static CryptoProvider,
+}
+
+struct IssuerState {
+    iss: Arc<str>,
+    keys: Vec<VerifyingKey>,
+    jwks: Option<Arc<JwksSource>>,
+    jwks_algorithms: Option<Vec<Algorithm>>,
+}
+
+impl IssuerState {
+    /// Whether any key of this issuer could be bound to `alg` (JWKS keys are never HMAC).
+    fn may_accept(&self, alg: Algorithm) -> bool {
+        self.keys.iter().any(|k| k.accepts(alg))
+            || (self.jwks.is_some()
+                && !matches!(alg, Algorithm::HS256 | Algorithm::HS384 | Algorithm::HS512)
+                && self
+                    .jwks_algorithms
+                    .as_ref()
+                    .is_none_or(|allowed| allowed.contains(&alg)))
+    }
+}
+
+/// Result of a validation attempt that does no I/O.
+pub(crate) enum Outcome {
+    /// Finished.
+    Done(Result<Claims, AuthError>),
+    /// The issuer's JWKS must be fetched first (initial fetch or unknown `kid`).
+    Fetch { source: Arc<JwksSource>, seen: u64 },
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// May ask for a fetch.
+    Cached,
+    /// A fetch just ran (or was skipped): use whatever is cached.
+    AfterFetch,
+}
+
+impl JwtValidator {
+    /// A builder with the defaults: leeway 30 s, JWKS refresh every 5 min, JWKS refetch at most
+    /// every 10 s, JWKS fetch timeout 5 s, no required scopes.
+    pub fn builder() -> JwtValidatorBuilder {
+        JwtValidatorBuilder::default()
+    }
+
+    /// Validates `token` (the part after `Bearer `), fetching the issuer's JWKS first if needed.
+    ///
+    /// Returns the claims, or which check failed.
+    pub async fn validate(&self, token: &str) -> Result<Claims, AuthError> {
+        match self.check(token, Mode::Cached) {
+            Outcome::Done(result) => result,
+            Outcome::Fetch { source, seen } => {
+                self.validate_after_fetch(token, &source, seen).await
+            }
+        }
+    }
+
+    /// Fetches every configured JWKS now (e.g. at startup), so the first requests do not wait.
+    ///
+    /// Tries all of them and returns the first failure. A failure is not fatal: requests will retry
+    /// the fetch (rate-limited by the minimum refetch interval).
+    pub async fn prefetch(&self) -> Result<(), JwksError> {
+        let mut first_error = None;
+        for issuer in self.inner.issuers.values() {
+            if let Some(source) = &issuer.jwks
+                && let Err(e) = source.fetch_now().await
+            {
+                first_error.get_or_insert(e);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// The configured issuers' `iss` values.
+    pub fn issuers(&self) -> impl Iterator<Item = &str> {
+        self.inner.issuers.keys().map(String::as_str)
+    }
+
+    /// The accepted audiences.
+    pub fn audiences(&self) -> &[String] {
+        &self.inner.audiences
+    }
+
+    /// The scopes every token must carry.
+    pub fn required_scopes(&self) -> &[String] {
+        &self.inner.required_scopes
+    }
+
+    /// Validation without I/O, for the layer's fast path.
+    pub(crate) fn check_cached(&self, token: &str) -> Outcome {
+        self.check(token, Mode::Cached)
+    }
+
+    /// The second half of [`validate`](Self::validate) after [`Outcome::Fetch`].
+    pub(crate) async fn validate_after_fetch(
+        &self,
+        token: &str,
+        source: &JwksSource,
+        seen: u64,
+    ) -> Result<Claims, AuthError> {
+        // A failure is logged by the source; the cached set (if any) is used below.
+        let _ = source.fetch_single_flight(seen).await;
+        match self.check(token, Mode::AfterFetch) {
+            Outcome::Done(result) => result,
+            // `AfterFetch` never asks for another fetch.
+            Outcome::Fetch { .. } => Err(AuthError::NoMatchingKey),
+        }
+    }
+
+    fn check(&self, token: &str, mode: Mode) -> Outcome {
+        match self.check_inner(token, mode) {
+            Ok(outcome) => outcome,
+            Err(e) => Outcome::Done(Err(e)),
+        }
+    }
+
+    fn check_inner(&self, token: &str, mode: Mode) -> Result<Outcome, AuthError> {
+        let token = UnverifiedToken::parse(token)?;
+        let issuer = match token.claims.get("iss") {
+            None => return Err(AuthError::MissingClaim("iss")),
+            Some(serde_json::Value::String(iss)) => self
+                .inner
+                .issuers
+                .get(iss.as_str())
+                .ok_or(AuthError::UnknownIssuer)?,
+            Some(_) => return Err(AuthError::InvalidClaim("iss")),
+        };
+        let alg = token.alg;
+        if !issuer.may_accept(alg) {
+            return Err(AuthError::UnsupportedAlgorithm);
+        }
+        let message = token.signing_input.as_bytes();
+        let provider = self.inner.provider;
+        let verify = |key: &VerifyingKey| key.verify(provider, alg, message, &token.signature);
+        let mut tried = 0usize;
+        let mut verified = false;
+        let mut keys_unavailable = None;
+
+        if let Some(source) = &issuer.jwks {
+            let snapshot = source.snapshot();
+            match &snapshot.keys {
+                None if mode == Mode::Cached && snapshot.may_fetch => {
+                    return Ok(Outcome::Fetch {
+                        source: Arc::clone(source),
+                        seen: snapshot.attempts,
+                    });
+                }
+                None => keys_unavailable = Some(snapshot.retry_after),
+                Some(keys) => {
+                    let mut kid_known = token.kid.is_none();
+                    for key in keys.iter() {
+                        if let Some(kid) = &token.kid {
+                            if key.kid() != Some(kid.as_str()) {
+                                continue;
+                            }
+                            kid_known = true;
+                        }
+                        if key.accepts(alg) {
+                            tried += 1;
+                            if verify(key) {
+                                verified = true;
+                                break;
+                            }
+                        }
+                    }
+                    if !verified && !kid_known {
+                        // A static key might still verify it; otherwise the kid is unknown.
+                        if !issuer.keys.iter().any(|k| k.accepts(alg) && verify(k)) {
+                            if mode == Mode::Cached && snapshot.may_fetch {
+                                return Ok(Outcome::Fetch {
+                                    source: Arc::clone(source),
+                                    seen: snapshot.attempts,
+                                });
+                            }
+                            return Err(AuthError::NoMatchingKey);
+                        }
+                        verified = true;
+                    }
+                }
+            }
+        }
+        if !verified {
+            for key in issuer.keys.iter().filter(|k| k.accepts(alg)) {
+                tried += 1;
+                if verify(key) {
+                    verified = true;
+                    break;
+                }
+            }
+        }
+        if !verified {
+            return Err(match (tried, keys_unavailable) {
+                (0, Some(retry_after)) => AuthError::KeysUnavailable {
+                    retry_after: retry_after.max(Duration::from_secs(1)),
+                },
+                (0, None) => AuthError::NoMatchingKey,
+                _ => AuthError::BadSignature,
+            });
+        }
+
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let checks = ClaimChecks {
+            now,
+            leeway: self.inner.leeway,
+            audiences: &self.inner.audiences,
+            required_scopes: &self.inner.required_scopes,
+        };
+        let claims = Claims::from_verified(
+            Arc::clone(&issuer.iss),
+            token.claims,
+            alg,
+            token.kid,
+            &checks,
+        );
+        Ok(Outcome::Done(claims))
+    }
+}
+
+impl fmt::Debug for JwtValidator {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut issuers: Vec<_> = self.inner.issuers.keys().collect();
+        issuers.sort();
+        f.debug_struct("JwtValidator")
+            .field("issuers", &issuers)
+            .field("audiences", &self.inner.audiences)
+            .field("leeway", &self.inner.leeway)
+            .field("required_scopes", &self.inner.required_scopes)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builder of a [`JwtValidator`]; see [`JwtValidator::builder`].
+///
+/// ```
+/// use std::time::Duration;
+/// use jsonwebtoken::Algorithm;
+/// use mcp_claims::{Issuer, JwtValidator};
+///
+/// # fn main() -> Result<(), mcp_claims::ClaimsConfigError> {
+/// let validator = JwtValidator::builder()
+///     .issuer(Issuer::new("https://a.example").hmac_secret(b"secret-a", [Algorithm::HS256]))
+///     .issuer(Issuer::new("https://b.example").jwks_url("http://127.0.0.1:1/jwks.json")?)
+///     .audiences(["mcp-gateway", "https://gw.example/mcp"])
+///     .leeway(Duration::from_secs(30))
+///     .required_scopes(["mcp"])
+///     .jwks_refresh_interval(Duration::from_secs(300))
+///     .jwks_min_refetch_interval(Duration::from_secs(10))
+///     .build()?;
+/// assert_eq!(validator.required_scopes(), ["mcp"]);
+///
+/// // The audience is always checked: building without one fails.
+/// assert!(JwtValidator::builder()
+///     .issuer(Issuer::new("https://a.example").hmac_secret(b"s", [Algorithm::HS256]))
+///     .build()
+///     .is_err());
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+#[must_use]
+pub struct JwtValidatorBuilder {
+    issuers: Vec<Issuer>,
+    audiences: Vec<String>,
+    leeway: Duration,
+    required_scopes: Vec<String>,
+    timing: JwksTiming,
+    tls: Option<rustls::ClientConfig>,
+}
+
+impl Default for JwtValidatorBuilder {
+    fn default() -> Self {
+        Self {
+            issuers: Vec::new(),
+            audiences: Vec::new(),
+            leeway: Duration::from_secs(30),
+            required_scopes: Vec::new(),
+            timing: JwksTiming {
+                refresh_interval: Duration::from_secs(300),
+                min_refetch_interval: Duration::from_secs(10),
+                fetch_timeout: Duration::from_secs(5),
+            },
+            tls: None,
+        }
+    }
+}
+
+impl JwtValidatorBuilder {
+    /// Adds a trusted issuer. Several issuers may be added, each with its own keys.
+    pub fn issuer(mut self, issuer: Issuer) -> Self {
+        self.issuers.push(issuer);
+        self
+    }
+
+    /// Adds an accepted audience. A token is accepted when one of its `aud` values is accepted.
+    pub fn audience(mut self, audience: impl Into<String>) -> Self {
+        self.audiences.push(audience.into());
+        self
+    }
+
+    /// Adds several accepted audiences.
+    pub fn audiences(mut self, audiences: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.audiences.extend(audiences.into_iter().map(Into::into));
+        self
+    }
+
+    /// Clock skew tolerated on `exp` and `nbf` (default 30 s; whole seconds).
+    pub fn leeway(mut self, leeway: Duration) -> Self {
+        self.leeway = leeway;
+        self
+    }
+
+    /// Scopes every token must carry; a valid token lacking one is refused with
+    /// [`AuthError::InsufficientScope`] (403). Adds to earlier calls.
+    pub fn required_scopes(mut self, scopes: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        for scope in scopes {
+            let scope = scope.into();
+            if !self.required_scopes.contains(&scope) {
+                self.required_scopes.push(scope);
+            }
+        }
+        self
+    }
+
+    /// Age after which a cached JWKS is refreshed (default 5 min). The stale set keeps being served
+    /// while one background refresh runs, and after a failed one.
+    pub fn jwks_refresh_interval(mut self, interval: Duration) -> Self {
+        self.timing.refresh_interval = interval;
+        self
+    }
+
+    /// Minimum time between two JWKS fetch attempts of one issuer, whatever triggered them
+    /// (unknown `kid`, stale set, failed earlier fetch). Default 10 s.
+    pub fn jwks_min_refetch_interval(mut self, interval: Duration) -> Self {
+        self.timing.min_refetch_interval = interval;
+        self
+    }
+
+    /// Timeout of one JWKS fetch, connect to last body byte (default 5 s).
+    pub fn jwks_fetch_timeout(mut self, timeout: Duration) -> Self {
+        self.timing.fetch_timeout = timeout;
+        self
+    }
+
+    /// TLS configuration for `https` JWKS URLs (default: rustls with the platform's native roots).
+    /// ALPN is set by the client.
+    pub fn jwks_tls_config(mut self, config: rustls::ClientConfig) -> Self {
+        self.tls = Some(config);
+        self
+    }
+
+    /// Checks the configuration and builds the validator.
+    ///
+    /// Fails when no issuer or no audience is configured, an issuer has no key, an issuer appears
+    /// twice, a key binding is invalid, no jsonwebtoken crypto provider is available, or an `https`
+    /// JWKS URL is configured and no TLS roots can be loaded.
+    pub fn build(self) -> Result<JwtValidator, ClaimsConfigError> {
+        let provider =
+            CryptoProvider::try_get_default().ok_or(ClaimsConfigError::NoCryptoProvider)?;
+        if self.issuers.is_empty() {
+            return Err(ClaimsConfigError::NoIssuer);
+        }
+        if self.audiences.is_empty() {
+            return Err(ClaimsConfigError::NoAudience);
+        }
+        let jwks_urls: Vec<_> = self
+            .issuers
+            .iter()
+            .filter_map(|i| i.jwks_url.as_ref())
+            .collect();
+        let client = if jwks_urls.is_empty() {
+            None
+        } else {
+            let need_https = jwks_urls.iter().any(|u| u.scheme_str() == Some("https"));
+            Some(build_client(
+                self.tls,
+                need_https,
+                self.timing.fetch_timeout,
+            )?)
+        };
+
+        let mut issuers = HashMap::with_capacity(self.issuers.len());
+        for issuer in self.issuers {
+            if let Some(e) = issuer.deferred_error {
+                return Err(e);
+            }
+            if issuer.keys.is_empty() && issuer.jwks_url.is_none() {
+                return Err(ClaimsConfigError::NoKeys(issuer.iss));
+            }
+            if issuers.contains_key(&issuer.iss) {
+                return Err(ClaimsConfigError::DuplicateIssuer(issuer.iss));
+            }
+            let jwks = match (issuer.jwks_url, &client) {
+                (Some(uri), Some(client)) => Some(Arc::new(JwksSource::new(
+                    uri,
+                    issuer.jwks_algorithms.clone(),
+                    client.clone(),
+                    self.timing,
+                ))),
+                _ => None,
+            };
+            let state = IssuerState {
+                iss: Arc::from(issuer.iss.as_str()),
+                keys: issuer.keys,
+                jwks,
+                jwks_algorithms: issuer.jwks_algorithms,
+            };
+            issuers.insert(issuer.iss, state);
+        }
+
+        Ok(JwtValidator {
+            inner: Arc::new(Inner {
+                issuers,
+                audiences: self.audiences,
+                leeway: self.leeway.as_secs(),
+                required_scopes: self.required_scopes,
+                provider,
+            }),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use jsonwebtoken::{EncodingKey, Header, encode, get_current_timestamp};
+    use serde_json::{Value, json};
+
+    const SECRET: &[u8] = b"unit-test-secret";
+
+    fn validator() -> JwtValidator {
+        JwtValidator::builder()
+            .issuer(
+                Issuer::new("https://a.example")
+                    .hmac_secret(SECRET, [Algorithm::HS256, Algorithm::HS512]),
+            )
+            .issuer(Issuer::new("https://b.example").hmac_secret(b"other", [Algorithm::HS384]))
+            .audience("api")
+            .build()
+            .expect("valid config")
+    }
+
+    fn hs(alg: Algorithm, secret: &[u8], claims: Value) -> String {
+        encode(
+            &Header::new(alg),
+            &claims,
+            &EncodingKey::from_secret(secret).expect("key"),
+        )
+        .expect("encode")
+    }
+
+    fn good_claims(iss: &str) -> Value {
+        json!({"iss": iss, "sub": "alice", "aud": "api", "exp": get_current_timestamp() + 300})
+    }
+
+    #[tokio::test]
+    async fn picks_issuer_keys() {
+        let v = validator();
+        let t = hs(Algorithm::HS256, SECRET, good_claims("https://a.example"));
+        assert_eq!(v.validate(&t).await.expect("valid").sub(), "alice");
+        let t = hs(Algorithm::HS384, b"other", good_claims("https://b.example"));
+        assert_eq!(
+            v.validate(&t).await.expect("valid").iss(),
+            "https://b.example"
+        );
+        // Issuer b's secret does not verify tokens claiming issuer a.
+        let t = hs(Algorithm::HS256, b"other", good_claims("https://a.example"));
+        assert_eq!(
+            v.validate(&t).await.expect_err("x"),
+            AuthError::BadSignature
+        );
+        // HS384 is bound to issuer b only.
+        let t = hs(Algorithm::HS384, SECRET, good_claims("https://a.example"));
+        assert_eq!(
+            v.validate(&t).await.expect_err("x"),
+            AuthError::UnsupportedAlgorithm
+        );
+        let t = hs(Algorithm::HS256, SECRET, good_claims("https://c.example"));
+        assert_eq!(
+            v.validate(&t).await.expect_err("x"),
+            AuthError::UnknownIssuer
+        );
+        let mut no_iss = good_claims("x");
+        no_iss.as_object_mut().expect("object").remove("iss");
+        let t = hs(Algorithm::HS256, SECRET, no_iss);
+        assert_eq!(
+            v.validate(&t).await.expect_err("x"),
+            AuthError::MissingClaim("iss")
+        );
+    }
+
+    #[test]
+    fn sync_path_without_jwks() {
+        let v = validator();
+        let t = hs(Algorithm::HS512, SECRET, good_claims("https://a.example"));
+        assert!(matches!(v.check_cached(&t), Outcome::Done(Ok(_))));
+    }
+
+    #[test]
+    fn config_errors() {
+        let base = || Issuer::new("i").hmac_secret(b"s", [Algorithm::HS256]);
+        assert!(matches!(
+            JwtValidator::builder().audience("a").build(),
+            Err(ClaimsConfigError::NoIssuer)
+        ));
+        assert!(matches!(
+            JwtValidator::builder().issuer(base()).build(),
+            Err(ClaimsConfigError::NoAudience)
+        ));
+        assert!(matches!(
+            JwtValidator::builder()
+                .issuer(Issuer::new("i"))
+                .audience("a")
+                .build(),
+            Err(ClaimsConfigError::NoKeys(_))
+        ));
+        assert!(matches!(
+            JwtValidator::builder()
+                .issuer(base())
+                .issuer(base())
+                .audience("a")
+                .build(),
+            Err(ClaimsConfigError::DuplicateIssuer(_))
+        ));
+        assert!(matches!(
+            JwtValidator::builder()
+                .issuer(Issuer::new("i").hmac_secret(b"s", [Algorithm::ES256]))
+                .audience("a")
+                .build(),
+            Err(ClaimsConfigError::AlgorithmMismatch { .. })
+        ));
+        let v = JwtValidator::builder()
+            .issuer(base())
+            .audiences(["a", "b"])
+            .required_scopes(["x", "x", "y"])
+            .build()
+            .expect("valid");
+        assert_eq!(v.audiences(), ["a", "b"]);
+        assert_eq!(v.required_scopes(), ["x", "y"]);
+        assert_eq!(v.issuers().collect::<Vec<_>>(), ["i"]);
+        assert!(format!("{v:?}").contains("JwtValidator"));
+    }
+
+    #[tokio::test]
+    async fn jwks_down_without_cache_is_unavailable() {
+        let v = JwtValidator::builder()
+            .issuer(
+                Issuer::new("https://a.example")
+                    .jwks_url("http://127.0.0.1:9/jwks.json")
+                    .expect("url"),
+            )
+            .audience("api")
+            .jwks_min_refetch_interval(Duration::from_secs(60))
+            .build()
+            .expect("valid");
+        let mut header = Header::new(Algorithm::RS256);
+        header.kid = Some("k".into());
+        // Signature bytes do not matter: no key can be found.
+        let token = format!(
+            "{}.{}.c2ln",
+            base64::Engine::encode(
+                &base64::engine::general_purpose::URL_SAFE_NO_PAD,
+                serde_json::to_vec(&header).expect("json")
+            ),
+            base64::Engine::encode(
+                &base64::engine::general_purpose::URL_SAFE_NO_PAD,
+                good_claims("https://a.example").to_string()
+            ),
+        );
+        assert!(matches!(v.check_cached(&token), Outcome::Fetch { .. }));
+        let err = v.validate(&token).await.expect_err("refused");
+        assert!(
+            matches!(err, AuthError::KeysUnavailable { retry_after } if retry_after > Duration::from_secs(50)),
+            "{err:?}"
+        );
+        // Rate-limited now: answered without I/O.
+        assert!(matches!(
+            v.check_cached(&token),
+            Outcome::Done(Err(AuthError::KeysUnavailable { .. }))
+        ));
+        // HMAC algorithms are never accepted from a JWKS.
+        let t = hs(Algorithm::HS256, SECRET, good_claims("https://a.example"));
+        assert_eq!(
+            v.validate(&t).await.expect_err("x"),
+            AuthError::UnsupportedAlgorithm
+        );
+        assert!(v.prefetch().await.is_err());
+    }
+}

@@ -13,6 +13,7 @@
 //! | [`error_code`] | JSON-RPC and MCP error codes and [`ErrorObject`] constructors |
 //! | [`method`] | [`Method`]: every MCP method, its [`MethodKind`], [`RouteKey`], direction and eras |
 //! | [`protocol_version`] | [`ProtocolVersion`] and [`Era`] (legacy 2025 sessions, modern 2026-07-28) |
+//! | [`raw_object`] | [`RawObject`]: edit a JSON object's top level, nested values stay raw bytes |
 //! | [`headers`] | MCP header names and the `=?base64?…?=` header value codec |
 //! | [`sse`] | [`sse::SseEvent`] encoder and the streaming [`sse::SseDecoder`] |
 //!
@@ -27,6 +28,7 @@ pub mod jsonrpc;
 pub mod method;
 pub mod principal;
 pub mod protocol_version;
+pub mod raw_object;
 pub mod sse;
 pub mod virtual_host_id;
 
@@ -40,4 +42,5 @@ pub use jsonrpc::{
 pub use method::{Direction, Eras, Method, MethodKind, RouteKey};
 pub use principal::Principal;
 pub use protocol_version::{Era, ProtocolVersion, UnknownProtocolVersion};
+pub use raw_object::RawObject;
 pub use virtual_host_id::VirtualHostId;

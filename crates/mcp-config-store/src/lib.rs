@@ -1,1 +1,131 @@
-//! placeholder
+//! # mcp-config-store
+//!
+//! Per-subject user configuration for the MCP gateway: the data model, stores, a cache, and the
+//! two tower layers that put the configuration into the request.
+//!
+//! | module | what it holds |
+//! |---|---|
+//! | [`model`] | [`UserConfig`] → [`VirtualHostConfig`] → [`BackendConfig`] (DESIGN §8.1), [`UsersDocument`] |
+//! | [`validate`] | semantic checks with field paths, [`ConfigWarning`] (overlapping backend names) |
+//! | [`parse`] | JSON/TOML parsing with the path of the bad field ([`DocumentFormat`]) |
+//! | [`error`] | [`StoreError`] (`Unavailable` / `Corrupt` / `Other`), [`ConfigError`], [`FieldError`] |
+//! | [`store`] | the [`UserConfigStore`] trait, [`Invalidation`] events |
+//! | [`memory`] | [`MemoryStore`] (tests, builders, embedded defaults) |
+//! | [`file`](mod@file) | [`FileStore`], a JSON/TOML file reloaded on change (feature `file`) |
+//! | [`redis`] | [`RedisStore`] with pub/sub + keyspace invalidation and fast 503s during outages (feature `redis`) |
+//! | [`cache`] | [`CachedStore`]: bounded, TTL, single-flight, negative caching, invalidation |
+//! | [`config_layer`] | [`ConfigStoreLayer`]: subject → `Arc<UserConfig>` extension (400 / 500 / 503) |
+//! | [`vhost_layer`] | [`VirtualHostConfigLayer`]: [`VirtualHostId`](mcp_core::VirtualHostId) → [`VirtualHost`] extension (404) |
+//!
+//! ## Request flow and responses
+//!
+//! An authentication layer inserts a [`mcp_core::Principal`]; a path layer inserts a
+//! [`mcp_core::VirtualHostId`]. Then:
+//!
+//! 1. [`ConfigStoreLayer`] loads the principal's subject from a store and inserts
+//!    `Arc<UserConfig>`. No principal → 400 `{"detail":"No authenticated principal"}`; no
+//!    configuration → 400 `{"detail":"No user configuration"}`; corrupt document or other store
+//!    failure → 500 `{"detail":"User configuration could not be loaded"}`; store unavailable →
+//!    503 `{"detail":"Configuration store unavailable"}` with `Retry-After: 1`.
+//! 2. [`VirtualHostConfigLayer`] inserts the [`VirtualHost`] (id + `Arc<VirtualHostConfig>`).
+//!    Unknown virtual host → 404 `{"detail":"Server not found"}`; a missing extension → 400 naming
+//!    the missing layer.
+//!
+//! Every local answer is `application/json` and never contains the subject, the store address or
+//! internal error text (those are logged with `tracing`). Both layers keep the inner service's
+//! error type and wrap bodies in [`mcp_core::ResponseBody`], so they stack under axum and hyper.
+//!
+//! ## Stores
+//!
+//! Stack a [`CachedStore`] in front of a remote store: `ConfigStoreLayer::new(CachedStore::new(
+//! RedisStore::connect(..).await?))`. Stores emit [`Invalidation`]s when data changes (memory
+//! store edits, file reloads, Redis pub/sub and keyspace notifications), and the cache drops the
+//! affected entries, so an edit is visible within about a second; the cache TTL is only a safety
+//! net. While Redis is down, requests are answered 503 at once; a background prober reconnects.
+//!
+//! ## Example
+//!
+//! ```
+//! use std::convert::Infallible;
+//! use bytes::Bytes;
+//! use http::{Request, Response, StatusCode};
+//! use http_body_util::{BodyExt, Empty};
+//! use mcp_config_store::{ConfigStoreLayer, MemoryStore, UserConfig, VirtualHost, VirtualHostConfigLayer};
+//! use mcp_core::{Principal, VirtualHostId};
+//! use tower::{ServiceBuilder, ServiceExt, service_fn};
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! let alice = UserConfig::from_json_str(r#"{ "virtual_hosts": { "vh1": { "backends": {
+//!     "weather": { "url": "http://127.0.0.1:9001/mcp" } } } } }"#).unwrap();
+//! let store = MemoryStore::new().with_user("alice", alice);
+//!
+//! let svc = ServiceBuilder::new()
+//!     .layer(ConfigStoreLayer::new(store))
+//!     .layer(VirtualHostConfigLayer::new())
+//!     .service(service_fn(|req: Request<Empty<Bytes>>| async move {
+//!         let vh = req.extensions().get::<VirtualHost>().expect("inserted by the layer");
+//!         assert!(vh.config.backends.contains_key("weather"));
+//!         Ok::<_, Infallible>(Response::new(Empty::<Bytes>::new()))
+//!     }));
+//!
+//! let request = |sub: &str, vhost: &str| {
+//!     let mut req = Request::new(Empty::<Bytes>::new());
+//!     req.extensions_mut().insert(Principal::new("https://issuer.example", sub));
+//!     req.extensions_mut().insert(VirtualHostId::new(vhost));
+//!     req
+//! };
+//!
+//! // Known subject and virtual host: the inner service runs.
+//! let res = svc.clone().oneshot(request("alice", "vh1")).await.unwrap();
+//! assert_eq!(res.status(), StatusCode::OK);
+//!
+//! // No configuration for the subject: 400.
+//! let res = svc.clone().oneshot(request("bob", "vh1")).await.unwrap();
+//! assert_eq!(res.status(), StatusCode::BAD_REQUEST);
+//! let body = res.into_body().collect().await.unwrap().to_bytes();
+//! assert_eq!(body, r#"{"detail":"No user configuration"}"#);
+//!
+//! // Virtual host not in the caller's configuration: 404 with the exact body.
+//! let res = svc.oneshot(request("alice", "vh2")).await.unwrap();
+//! assert_eq!(res.status(), StatusCode::NOT_FOUND);
+//! assert_eq!(res.headers()["content-type"], "application/json");
+//! let body = res.into_body().collect().await.unwrap().to_bytes();
+//! assert_eq!(body, r#"{"detail":"Server not found"}"#);
+//! # }
+//! ```
+//!
+//! ## Features
+//!
+//! - `file` (default): [`FileStore`] and TOML parsing.
+//! - `redis` (default): [`RedisStore`] (deadpool-redis 0.23, redis 1.x).
+
+pub mod cache;
+pub mod config_layer;
+pub mod error;
+#[cfg(feature = "file")]
+pub mod file;
+pub mod memory;
+pub mod model;
+pub mod parse;
+#[cfg(feature = "redis")]
+pub mod redis;
+pub mod store;
+pub mod validate;
+pub mod vhost_layer;
+
+pub use cache::{CacheStats, CachedStore, CachedStoreBuilder};
+pub use config_layer::{ConfigStoreLayer, ConfigStoreService, PrincipalSubject, SubjectExtractor};
+pub use error::{ConfigError, FieldError, StoreError, StoreErrorKind};
+#[cfg(feature = "file")]
+pub use file::{FileStore, FileStoreBuilder, FileStoreError};
+pub use memory::MemoryStore;
+pub use model::{
+    BackendConfig, HeaderPolicy, Naming, StdioPolicy, Transport, UserConfig, UsersDocument,
+    VirtualHostConfig,
+};
+pub use parse::DocumentFormat;
+#[cfg(feature = "redis")]
+pub use redis::{RedisStore, RedisStoreConfig, RedisStoreError};
+pub use store::{Invalidation, LoadFuture, LoadResult, UserConfigStore};
+pub use validate::{ConfigWarning, is_valid_backend_name, is_valid_virtual_host_id};
+pub use vhost_layer::{VirtualHost, VirtualHostConfigLayer, VirtualHostConfigService};

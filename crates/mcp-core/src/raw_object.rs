@@ -63,6 +63,18 @@ impl<'a> RawObject<'a> {
             .map(|(_, v)| v.as_ref())
     }
 
+    /// The raw value of `key` with the lifetime of the parsed text, when it was not replaced
+    /// since parsing (values set later are owned by the object).
+    pub fn get_borrowed(&self, key: &str) -> Option<&'a RawValue> {
+        self.entries
+            .iter()
+            .find(|(k, _)| k == key)
+            .and_then(|(_, v)| match v {
+                Cow::Borrowed(raw) => Some(*raw),
+                Cow::Owned(_) => None,
+            })
+    }
+
     /// Whether `key` is present.
     pub fn contains(&self, key: &str) -> bool {
         self.get(key).is_some()

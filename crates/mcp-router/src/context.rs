@@ -1,0 +1,117 @@
+//! What the router needs from the layers in front of it, re-checked (DESIGN §3.2): the virtual
+//! host id, the caller's principal and user configuration, and the virtual host's configuration.
+
+use std::sync::Arc;
+
+use http::Extensions;
+use mcp_config_store::{UserConfig, VirtualHost, VirtualHostConfig};
+use mcp_core::{Era, ErrorObject, Principal, VirtualHostId, error_code};
+
+/// The established facts of one request.
+#[derive(Clone, Debug)]
+pub(crate) struct RequestContext {
+    pub(crate) principal: Principal,
+    pub(crate) vhost_id: VirtualHostId,
+    pub(crate) vhost: Arc<VirtualHostConfig>,
+}
+
+/// Reads the context from request extensions. Missing facts are a JSON-RPC internal error whose
+/// message starts with `Routing problem`; a virtual host absent from the user config is a
+/// resource-not-found error `No configuration` (normally the 404 of the virtual host config layer
+/// fires first). Without the `VirtualHost` extension the router looks the virtual host up in the
+/// user config itself, so it also works without `VirtualHostConfigLayer`.
+pub(crate) fn extract(ext: &Extensions, era: Era) -> Result<RequestContext, ErrorObject> {
+    let vhost_id = ext
+        .get::<VirtualHostId>()
+        .cloned()
+        .ok_or_else(|| routing_problem("no virtual host id in the request"))?;
+    let principal = ext
+        .get::<Principal>()
+        .cloned()
+        .ok_or_else(|| routing_problem("no authenticated principal (claims) in the request"))?;
+    let vhost = match ext.get::<VirtualHost>() {
+        Some(v) if v.id == vhost_id => Arc::clone(&v.config),
+        _ => {
+            let config = ext
+                .get::<Arc<UserConfig>>()
+                .ok_or_else(|| routing_problem("no user configuration in the request"))?;
+            config
+                .virtual_hosts
+                .get(vhost_id.as_str())
+                .cloned()
+                .ok_or_else(|| no_configuration(era))?
+        }
+    };
+    Ok(RequestContext {
+        principal,
+        vhost_id,
+        vhost,
+    })
+}
+
+fn routing_problem(what: &str) -> ErrorObject {
+    ErrorObject::internal(format!("Routing problem: {what}"))
+}
+
+fn no_configuration(era: Era) -> ErrorObject {
+    let code = match era {
+        Era::Modern => error_code::INVALID_PARAMS,
+        Era::Legacy => error_code::RESOURCE_NOT_FOUND_LEGACY,
+    };
+    ErrorObject::new(code, "No configuration")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn user_config() -> Arc<UserConfig> {
+        Arc::new(
+            UserConfig::from_json_str(
+                r#"{"virtual_hosts":{"vh":{"backends":{"a":{"url":"http://127.0.0.1:1/mcp"}}}}}"#,
+            )
+            .expect("config"),
+        )
+    }
+
+    #[test]
+    fn missing_facts_are_routing_problems() {
+        let mut ext = Extensions::new();
+        let e = extract(&ext, Era::Modern).expect_err("no vhost");
+        assert_eq!(e.code, -32603);
+        assert!(e.message.starts_with("Routing problem"));
+        ext.insert(VirtualHostId::new("vh"));
+        assert!(
+            extract(&ext, Era::Modern)
+                .expect_err("no principal")
+                .message
+                .starts_with("Routing problem")
+        );
+        ext.insert(Principal::new("i", "s"));
+        assert!(
+            extract(&ext, Era::Modern)
+                .expect_err("no config")
+                .message
+                .starts_with("Routing problem")
+        );
+        ext.insert(user_config());
+        assert_eq!(
+            extract(&ext, Era::Modern).expect("ok").vhost.backends.len(),
+            1
+        );
+    }
+
+    #[test]
+    fn vhost_absent_from_config_is_no_configuration() {
+        let mut ext = Extensions::new();
+        ext.insert(VirtualHostId::new("other"));
+        ext.insert(Principal::new("i", "s"));
+        ext.insert(user_config());
+        let modern = extract(&ext, Era::Modern).expect_err("absent");
+        assert_eq!(
+            (modern.code, modern.message.as_str()),
+            (-32602, "No configuration")
+        );
+        assert_eq!(extract(&ext, Era::Legacy).expect_err("absent").code, -32002);
+    }
+}

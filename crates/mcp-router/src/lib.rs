@@ -1,0 +1,85 @@
+//! # mcp-router
+//!
+//! The MCP endpoint of the gateway. Behind the foundation layers (`mcp-vhost`, `mcp-claims`,
+//! `mcp-config-store`), it presents a virtual host's backend MCP servers as one MCP server:
+//!
+//! - **Modern clients (2026-07-28)**, stateless: every request is validated (standard headers
+//!   against the body, required `_meta`, version, method); `server/discover` answers with
+//!   capabilities merged from every backend; the four list methods fan out concurrently and merge
+//!   with `<backend>-` prefixes and a sealed cursor; `tools/call`, `prompts/get`, `resources/read`
+//!   and `completion/complete` are routed to the owning backend and its answer relayed, streamed
+//!   when the backend streams (progress and log notifications), with MRTR `requestState` wrapped
+//!   in a gateway envelope bound to the caller.
+//! - **Backends of either era**: each backend's era is probed once with `server/discover` and
+//!   cached per URL (re-probed after failures). Modern backends get stateless requests with
+//!   synthesised `_meta` and the standard headers; legacy (2025) backends get upstream sessions,
+//!   one per (principal, backend, client capability set), re-initialised transparently when the
+//!   backend forgets them (404).
+//! - **2025 clients** (`initialize`, `Mcp-Session-Id`) are answered with a 400 JSON-RPC error that
+//!   names the supported version until the legacy session engine lands.
+//!
+//! Failures follow DESIGN §3: missing request facts are `Routing problem…` internal errors; a name
+//! that no configured backend prefix matches is `wrong tool name` / `wrong prompt name` /
+//! `wrong resource name` / `wrong completion reference` (-32602 for modern clients); a name that
+//! several backends expose is `-32600`; a backend that fails during a list is left out and named in
+//! `_meta["mcp-gateway/degraded"]`, during a routed call it gives a JSON-RPC error naming the
+//! backend. Nothing the engine cannot serve gets a 5xx.
+//!
+//! | module | what it holds |
+//! |---|---|
+//! | [`McpRouter`] | the service and its builder |
+//! | [`OriginPolicy`] | accepted browser origins (403 otherwise) |
+//! | [`naming`] | public names, aliases, the prefix split |
+//! | [`Sealer`] | HMAC sealing of cursors and request-state envelopes |
+//! | [`UpstreamOptions`] | upstream client tuning |
+//!
+//! The client's `Authorization` header never reaches a backend unless the backend's
+//! `headers.passthrough` names it; `traceparent`/`tracestate`/`baggage` are propagated.
+//!
+//! ```
+//! use bytes::Bytes;
+//! use http::{Request, StatusCode};
+//! use http_body_util::{BodyExt, Full};
+//! use mcp_router::McpRouter;
+//! use tower::ServiceExt;
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! let router = McpRouter::builder().build();
+//! // Without the foundation layers there is no virtual host, principal or config: the router
+//! // re-checks and says so instead of guessing.
+//! let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{
+//!     "io.modelcontextprotocol/protocolVersion":"2026-07-28",
+//!     "io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+//! let req = Request::post("/servers/vh/mcp")
+//!     .header("mcp-protocol-version", "2026-07-28")
+//!     .header("mcp-method", "tools/list")
+//!     .body(Full::new(Bytes::from(body)))
+//!     .unwrap();
+//! let res = router.oneshot(req).await.unwrap();
+//! assert_eq!(res.status(), StatusCode::BAD_REQUEST);
+//! let json: serde_json::Value =
+//!     serde_json::from_slice(&res.into_body().collect().await.unwrap().to_bytes()).unwrap();
+//! assert_eq!(json["error"]["code"], -32603);
+//! assert!(json["error"]["message"].as_str().unwrap().starts_with("Routing problem"));
+//! # }
+//! ```
+
+mod body;
+mod context;
+mod cursor;
+mod degraded;
+mod modern;
+pub mod naming;
+mod origin;
+mod respond;
+mod router;
+mod scope;
+mod seal;
+mod upstream;
+
+pub use body::{BoxError, McpBody};
+pub use degraded::{DEGRADED_META_KEY, SERVER_INFO_META_KEY};
+pub use origin::OriginPolicy;
+pub use router::{McpRouter, McpRouterBuilder, ResponseFuture};
+pub use seal::{SealError, Sealer};
+pub use upstream::{UpstreamError, UpstreamOptions};

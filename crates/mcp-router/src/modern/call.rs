@@ -1,0 +1,579 @@
+//! Targeted calls (`tools/call`, `prompts/get`, `resources/read`, `completion/complete`): find the
+//! owning backend from the public name, rewrite the name upstream, and relay the backend's answer.
+//!
+//! The backend's answer decides the response form: a plain JSON response is answered as JSON; when
+//! the backend streams (SSE), the gateway streams too, relaying notifications of the call
+//! (`notifications/progress` with the client's own progress token restored, `notifications/message`)
+//! as they arrive, then the response. Closing the response stream closes the upstream one: that is
+//! cancellation in 2026-07-28.
+//!
+//! Rewrites on the way back: the response id, `contents[].uri` of `resources/read` (public URIs),
+//! an MRTR `requestState` (wrapped, see [`request_state`](super::request_state)), and a legacy
+//! backend's `-32002` resource-not-found becomes `-32602` for a modern client. Everything else is
+//! passed through byte for byte. URIs inside tool results (resource links, embedded resources) are
+//! not rewritten.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use http::{HeaderMap, Response, StatusCode};
+use mcp_config_store::{BackendConfig, VirtualHostConfig};
+use mcp_core::sse::SseEvent;
+use mcp_core::{
+    Envelope, Era, ErrorObject, MessageKind, Method, Principal, RawObject, RequestId, encode_error,
+    encode_notification, encode_result, error_code,
+};
+use serde_json::value::RawValue;
+
+use super::request_state;
+use crate::body::{self, McpBody};
+use crate::modern::list::ListShape;
+use crate::naming::{ItemKind, Namer, Resolution, Target as NameTarget};
+use crate::respond;
+use crate::router::RouterInner;
+use crate::scope::{Incoming, Scope, classify, final_response, result_of};
+use crate::upstream::{Call, LegacySession, MessageStream, PROGRESS_TOKEN, Target, UpstreamError};
+
+/// Where the routed name sits in the params.
+#[derive(Clone, Copy)]
+enum NameSlot {
+    /// `params.name`.
+    Name,
+    /// `params.uri`.
+    Uri,
+    /// `params.ref.name` / `params.ref.uri`.
+    Ref(&'static str),
+}
+
+struct Routed<'a> {
+    backend: &'a str,
+    config: &'a BackendConfig,
+    upstream: String,
+}
+
+/// Answers a targeted call.
+pub(crate) async fn targeted(
+    scope: &Scope<'_>,
+    inner: &Arc<RouterInner>,
+    id: &RequestId,
+    method: Method,
+    params: RawObject<'_>,
+) -> Response<McpBody> {
+    match prepare(scope, method, params).await {
+        Ok((routed, params)) => relay_call(scope, inner, id, method, routed, params).await,
+        Err(error) => respond::error(StatusCode::OK, Some(id), &error),
+    }
+}
+
+fn wrong_name(scope: &Scope<'_>, what: &str, name: &str) -> ErrorObject {
+    let code = match scope.era {
+        Era::Modern => error_code::INVALID_PARAMS,
+        Era::Legacy => error_code::INTERNAL_ERROR,
+    };
+    ErrorObject::new(code, format!("{what}: {name}"))
+}
+
+/// Finds the backend and builds the upstream params.
+async fn prepare<'a>(
+    scope: &Scope<'a>,
+    method: Method,
+    mut params: RawObject<'_>,
+) -> Result<(Routed<'a>, RawObject<'static>), ErrorObject> {
+    let (slot, kind, what) = match method {
+        Method::ToolsCall => (NameSlot::Name, ItemKind::Tool, "wrong tool name"),
+        Method::PromptsGet => (NameSlot::Name, ItemKind::Prompt, "wrong prompt name"),
+        Method::ResourcesRead => (NameSlot::Uri, ItemKind::Resource, "wrong resource name"),
+        _ => completion_slot(&params)?,
+    };
+    let public = read_name(&params, slot)
+        .ok_or_else(|| ErrorObject::invalid_params(format!("{what}: missing name")))?;
+    let routed = resolve(scope, method, kind, &public, what).await?;
+    if kind == ItemKind::Tool
+        && routed
+            .config
+            .allowed_tools
+            .as_ref()
+            .is_some_and(|allowed| !allowed.contains(&routed.upstream))
+    {
+        return Err(wrong_name(scope, what, &public));
+    }
+    write_name(&mut params, slot, &routed.upstream);
+    if let Some(handle) = params.get_str("requestState") {
+        let binding = scope.binding(&[routed.backend, method.as_str(), &routed.upstream]);
+        let inner_state = request_state::unwrap(&scope.inner.sealer, &binding, &handle)
+            .map_err(|e| ErrorObject::invalid_params(format!("Invalid requestState ({e})")))?;
+        params.set_str("requestState", &inner_state);
+    }
+    let owned = RawObject::parse(&params.to_json())
+        .map(detach)
+        .unwrap_or_default();
+    Ok((routed, owned))
+}
+
+fn detach(obj: RawObject<'_>) -> RawObject<'static> {
+    let mut out = RawObject::new();
+    for key in obj.keys() {
+        if let Some(v) = obj.get(key) {
+            out.set_raw(key, v.to_owned());
+        }
+    }
+    out
+}
+
+fn completion_slot(
+    params: &RawObject<'_>,
+) -> Result<(NameSlot, ItemKind, &'static str), ErrorObject> {
+    let reference: Option<RawObject<'_>> = params
+        .get("ref")
+        .and_then(|r| RawObject::parse(r.get()).ok());
+    let kind = reference.as_ref().and_then(|r| r.get_str("type"));
+    match kind.as_deref() {
+        Some("ref/prompt") => Ok((
+            NameSlot::Ref("name"),
+            ItemKind::Prompt,
+            "wrong completion reference",
+        )),
+        Some("ref/resource") => Ok((
+            NameSlot::Ref("uri"),
+            ItemKind::Resource,
+            "wrong completion reference",
+        )),
+        _ => Err(ErrorObject::invalid_params(
+            "wrong completion reference: unknown ref type",
+        )),
+    }
+}
+
+fn read_name(params: &RawObject<'_>, slot: NameSlot) -> Option<String> {
+    match slot {
+        NameSlot::Name => params.get_str("name"),
+        NameSlot::Uri => params.get_str("uri"),
+        NameSlot::Ref(key) => params
+            .get("ref")
+            .and_then(|r| RawObject::parse(r.get()).ok())
+            .and_then(|r| r.get_str(key)),
+    }
+}
+
+fn write_name(params: &mut RawObject<'_>, slot: NameSlot, upstream: &str) {
+    match slot {
+        NameSlot::Name => params.set_str("name", upstream),
+        NameSlot::Uri => params.set_str("uri", upstream),
+        NameSlot::Ref(key) => {
+            let text = params
+                .get("ref")
+                .map(|r| r.get().to_owned())
+                .unwrap_or_default();
+            if let Ok(mut reference) = RawObject::parse(&text) {
+                reference.set_str(key, upstream);
+                let raw = reference.to_raw();
+                params.set_raw("ref", raw);
+            }
+        }
+    }
+}
+
+/// Public name to backend (DESIGN §3.3, §5).
+async fn resolve<'a>(
+    scope: &Scope<'a>,
+    method: Method,
+    kind: ItemKind,
+    public: &str,
+    what: &str,
+) -> Result<Routed<'a>, ErrorObject> {
+    let namer: Namer<'a> = scope.namer();
+    let found = |t: NameTarget<'_>| -> Option<Routed<'a>> {
+        let (backend, config) = scope.ctx.vhost.backends.get_key_value(t.backend)?;
+        Some(Routed {
+            backend: backend.as_str(),
+            config,
+            upstream: t.upstream.into_owned(),
+        })
+    };
+    match namer.resolve(public, kind) {
+        Resolution::None => Err(wrong_name(scope, what, public)),
+        Resolution::One(t) => found(t).ok_or_else(|| wrong_name(scope, what, public)),
+        Resolution::Several(candidates) => {
+            let exposing = exposing(scope, method, kind, &candidates).await;
+            match exposing.len() {
+                0 => candidates
+                    .into_iter()
+                    .next()
+                    .and_then(found)
+                    .ok_or_else(|| wrong_name(scope, what, public)),
+                1 => exposing
+                    .into_iter()
+                    .next()
+                    .and_then(found)
+                    .ok_or_else(|| wrong_name(scope, what, public)),
+                _ => Err(ErrorObject::invalid_request(format!(
+                    "ambiguous name: {public} (several backends expose it)"
+                ))),
+            }
+        }
+    }
+}
+
+/// The candidates whose backend actually lists the item.
+async fn exposing<'a>(
+    scope: &Scope<'_>,
+    method: Method,
+    kind: ItemKind,
+    candidates: &[NameTarget<'a>],
+) -> Vec<NameTarget<'a>> {
+    let list_method = match (method, kind) {
+        (_, ItemKind::Tool) => Method::ToolsList,
+        (_, ItemKind::Prompt) => Method::PromptsList,
+        (_, ItemKind::Resource) => Method::ResourcesList,
+    };
+    let Some(shape) = ListShape::of(list_method) else {
+        return Vec::new();
+    };
+    let checks = candidates.iter().map(|candidate| async move {
+        lists_item(scope, list_method, shape, candidate)
+            .await
+            .then(|| candidate.clone())
+    });
+    futures_util::future::join_all(checks)
+        .await
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
+/// Whether a backend lists `candidate.upstream` (first pages only, bounded).
+async fn lists_item(
+    scope: &Scope<'_>,
+    method: Method,
+    shape: ListShape,
+    candidate: &NameTarget<'_>,
+) -> bool {
+    const MAX_PAGES: usize = 20;
+    let Some(config) = scope.ctx.vhost.backends.get(candidate.backend) else {
+        return false;
+    };
+    let target = scope.target(candidate.backend, config);
+    let mut cursor: Option<String> = None;
+    for _ in 0..MAX_PAGES {
+        let mut params = RawObject::new();
+        if let Some(c) = &cursor {
+            params.set_str("cursor", c);
+        }
+        let call = Call {
+            method: method.as_str(),
+            params,
+            name: None,
+            progress_token: None,
+        };
+        let Ok(message) =
+            final_response(scope, &target, &call, scope.fanout_deadline(config)).await
+        else {
+            return false;
+        };
+        let Ok(result) = result_of(&message) else {
+            return false;
+        };
+        let items: Vec<Box<RawValue>> = result.get_as(shape.items_key).unwrap_or_default();
+        let found = items.iter().any(|item| {
+            RawObject::parse(item.get())
+                .ok()
+                .and_then(|o| o.get_str(shape.name_key))
+                .is_some_and(|n| n == candidate.upstream)
+        });
+        if found {
+            return true;
+        }
+        cursor = result.get_str("nextCursor");
+        if cursor.is_none() {
+            return false;
+        }
+    }
+    false
+}
+
+/// An owned copy of what a relay needs after the handler returned (the stream outlives it).
+struct OwnedTarget {
+    name: String,
+    config: BackendConfig,
+    headers: HeaderMap,
+    principal: Principal,
+    client_caps: Box<RawValue>,
+}
+
+impl OwnedTarget {
+    fn target(&self) -> Target<'_> {
+        Target {
+            name: &self.name,
+            config: &self.config,
+            downstream: &self.headers,
+            principal: &self.principal,
+            client_caps: &self.client_caps,
+            meta: None,
+        }
+    }
+}
+
+/// How to finish the response for the client.
+struct Finish {
+    method: Method,
+    backend: String,
+    vhost: Arc<VirtualHostConfig>,
+    era: Era,
+    state_binding: Vec<String>,
+}
+
+/// Relays one upstream call to the client.
+struct Relay {
+    inner: Arc<RouterInner>,
+    downstream_id: RequestId,
+    upstream_id: RequestId,
+    messages: MessageStream,
+    session: Option<Arc<LegacySession>>,
+    target: OwnedTarget,
+    /// (upstream token, the client's token as raw JSON).
+    progress: Option<(String, Box<RawValue>)>,
+    finish: Finish,
+    done: bool,
+}
+
+enum Relayed {
+    Notification(Vec<u8>),
+    Final(Vec<u8>),
+}
+
+async fn relay_call(
+    scope: &Scope<'_>,
+    inner: &Arc<RouterInner>,
+    id: &RequestId,
+    method: Method,
+    routed: Routed<'_>,
+    params: RawObject<'static>,
+) -> Response<McpBody> {
+    let target = scope.target(routed.backend, routed.config);
+    let client_token = scope
+        .meta
+        .and_then(|m| RawObject::from_raw(m).ok())
+        .and_then(|m| m.get(PROGRESS_TOKEN).map(|t| t.to_owned()));
+    let progress = client_token.map(|t| (inner.upstream.next_progress_token(), t));
+    let call = Call {
+        method: method.as_str(),
+        params,
+        name: Some(&routed.upstream),
+        progress_token: progress.as_ref().map(|(t, _)| t.as_str()),
+    };
+    let reply = match inner.upstream.send(&target, &call).await {
+        Ok(reply) => reply,
+        Err(e) => return backend_error(id, routed.backend, &e),
+    };
+    let state_binding = scope
+        .binding(&[routed.backend, method.as_str(), &routed.upstream])
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    let mut relay = Relay {
+        inner: Arc::clone(inner),
+        downstream_id: id.clone(),
+        upstream_id: reply.id,
+        messages: reply.messages,
+        session: reply.session,
+        target: OwnedTarget {
+            name: routed.backend.to_owned(),
+            config: routed.config.clone(),
+            headers: scope.headers.clone(),
+            principal: scope.ctx.principal.clone(),
+            client_caps: scope.client_caps.to_owned(),
+        },
+        progress,
+        finish: Finish {
+            method,
+            backend: routed.backend.to_owned(),
+            vhost: Arc::clone(&scope.ctx.vhost),
+            era: scope.era,
+            state_binding,
+        },
+        done: false,
+    };
+    match relay.next().await {
+        Some(Relayed::Final(bytes)) => respond::json(StatusCode::OK, bytes),
+        Some(Relayed::Notification(first)) => respond::sse(stream_body(first, relay)),
+        None => respond::json(StatusCode::OK, Vec::new()),
+    }
+}
+
+fn backend_error(id: &RequestId, backend: &str, e: &UpstreamError) -> Response<McpBody> {
+    tracing::info!(backend, error = %e, "routed call failed");
+    let error = ErrorObject::internal(format!("Backend {backend} failed: {e}"));
+    respond::error(StatusCode::OK, Some(id), &error)
+}
+
+fn stream_body(first: Vec<u8>, relay: Relay) -> McpBody {
+    let first = futures_util::stream::once(async move { event(&first) });
+    let rest = futures_util::stream::unfold(relay, |mut relay| async move {
+        match relay.next().await? {
+            Relayed::Notification(bytes) | Relayed::Final(bytes) => Some((event(&bytes), relay)),
+        }
+    });
+    body::streaming(first.chain(rest))
+}
+
+/// Answers a legacy backend's server-to-client request with an error: a 2026-07-28 client cannot
+/// be sent requests mid-call, and legacy backends do not speak MRTR.
+async fn decline(
+    inner: &RouterInner,
+    target: &OwnedTarget,
+    session: Option<&LegacySession>,
+    id: RequestId,
+) {
+    let Some(session) = session else {
+        return;
+    };
+    let error = ErrorObject::method_not_found(
+        "server-to-client requests are not relayed to 2026-07-28 clients by the gateway",
+    );
+    let message = encode_error(Some(&id), &error);
+    if let Err(e) = inner
+        .upstream
+        .post_to_session(&target.target(), session, message)
+        .await
+    {
+        tracing::debug!(backend = %target.name, error = %e, "could not decline a backend request");
+    }
+}
+
+fn event(message: &[u8]) -> Bytes {
+    SseEvent::message(String::from_utf8_lossy(message)).encode()
+}
+
+impl Relay {
+    /// The next message for the client; `None` after the final one.
+    async fn next(&mut self) -> Option<Relayed> {
+        if self.done {
+            return None;
+        }
+        loop {
+            let message = match self.messages.next().await {
+                Some(Ok(message)) => message,
+                Some(Err(e)) => return Some(self.fail(&e)),
+                None => {
+                    return Some(
+                        self.fail(&UpstreamError::Malformed("stream ended without a response")),
+                    );
+                }
+            };
+            match classify(&message, &self.upstream_id) {
+                Incoming::Final => {
+                    self.done = true;
+                    return Some(Relayed::Final(self.finish(&message)));
+                }
+                Incoming::ServerRequest(id) => {
+                    decline(&self.inner, &self.target, self.session.as_deref(), id).await;
+                }
+                Incoming::Other => {
+                    if let Some(notification) = self.notification(&message) {
+                        return Some(Relayed::Notification(notification));
+                    }
+                }
+            }
+        }
+    }
+
+    fn fail(&mut self, e: &UpstreamError) -> Relayed {
+        self.done = true;
+        tracing::info!(backend = %self.finish.backend, error = %e, "routed call failed mid-stream");
+        let error = ErrorObject::internal(format!("Backend {} failed: {e}", self.finish.backend));
+        Relayed::Final(encode_error(Some(&self.downstream_id), &error))
+    }
+
+    /// A notification for the client, with the client's progress token restored.
+    fn notification(&self, message: &Bytes) -> Option<Vec<u8>> {
+        let env = Envelope::parse(message).ok()?;
+        if env.kind() != MessageKind::Notification {
+            return None;
+        }
+        let method = env.method()?;
+        if method != "notifications/progress" {
+            return Some(message.to_vec());
+        }
+        let (upstream_token, client_token) = self.progress.as_ref()?;
+        let mut params = RawObject::from_raw(env.params()?).ok()?;
+        let token: Option<String> = params.get_str(PROGRESS_TOKEN);
+        if token.as_deref() != Some(upstream_token.as_str()) {
+            return None;
+        }
+        params.set_raw(PROGRESS_TOKEN, client_token.clone());
+        Some(encode_notification(method, Some(&params.to_raw())))
+    }
+
+    /// The final response for the client: id restored, result or error rewritten.
+    fn finish(&self, message: &Bytes) -> Vec<u8> {
+        let Ok(env) = Envelope::parse(message) else {
+            let error = ErrorObject::internal(format!(
+                "Backend {} sent an invalid response",
+                self.finish.backend
+            ));
+            return encode_error(Some(&self.downstream_id), &error);
+        };
+        if let Some(mut error) = env.error() {
+            if self.finish.era == Era::Modern && error.code == error_code::RESOURCE_NOT_FOUND_LEGACY
+            {
+                error.code = error_code::INVALID_PARAMS;
+            }
+            return encode_error(Some(&self.downstream_id), &error);
+        }
+        let Some(result) = env.result() else {
+            return encode_result(&self.downstream_id, RawValue::NULL);
+        };
+        match self.rewrite_result(result) {
+            Some(rewritten) => encode_result(&self.downstream_id, &rewritten),
+            None => encode_result(&self.downstream_id, result),
+        }
+    }
+
+    /// The rewritten result, or `None` to pass it through verbatim.
+    fn rewrite_result(&self, result: &RawValue) -> Option<Box<RawValue>> {
+        let mut obj = RawObject::from_raw(result).ok()?;
+        let mut changed = false;
+        if obj.get_str("resultType").as_deref() == Some("input_required")
+            && let Some(state) = obj.get_str("requestState")
+        {
+            let binding: Vec<&str> = self
+                .finish
+                .state_binding
+                .iter()
+                .map(String::as_str)
+                .collect();
+            let wrapped = request_state::wrap(
+                &self.inner.sealer,
+                &binding,
+                &state,
+                self.inner.request_state_ttl_secs,
+            );
+            obj.set_str("requestState", &wrapped);
+            changed = true;
+        }
+        if self.finish.method == Method::ResourcesRead
+            && let Some(contents) = obj.get_as::<Vec<Box<RawValue>>>("contents")
+        {
+            let namer = Namer::new(&self.finish.vhost);
+            let rewritten: Vec<Box<RawValue>> = contents
+                .iter()
+                .map(|c| {
+                    let Ok(mut item) = RawObject::from_raw(c) else {
+                        return c.clone();
+                    };
+                    if let Some(uri) = item.get_str("uri") {
+                        let public = namer
+                            .public(&self.finish.backend, &uri, ItemKind::Resource)
+                            .into_owned();
+                        item.set_str("uri", &public);
+                    }
+                    item.to_raw()
+                })
+                .collect();
+            obj.set_json("contents", &rewritten);
+            changed = true;
+        }
+        changed.then(|| obj.to_raw())
+    }
+}

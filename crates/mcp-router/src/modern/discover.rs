@@ -1,0 +1,174 @@
+//! `server/discover`: the gateway's own answer, with capabilities merged from every backend.
+//!
+//! A capability family (`tools`, `prompts`, `resources`, `completions`, `logging`) is advertised when
+//! any backend has it; `extensions` are merged by key. Until the gateway relays list-changed
+//! notifications and subscriptions, it does not advertise `listChanged`/`subscribe`, and it does not
+//! advertise the tasks extension, which it does not route yet. Instructions of the backends are
+//! joined under a heading per backend. `ttlMs` is the smallest of the modern backends' (legacy
+//! backends contribute 0); `cacheScope` is `private`.
+
+use futures_util::future::join_all;
+use mcp_core::{Era, ProtocolVersion, RawObject};
+use serde_json::{Map, Value};
+
+use crate::degraded::{CACHE_SCOPE, Degraded, TtlMin, ttl_of};
+use crate::scope::{BackendFailure, Scope, final_response, result_of};
+use crate::upstream::Call;
+
+const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+const FAMILIES: [&str; 5] = ["tools", "prompts", "resources", "completions", "logging"];
+
+/// What one backend says about itself.
+struct BackendInfo {
+    capabilities: Value,
+    instructions: Option<String>,
+    ttl_ms: u64,
+}
+
+async fn backend_info(
+    scope: &Scope<'_>,
+    name: &str,
+    config: &mcp_config_store::BackendConfig,
+) -> Result<BackendInfo, BackendFailure> {
+    let target = scope.target(name, config);
+    let deadline = scope.fanout_deadline(config);
+    let upstream = &scope.inner.upstream;
+    let era = tokio::time::timeout(deadline, upstream.era(&target))
+        .await
+        .map_err(|_| BackendFailure::Deadline(deadline))?
+        .map_err(BackendFailure::Upstream)?;
+    match era {
+        Era::Modern => {
+            let call = Call {
+                method: "server/discover",
+                params: RawObject::new(),
+                name: None,
+                progress_token: None,
+            };
+            let message = final_response(scope, &target, &call, deadline).await?;
+            let result = result_of(&message)?;
+            Ok(BackendInfo {
+                capabilities: result.get_as("capabilities").unwrap_or(Value::Null),
+                instructions: result.get_str("instructions"),
+                ttl_ms: ttl_of(&result),
+            })
+        }
+        Era::Legacy => {
+            let bytes = tokio::time::timeout(deadline, upstream.legacy_initialize_result(&target))
+                .await
+                .map_err(|_| BackendFailure::Deadline(deadline))?
+                .map_err(BackendFailure::Upstream)?;
+            let text = std::str::from_utf8(&bytes).unwrap_or("{}");
+            let result = RawObject::parse(text).unwrap_or_default();
+            Ok(BackendInfo {
+                capabilities: result.get_as("capabilities").unwrap_or(Value::Null),
+                instructions: result.get_str("instructions"),
+                ttl_ms: 0,
+            })
+        }
+    }
+}
+
+/// Builds the merged `DiscoverResult`.
+pub(crate) async fn discover(scope: &Scope<'_>) -> RawObject<'static> {
+    let backends = &scope.ctx.vhost.backends;
+    let infos = join_all(
+        backends
+            .iter()
+            .map(|(name, config)| async move { (name, backend_info(scope, name, config).await) }),
+    )
+    .await;
+    let mut capabilities = Map::new();
+    let mut instructions = Vec::new();
+    let mut ttl = TtlMin::default();
+    let mut degraded = Degraded::default();
+    if let Some(own) = &scope.inner.instructions {
+        instructions.push(own.clone());
+    }
+    for (name, info) in infos {
+        match info {
+            Ok(info) => {
+                merge_capabilities(&mut capabilities, &info.capabilities);
+                if let Some(text) = info.instructions.filter(|t| !t.trim().is_empty()) {
+                    instructions.push(format!("## {name}\n{text}"));
+                }
+                ttl.add(info.ttl_ms);
+            }
+            Err(failure) => degraded.backend(name, failure.reason()),
+        }
+    }
+    let mut result = RawObject::new();
+    result.set_str("resultType", "complete");
+    result.set_json(
+        "supportedVersions",
+        &ProtocolVersion::supported_strings(Era::Modern),
+    );
+    result.set_json("capabilities", &capabilities);
+    if !instructions.is_empty() {
+        result.set_str("instructions", &instructions.join("\n\n"));
+    }
+    result.set_json("ttlMs", &ttl.get());
+    result.set_str("cacheScope", CACHE_SCOPE);
+    result.set_raw("_meta", degraded.to_meta(&scope.inner.server_info));
+    result
+}
+
+/// Merges one backend's capabilities into `acc` (see the module docs for what is left out).
+pub(crate) fn merge_capabilities(acc: &mut Map<String, Value>, caps: &Value) {
+    let Some(caps) = caps.as_object() else {
+        return;
+    };
+    for (family, value) in caps {
+        if FAMILIES.contains(&family.as_str()) {
+            let entry = acc
+                .entry(family.clone())
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let (Some(entry), Some(value)) = (entry.as_object_mut(), value.as_object()) {
+                for (key, v) in value {
+                    if key != "listChanged" && key != "subscribe" {
+                        entry.entry(key.clone()).or_insert_with(|| v.clone());
+                    }
+                }
+            }
+        } else if family == "extensions"
+            && let Some(extensions) = value.as_object()
+        {
+            let entry = acc
+                .entry("extensions".to_owned())
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let Some(entry) = entry.as_object_mut() {
+                for (key, v) in extensions {
+                    if key != TASKS_EXTENSION {
+                        entry.entry(key.clone()).or_insert_with(|| v.clone());
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_family_present_in_any_backend_is_advertised() {
+        let mut acc = Map::new();
+        merge_capabilities(
+            &mut acc,
+            &json!({"tools": {"listChanged": true}, "logging": {}}),
+        );
+        merge_capabilities(
+            &mut acc,
+            &json!({"prompts": {}, "resources": {"subscribe": true, "listChanged": true},
+            "extensions": {"io.modelcontextprotocol/tasks": {}, "io.modelcontextprotocol/ui": {"v": 1}},
+            "experimental": {"x": {}}}),
+        );
+        assert_eq!(
+            Value::Object(acc),
+            json!({"tools": {}, "logging": {}, "prompts": {}, "resources": {},
+                   "extensions": {"io.modelcontextprotocol/ui": {"v": 1}}})
+        );
+    }
+}

@@ -1,0 +1,240 @@
+//! The four list methods: concurrent fan-out, deterministic merge, gateway cursors.
+//!
+//! Items come in backend order (backend names sorted), each backend's items in its own order.
+//! Every item is renamed to its public name ([`Namer`](crate::naming::Namer)); an item whose public
+//! name collides with another backend's item on the same page is left out together with it
+//! (ambiguous), as is a name over the length limit or, for tools, outside the spec's charset; all
+//! are named in the degraded marker. A backend's `allowed_tools` (upstream names) filters its tools.
+//! The first page asks every backend; `nextCursor` is a sealed [`MergedCursor`] over the backends
+//! that have more, so an exhausted backend is never asked again. A backend that fails is left out
+//! and named in the degraded marker; the call still succeeds.
+
+use std::collections::HashMap;
+
+use futures_util::future::join_all;
+use mcp_core::{ErrorObject, Method, RawObject};
+use serde_json::value::RawValue;
+
+use crate::cursor::MergedCursor;
+use crate::degraded::{CACHE_SCOPE, Degraded, TtlMin, ttl_of};
+use crate::naming::{ItemKind, check_public_name};
+use crate::scope::{BackendFailure, Scope, final_response, result_of};
+use crate::upstream::Call;
+
+/// The shape of one list method.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ListShape {
+    /// The result array key.
+    pub(crate) items_key: &'static str,
+    /// The item field holding its public name.
+    pub(crate) name_key: &'static str,
+    /// The naming rules that apply.
+    pub(crate) kind: ItemKind,
+}
+
+impl ListShape {
+    pub(crate) fn of(method: Method) -> Option<Self> {
+        let (items_key, name_key, kind) = match method {
+            Method::ToolsList => ("tools", "name", ItemKind::Tool),
+            Method::PromptsList => ("prompts", "name", ItemKind::Prompt),
+            Method::ResourcesList => ("resources", "uri", ItemKind::Resource),
+            Method::ResourceTemplatesList => {
+                ("resourceTemplates", "uriTemplate", ItemKind::Resource)
+            }
+            _ => return None,
+        };
+        Some(Self {
+            items_key,
+            name_key,
+            kind,
+        })
+    }
+}
+
+/// One backend's page.
+struct Page {
+    backend: String,
+    items: Vec<Box<RawValue>>,
+    next_cursor: Option<String>,
+    ttl_ms: u64,
+}
+
+async fn fetch_page(
+    scope: &Scope<'_>,
+    method: Method,
+    shape: ListShape,
+    backend: &str,
+    cursor: Option<&str>,
+) -> Result<Page, BackendFailure> {
+    let config = scope
+        .ctx
+        .vhost
+        .backends
+        .get(backend)
+        .ok_or(BackendFailure::Upstream(
+            crate::upstream::UpstreamError::NoUrl,
+        ))?;
+    let target = scope.target(backend, config);
+    let mut params = RawObject::new();
+    if let Some(cursor) = cursor {
+        params.set_str("cursor", cursor);
+    }
+    let call = Call {
+        method: method.as_str(),
+        params,
+        name: None,
+        progress_token: None,
+    };
+    let message = final_response(scope, &target, &call, scope.fanout_deadline(config)).await?;
+    let result = result_of(&message)?;
+    let items: Vec<Box<RawValue>> = result.get_as(shape.items_key).unwrap_or_default();
+    Ok(Page {
+        backend: backend.to_owned(),
+        items,
+        next_cursor: result.get_str("nextCursor"),
+        ttl_ms: ttl_of(&result),
+    })
+}
+
+/// Answers a list method: the merged result, or `-32602` for a cursor this caller did not get.
+pub(crate) async fn list(
+    scope: &Scope<'_>,
+    method: Method,
+    params: &RawObject<'_>,
+) -> Result<RawObject<'static>, ErrorObject> {
+    let shape =
+        ListShape::of(method).ok_or_else(|| ErrorObject::method_not_found(method.as_str()))?;
+    let binding = scope.binding(&[method.as_str()]);
+    let pending: Vec<(String, Option<String>)> = match params.get_str("cursor") {
+        Some(handle) => MergedCursor::open(&scope.inner.sealer, &binding, &handle)
+            .map_err(|_| ErrorObject::invalid_params("Invalid cursor"))?
+            .pending
+            .into_iter()
+            .map(|(b, c)| (b, Some(c)))
+            .collect(),
+        None => scope
+            .ctx
+            .vhost
+            .backends
+            .keys()
+            .map(|b| (b.clone(), None))
+            .collect(),
+    };
+    let pages = join_all(pending.iter().map(|(backend, cursor)| async move {
+        (
+            backend,
+            fetch_page(scope, method, shape, backend, cursor.as_deref()).await,
+        )
+    }))
+    .await;
+
+    let mut degraded = Degraded::default();
+    let mut ttl = TtlMin::default();
+    let mut next = MergedCursor::default();
+    let mut merged: Vec<(String, String, RawObject<'static>)> = Vec::new();
+    for (backend, page) in pages {
+        match page {
+            Ok(page) => {
+                ttl.add(page.ttl_ms);
+                if let Some(cursor) = &page.next_cursor {
+                    next.pending.push((page.backend.clone(), cursor.clone()));
+                }
+                rename_items(scope, shape, page, &mut merged, &mut degraded);
+            }
+            Err(failure) => degraded.backend(backend, failure.reason()),
+        }
+    }
+    let items = drop_collisions(merged, &mut degraded);
+
+    let mut result = RawObject::new();
+    result.set_str("resultType", "complete");
+    result.set_json(
+        shape.items_key,
+        &items.iter().map(|i| i.to_raw()).collect::<Vec<_>>(),
+    );
+    if !next.is_empty() {
+        result.set_str("nextCursor", &next.seal(&scope.inner.sealer, &binding));
+    }
+    result.set_json("ttlMs", &ttl.get());
+    result.set_str("cacheScope", CACHE_SCOPE);
+    result.set_raw("_meta", degraded.to_meta(&scope.inner.server_info));
+    Ok(result)
+}
+
+fn rename_items(
+    scope: &Scope<'_>,
+    shape: ListShape,
+    page: Page,
+    merged: &mut Vec<(String, String, RawObject<'static>)>,
+    degraded: &mut Degraded,
+) {
+    let namer = scope.namer();
+    let allowed = scope
+        .ctx
+        .vhost
+        .backends
+        .get(&page.backend)
+        .and_then(|c| c.allowed_tools.as_ref());
+    for raw in page.items {
+        let Ok(item) = RawObject::parse(raw.get()) else {
+            continue;
+        };
+        let Some(upstream) = item.get_str(shape.name_key) else {
+            continue;
+        };
+        if shape.kind == ItemKind::Tool && allowed.is_some_and(|list| !list.contains(&upstream)) {
+            continue;
+        }
+        let public = namer
+            .public(&page.backend, &upstream, shape.kind)
+            .into_owned();
+        if let Err(problem) = check_public_name(&public, shape.kind, scope.inner.max_name_len) {
+            tracing::warn!(backend = %page.backend, name = %public, reason = problem.reason(), "item left out of merged list");
+            degraded.item(&public, problem.reason());
+            continue;
+        }
+        let mut owned = owned_object(item);
+        owned.set_str(shape.name_key, &public);
+        merged.push((public, page.backend.clone(), owned));
+    }
+}
+
+/// Detaches a parsed object from its source text.
+fn owned_object(obj: RawObject<'_>) -> RawObject<'static> {
+    let mut out = RawObject::new();
+    for key in obj.keys() {
+        if let Some(value) = obj.get(key) {
+            out.set_raw(key, value.to_owned());
+        }
+    }
+    out
+}
+
+/// Leaves out every item whose public name appears for more than one backend.
+fn drop_collisions(
+    merged: Vec<(String, String, RawObject<'static>)>,
+    degraded: &mut Degraded,
+) -> Vec<RawObject<'static>> {
+    let mut owners: HashMap<&str, Vec<&str>> = HashMap::new();
+    for (public, backend, _) in &merged {
+        let list = owners.entry(public.as_str()).or_default();
+        if !list.contains(&backend.as_str()) {
+            list.push(backend.as_str());
+        }
+    }
+    let mut ambiguous: Vec<String> = owners
+        .iter()
+        .filter(|(_, backends)| backends.len() > 1)
+        .map(|(name, _)| (*name).to_owned())
+        .collect();
+    ambiguous.sort_unstable();
+    for name in &ambiguous {
+        tracing::warn!(name = %name, "ambiguous public name left out of merged list");
+        degraded.item(name, "ambiguous");
+    }
+    merged
+        .into_iter()
+        .filter(|(public, _, _)| !ambiguous.contains(public))
+        .map(|(_, _, item)| item)
+        .collect()
+}

@@ -1,0 +1,73 @@
+//! The stateless engine for 2026-07-28 clients.
+
+mod call;
+mod discover;
+pub(crate) mod list;
+mod request_state;
+mod validate;
+
+use std::sync::Arc;
+
+use http::request::Parts;
+use http::{Response, StatusCode};
+use mcp_core::{Envelope, Era, ErrorObject, Method, MethodKind, RequestId, encode_result};
+
+use crate::body::McpBody;
+use crate::context;
+use crate::respond;
+use crate::router::RouterInner;
+use crate::scope::Scope;
+
+/// Serves one modern request (`env` is a request, not a notification).
+pub(crate) async fn serve(
+    inner: &Arc<RouterInner>,
+    parts: &Parts,
+    env: &Envelope<'_>,
+    id: &RequestId,
+) -> Response<McpBody> {
+    let request = match validate::validate(&parts.headers, env) {
+        Ok(request) => request,
+        Err((status, error)) => return respond::error(status, Some(id), &error),
+    };
+    let ctx = match context::extract(&parts.extensions, Era::Modern) {
+        Ok(ctx) => ctx,
+        Err(error) => return respond::error(StatusCode::BAD_REQUEST, Some(id), &error),
+    };
+    let scope = Scope {
+        inner,
+        ctx: &ctx,
+        headers: &parts.headers,
+        client_caps: request.client_caps,
+        meta: Some(request.meta),
+        era: Era::Modern,
+    };
+    let method = request.method;
+    match method.kind() {
+        MethodKind::Lifecycle if method == Method::ServerDiscover => {
+            let result = discover::discover(&scope).await;
+            respond::json(StatusCode::OK, encode_result(id, &result.to_raw()))
+        }
+        MethodKind::List => match list::list(&scope, method, &request.params).await {
+            Ok(result) => respond::json(StatusCode::OK, encode_result(id, &result.to_raw())),
+            Err(error) => respond::error(StatusCode::OK, Some(id), &error),
+        },
+        MethodKind::Targeted
+            if matches!(
+                method,
+                Method::ToolsCall
+                    | Method::PromptsGet
+                    | Method::ResourcesRead
+                    | Method::CompletionComplete
+            ) =>
+        {
+            call::targeted(&scope, inner, id, method, request.params).await
+        }
+        // subscriptions/listen and the tasks extension are routed by the session-era work; until
+        // then they are unknown methods here (and not advertised by server/discover).
+        _ => respond::error(
+            StatusCode::NOT_FOUND,
+            Some(id),
+            &ErrorObject::method_not_found(method.as_str()),
+        ),
+    }
+}

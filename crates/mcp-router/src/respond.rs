@@ -1,0 +1,58 @@
+//! Building the router's HTTP responses.
+
+use bytes::Bytes;
+use http::{HeaderValue, Response, StatusCode, header};
+use mcp_core::{ErrorObject, RequestId, encode_error};
+
+use crate::body::{self, McpBody};
+
+const APPLICATION_JSON: HeaderValue = HeaderValue::from_static("application/json");
+const EVENT_STREAM: HeaderValue = HeaderValue::from_static("text/event-stream");
+
+/// A JSON response.
+pub(crate) fn json(status: StatusCode, bytes: impl Into<Bytes>) -> Response<McpBody> {
+    let mut res = Response::new(body::full(bytes));
+    *res.status_mut() = status;
+    res.headers_mut()
+        .insert(header::CONTENT_TYPE, APPLICATION_JSON);
+    res
+}
+
+/// A JSON-RPC error response with an HTTP status.
+pub(crate) fn error(
+    status: StatusCode,
+    id: Option<&RequestId>,
+    error: &ErrorObject,
+) -> Response<McpBody> {
+    json(status, encode_error(id, error))
+}
+
+/// `202 Accepted` with no body (an accepted notification).
+pub(crate) fn accepted() -> Response<McpBody> {
+    let mut res = Response::new(body::empty());
+    *res.status_mut() = StatusCode::ACCEPTED;
+    res
+}
+
+/// An SSE response streaming `body`.
+pub(crate) fn sse(body: McpBody) -> Response<McpBody> {
+    let mut res = Response::new(body);
+    let headers = res.headers_mut();
+    headers.insert(header::CONTENT_TYPE, EVENT_STREAM);
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    // Reverse proxies (nginx) must not buffer the stream (2026-07-28 transport recommendation).
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    res
+}
+
+/// `405 Method Not Allowed` with `Allow: POST` and a JSON-RPC error body.
+pub(crate) fn method_not_allowed(message: &str) -> Response<McpBody> {
+    let mut res = error(
+        StatusCode::METHOD_NOT_ALLOWED,
+        None,
+        &ErrorObject::invalid_request(message),
+    );
+    res.headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static("POST"));
+    res
+}

@@ -1,0 +1,300 @@
+//! [`McpRouter`]: the MCP endpoint as a tower `Service`.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{HeaderValue, Method as HttpMethod, Request, Response, StatusCode, header};
+use http_body::Body;
+use http_body_util::{BodyExt, Limited};
+use mcp_core::{Envelope, ErrorObject, MessageKind, ProtocolVersion};
+use pin_project_lite::pin_project;
+use serde_json::value::RawValue;
+use tower_service::Service;
+
+use crate::body::{BoxError, McpBody};
+use crate::origin::OriginPolicy;
+use crate::seal::Sealer;
+use crate::upstream::{Upstream, UpstreamOptions};
+use crate::{modern, respond};
+
+/// Shared state of a router and all its clones.
+pub(crate) struct RouterInner {
+    pub(crate) upstream: Upstream,
+    pub(crate) sealer: Sealer,
+    pub(crate) server_info: Box<RawValue>,
+    pub(crate) instructions: Option<String>,
+    pub(crate) fanout_deadline: Duration,
+    pub(crate) max_name_len: usize,
+    pub(crate) max_body_bytes: usize,
+    pub(crate) origins: OriginPolicy,
+    pub(crate) request_state_ttl_secs: u64,
+}
+
+/// The MCP endpoint: a leaf tower `Service` serving `/servers/{vhost}/mcp` behind the foundation
+/// layers (it reads `VirtualHostId`, `Principal` and the user configuration from request
+/// extensions). Cheap to clone; all clones share one upstream client.
+///
+/// See the [crate docs](crate) for what it does and an example.
+#[derive(Clone)]
+pub struct McpRouter {
+    inner: Arc<RouterInner>,
+}
+
+impl std::fmt::Debug for McpRouter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpRouter").finish_non_exhaustive()
+    }
+}
+
+impl McpRouter {
+    /// A builder with the defaults.
+    pub fn builder() -> McpRouterBuilder {
+        McpRouterBuilder::default()
+    }
+}
+
+/// Builds an [`McpRouter`].
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct McpRouterBuilder {
+    name: String,
+    version: String,
+    instructions: Option<String>,
+    sealer: Option<Sealer>,
+    fanout_deadline: Duration,
+    max_name_len: usize,
+    max_body_bytes: usize,
+    origins: OriginPolicy,
+    request_state_ttl: Duration,
+    upstream: UpstreamOptions,
+}
+
+impl Default for McpRouterBuilder {
+    fn default() -> Self {
+        Self {
+            name: "mcp-gateway".to_owned(),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            instructions: None,
+            sealer: None,
+            fanout_deadline: Duration::from_secs(10),
+            max_name_len: 128,
+            max_body_bytes: 4 * 1024 * 1024,
+            origins: OriginPolicy::default(),
+            request_state_ttl: Duration::from_secs(600),
+            upstream: UpstreamOptions::default(),
+        }
+    }
+}
+
+impl McpRouterBuilder {
+    /// The gateway's `serverInfo` (default `mcp-gateway` and this crate's version).
+    pub fn server_info(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
+        self.name = name.into();
+        self.version = version.into();
+        self
+    }
+
+    /// The gateway's own instructions, put before the backends' in `server/discover`.
+    pub fn instructions(mut self, text: impl Into<String>) -> Self {
+        self.instructions = Some(text.into());
+        self
+    }
+
+    /// The secret that seals cursors and `requestState` envelopes. Every node behind one load
+    /// balancer needs the same secret; without one a random per-process key is used.
+    pub fn sealing_secret(mut self, secret: &[u8]) -> Self {
+        self.sealer = Some(Sealer::new(secret));
+        self
+    }
+
+    /// The longest wait for one backend during a fan-out (default 10 s; a backend's own
+    /// `timeout_ms` applies when shorter).
+    pub fn fanout_deadline(mut self, deadline: Duration) -> Self {
+        self.fanout_deadline = deadline;
+        self
+    }
+
+    /// The longest public tool or prompt name listed (default 128, the spec's; many LLM hosts
+    /// need 64).
+    pub fn max_name_len(mut self, max: usize) -> Self {
+        self.max_name_len = max;
+        self
+    }
+
+    /// The largest request body read (default 4 MiB); larger ones get 413.
+    pub fn max_body_bytes(mut self, max: usize) -> Self {
+        self.max_body_bytes = max;
+        self
+    }
+
+    /// Which `Origin` headers are accepted (default: only requests without one).
+    pub fn origins(mut self, policy: OriginPolicy) -> Self {
+        self.origins = policy;
+        self
+    }
+
+    /// How long a wrapped MRTR `requestState` stays valid (default 10 minutes).
+    pub fn request_state_ttl(mut self, ttl: Duration) -> Self {
+        self.request_state_ttl = ttl;
+        self
+    }
+
+    /// Upstream client tuning.
+    pub fn upstream(mut self, options: UpstreamOptions) -> Self {
+        self.upstream = options;
+        self
+    }
+
+    /// Builds the router. Needs a tokio runtime when it serves, not when it is built.
+    pub fn build(self) -> McpRouter {
+        let info = serde_json::json!({ "name": self.name, "version": self.version });
+        let info =
+            serde_json::value::to_raw_value(&info).unwrap_or_else(|_| RawValue::NULL.to_owned());
+        McpRouter {
+            inner: Arc::new(RouterInner {
+                upstream: Upstream::new(self.upstream, info.clone()),
+                sealer: self.sealer.unwrap_or_else(Sealer::random),
+                server_info: info,
+                instructions: self.instructions,
+                fanout_deadline: self.fanout_deadline,
+                max_name_len: self.max_name_len,
+                max_body_bytes: self.max_body_bytes,
+                origins: self.origins,
+                request_state_ttl_secs: self.request_state_ttl.as_secs(),
+            }),
+        }
+    }
+}
+
+pin_project! {
+    /// Response future of [`McpRouter`].
+    pub struct ResponseFuture {
+        #[pin]
+        inner: Pin<Box<dyn Future<Output = Result<Response<McpBody>, Infallible>> + Send>>,
+    }
+}
+
+impl Future for ResponseFuture {
+    type Output = Result<Response<McpBody>, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.project().inner.poll(cx)
+    }
+}
+
+impl<B> Service<Request<B>> for McpRouter
+where
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    type Response = Response<McpBody>;
+    type Error = Infallible;
+    type Future = ResponseFuture;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        let inner = Arc::clone(&self.inner);
+        ResponseFuture {
+            inner: Box::pin(async move { Ok(handle(inner, req).await) }),
+        }
+    }
+}
+
+async fn handle<B>(inner: Arc<RouterInner>, req: Request<B>) -> Response<McpBody>
+where
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    let (parts, body) = req.into_parts();
+    if let Some(origin) = parts.headers.get(header::ORIGIN)
+        && !inner.origins.allows(origin)
+    {
+        return respond::error(
+            StatusCode::FORBIDDEN,
+            None,
+            &ErrorObject::invalid_request("Origin not allowed"),
+        );
+    }
+    if parts.method != HttpMethod::POST {
+        return respond::method_not_allowed(
+            "Only POST is served here: this endpoint has no legacy session to stream or end",
+        );
+    }
+    let bytes = match Limited::new(body, inner.max_body_bytes).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e)
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some() =>
+        {
+            return respond::error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                None,
+                &ErrorObject::invalid_request("Request body too large"),
+            );
+        }
+        Err(_) => {
+            return respond::error(
+                StatusCode::BAD_REQUEST,
+                None,
+                &ErrorObject::parse_error("Could not read the request body"),
+            );
+        }
+    };
+    let env = match Envelope::parse(&bytes) {
+        Ok(env) => env,
+        Err(e) => return respond::error(StatusCode::BAD_REQUEST, None, &e.to_error_object()),
+    };
+    match env.kind() {
+        MessageKind::Notification => respond::accepted(),
+        MessageKind::Response | MessageKind::Error => respond::error(
+            StatusCode::BAD_REQUEST,
+            None,
+            &ErrorObject::invalid_request("Clients must not POST responses to this endpoint"),
+        ),
+        MessageKind::Request => {
+            let Some(id) = env.id().cloned() else {
+                return respond::error(
+                    StatusCode::BAD_REQUEST,
+                    None,
+                    &ErrorObject::invalid_request("Missing id"),
+                );
+            };
+            if is_legacy(&parts, &env) {
+                return legacy_refusal(&id);
+            }
+            modern::serve(&inner, &parts, &env, &id).await
+        }
+    }
+}
+
+/// A 2025-era request: `initialize`, or a session id.
+fn is_legacy(parts: &http::request::Parts, env: &Envelope<'_>) -> bool {
+    env.method() == Some("initialize")
+        || parts
+            .headers
+            .contains_key(mcp_core::headers::MCP_SESSION_ID)
+}
+
+/// Until the legacy session engine serves 2025 clients here, they are told which version to use
+/// (a 4xx with a JSON-RPC error, so SDK clients can tell what happened).
+fn legacy_refusal(id: &mcp_core::RequestId) -> Response<McpBody> {
+    let supported = ProtocolVersion::supported_strings(mcp_core::Era::Modern);
+    let error = ErrorObject::invalid_request(
+        "Legacy MCP sessions are not served by this endpoint; use protocol version 2026-07-28",
+    )
+    .with_data(&serde_json::json!({ "supported": supported }));
+    let mut res = respond::error(StatusCode::BAD_REQUEST, Some(id), &error);
+    res.headers_mut().insert(
+        "mcp-supported-versions",
+        HeaderValue::from_static("2026-07-28"),
+    );
+    res
+}

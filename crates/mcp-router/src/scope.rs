@@ -1,0 +1,186 @@
+//! [`Scope`]: everything one downstream request needs to talk to its backends, and
+//! [`final_response`]: one backend call reduced to its final JSON-RPC response.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use http::HeaderMap;
+use mcp_config_store::BackendConfig;
+use mcp_core::{Envelope, Era, ErrorObject, MessageKind, RawObject, RequestId, encode_error};
+use serde_json::value::RawValue;
+
+use crate::context::RequestContext;
+use crate::naming::Namer;
+use crate::router::RouterInner;
+use crate::upstream::{Call, LegacySession, Target, UpstreamError};
+
+/// One downstream request's view of its virtual host.
+pub(crate) struct Scope<'a> {
+    pub(crate) inner: &'a RouterInner,
+    pub(crate) ctx: &'a RequestContext,
+    pub(crate) headers: &'a HeaderMap,
+    pub(crate) client_caps: &'a RawValue,
+    pub(crate) meta: Option<&'a RawValue>,
+    /// The downstream client's era (decides error codes).
+    pub(crate) era: Era,
+}
+
+impl<'a> Scope<'a> {
+    /// The upstream target for one backend of the virtual host.
+    pub(crate) fn target(&self, name: &'a str, config: &'a BackendConfig) -> Target<'a> {
+        Target {
+            name,
+            config,
+            downstream: self.headers,
+            principal: &self.ctx.principal,
+            client_caps: self.client_caps,
+            meta: self.meta,
+        }
+    }
+
+    /// The naming rules of the virtual host.
+    pub(crate) fn namer(&self) -> Namer<'a> {
+        Namer::new(&self.ctx.vhost)
+    }
+
+    /// What handles minted for this request are bound to: the caller, the virtual host and
+    /// `purpose` (a method, or a method plus backend and name).
+    pub(crate) fn binding<'b>(&'b self, extra: &[&'b str]) -> Vec<&'b str> {
+        let mut binding = vec![
+            self.ctx.principal.issuer(),
+            self.ctx.principal.subject(),
+            self.ctx.vhost_id.as_str(),
+        ];
+        binding.extend_from_slice(extra);
+        binding
+    }
+
+    /// The per-backend deadline of a fan-out: the backend's own timeout, capped by the router's.
+    pub(crate) fn fanout_deadline(&self, config: &BackendConfig) -> Duration {
+        Duration::from_millis(config.timeout_ms).min(self.inner.fanout_deadline)
+    }
+}
+
+/// Why a backend contributed nothing to a fan-out or a routed call failed.
+#[derive(Debug, Clone)]
+pub(crate) enum BackendFailure {
+    /// Transport-level failure.
+    Upstream(UpstreamError),
+    /// The backend answered with a JSON-RPC error.
+    Error(ErrorObject),
+    /// The fan-out deadline passed.
+    Deadline(Duration),
+}
+
+impl BackendFailure {
+    /// A short reason for degraded markers and error messages (never an address).
+    pub(crate) fn reason(&self) -> String {
+        match self {
+            Self::Upstream(e) => e.to_string(),
+            Self::Error(e) => format!("error {}: {}", e.code, e.message),
+            Self::Deadline(d) => format!("no answer within {d:?}"),
+        }
+    }
+}
+
+/// Sends `call` and waits for the response with its id, skipping notifications. Server-to-client
+/// requests from a legacy backend are declined (a fan-out has no client to ask).
+pub(crate) async fn final_response(
+    scope: &Scope<'_>,
+    target: &Target<'_>,
+    call: &Call<'_>,
+    deadline: Duration,
+) -> Result<Bytes, BackendFailure> {
+    let work = async {
+        let mut reply = scope
+            .inner
+            .upstream
+            .send(target, call)
+            .await
+            .map_err(BackendFailure::Upstream)?;
+        while let Some(message) = reply.messages.next().await {
+            let message = message.map_err(BackendFailure::Upstream)?;
+            match classify(&message, &reply.id) {
+                Incoming::Final => return Ok(message),
+                Incoming::ServerRequest(id) => {
+                    decline(scope, target, reply.session.as_deref(), id).await
+                }
+                Incoming::Other => {}
+            }
+        }
+        Err(BackendFailure::Upstream(UpstreamError::Malformed(
+            "stream ended without a response",
+        )))
+    };
+    tokio::time::timeout(deadline, work)
+        .await
+        .map_err(|_| BackendFailure::Deadline(deadline))?
+}
+
+/// How a message on a call's stream relates to the call.
+pub(crate) enum Incoming {
+    /// The response (or error) for the call.
+    Final,
+    /// A server-to-client request, with its id.
+    ServerRequest(RequestId),
+    /// A notification or anything unrelated.
+    Other,
+}
+
+pub(crate) fn classify(message: &[u8], id: &RequestId) -> Incoming {
+    match Envelope::parse(message) {
+        Ok(env) => match env.kind() {
+            MessageKind::Response | MessageKind::Error if env.id() == Some(id) => Incoming::Final,
+            MessageKind::Request => env
+                .id()
+                .cloned()
+                .map_or(Incoming::Other, Incoming::ServerRequest),
+            _ => Incoming::Other,
+        },
+        Err(_) => Incoming::Other,
+    }
+}
+
+/// Answers a legacy backend's server-to-client request with an error: this client cannot be
+/// asked mid-call (modern clients get MRTR instead, which legacy backends do not speak).
+pub(crate) async fn decline(
+    scope: &Scope<'_>,
+    target: &Target<'_>,
+    session: Option<&LegacySession>,
+    id: RequestId,
+) {
+    let Some(session) = session else {
+        return;
+    };
+    let error = ErrorObject::method_not_found(
+        "server-to-client requests are not relayed to this client by the gateway",
+    );
+    post(scope, target, session, encode_error(Some(&id), &error)).await;
+}
+
+async fn post(scope: &Scope<'_>, target: &Target<'_>, session: &LegacySession, message: Vec<u8>) {
+    if let Err(e) = scope
+        .inner
+        .upstream
+        .post_to_session(target, session, message)
+        .await
+    {
+        tracing::debug!(backend = target.name, error = %e, "could not answer a backend request");
+    }
+}
+
+/// The `result` of a final response, or the backend's error.
+pub(crate) fn result_of(message: &Bytes) -> Result<RawObject<'_>, BackendFailure> {
+    let env = Envelope::parse(message).map_err(|_| {
+        BackendFailure::Upstream(UpstreamError::Malformed("invalid JSON-RPC message"))
+    })?;
+    if let Some(error) = env.error() {
+        return Err(BackendFailure::Error(error));
+    }
+    env.result()
+        .and_then(|r| RawObject::from_raw(r).ok())
+        .ok_or(BackendFailure::Upstream(UpstreamError::Malformed(
+            "result is not an object",
+        )))
+}

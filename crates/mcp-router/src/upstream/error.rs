@@ -1,0 +1,47 @@
+//! [`UpstreamError`]: why a call to a backend failed.
+
+use std::time::Duration;
+
+/// A failed exchange with a backend, classified for breakers and error messages.
+///
+/// Messages are short and never contain the backend's address (callers see them in JSON-RPC
+/// errors); the address goes to the logs only.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UpstreamError {
+    /// The backend could not be reached (connection refused, DNS, TLS).
+    #[error("backend unreachable")]
+    Connect,
+    /// No answer (or no next event of a stream) within the backend's timeout.
+    #[error("backend timed out after {0:?}")]
+    Timeout(Duration),
+    /// The backend answered with an unexpected HTTP status.
+    #[error("backend answered HTTP {0}")]
+    Status(u16),
+    /// The answer is not a usable MCP message stream.
+    #[error("malformed backend response: {0}")]
+    Malformed(&'static str),
+    /// The connection broke while reading the answer.
+    #[error("backend connection lost")]
+    Disconnected,
+    /// The backend's legacy session is gone (HTTP 404 on a session request).
+    #[error("backend session expired")]
+    SessionExpired,
+    /// The backend entry cannot be called over HTTP (no `url`: a stdio backend).
+    #[error("backend has no HTTP url")]
+    NoUrl,
+}
+
+impl UpstreamError {
+    /// Whether the backend provably never received the request (safe to retry anywhere).
+    pub fn never_sent(&self) -> bool {
+        matches!(self, Self::Connect | Self::NoUrl | Self::SessionExpired)
+    }
+}
+
+pub(crate) fn classify_client_error(e: &hyper_util::client::legacy::Error) -> UpstreamError {
+    if e.is_connect() {
+        UpstreamError::Connect
+    } else {
+        UpstreamError::Disconnected
+    }
+}

@@ -1,0 +1,528 @@
+//! The upstream side: one pooled HTTP client for every backend, backend era detection (probe once,
+//! cache per URL, re-probe after failures), upstream sessions for legacy backends, and sending one
+//! JSON-RPC request to a backend in that backend's era.
+
+mod error;
+mod meta;
+mod request;
+mod session;
+mod transport;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use mcp_config_store::BackendConfig;
+use mcp_core::headers::{
+    MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, encode_header_value,
+};
+use mcp_core::{Envelope, Era, MessageKind, Principal, ProtocolVersion, RawObject, RequestId};
+use serde_json::value::RawValue;
+use tokio::sync::OnceCell;
+use url::Url;
+
+pub use error::UpstreamError;
+pub(crate) use meta::{CLIENT_CAPABILITIES, PROGRESS_TOKEN, PROTOCOL_VERSION};
+pub(crate) use session::LegacySession;
+pub(crate) use transport::MessageStream;
+
+use request::Outgoing;
+use session::{SessionKey, SessionTable};
+use transport::{Answer, HttpClient};
+
+/// Tuning of the upstream side.
+#[derive(Clone, Debug)]
+pub struct UpstreamOptions {
+    /// TCP connect timeout for every backend.
+    pub connect_timeout: Duration,
+    /// How long a detected backend era is trusted before it is probed again.
+    pub era_ttl: Duration,
+    /// Most upstream legacy sessions kept at once.
+    pub max_sessions: usize,
+}
+
+impl Default for UpstreamOptions {
+    fn default() -> Self {
+        Self {
+            connect_timeout: Duration::from_secs(5),
+            era_ttl: Duration::from_secs(300),
+            max_sessions: 10_000,
+        }
+    }
+}
+
+/// One backend as seen by one downstream request.
+pub(crate) struct Target<'a> {
+    /// The backend's configured name (for logs).
+    pub(crate) name: &'a str,
+    /// Its configuration.
+    pub(crate) config: &'a BackendConfig,
+    /// The client's request headers (for the header policy and trace context).
+    pub(crate) downstream: &'a HeaderMap,
+    /// The authenticated caller.
+    pub(crate) principal: &'a Principal,
+    /// The client's capabilities (raw JSON object).
+    pub(crate) client_caps: &'a RawValue,
+    /// The client's `_meta` (modern requests).
+    pub(crate) meta: Option<&'a RawValue>,
+}
+
+/// One JSON-RPC request to send.
+pub(crate) struct Call<'a> {
+    pub(crate) method: &'a str,
+    /// Params without `_meta` (the upstream side writes `_meta` for the backend's era).
+    pub(crate) params: RawObject<'a>,
+    /// The upstream item name or URI, for `Mcp-Name`.
+    pub(crate) name: Option<&'a str>,
+    /// The gateway's progress token for this call, when the client asked for progress.
+    pub(crate) progress_token: Option<&'a str>,
+}
+
+/// What a backend answered to one request.
+pub(crate) struct Reply {
+    /// The id the gateway used upstream.
+    pub(crate) id: RequestId,
+    /// The messages: notifications related to the call, server-to-client requests (legacy),
+    /// then the response.
+    pub(crate) messages: MessageStream,
+    /// The legacy session the call ran in.
+    pub(crate) session: Option<Arc<LegacySession>>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct EraEntry {
+    era: Era,
+    probed_at: Instant,
+}
+
+type EraSlot = Arc<OnceCell<EraEntry>>;
+
+/// The upstream client shared by every request of a router.
+pub(crate) struct Upstream {
+    http: HttpClient,
+    options: UpstreamOptions,
+    eras: Mutex<HashMap<String, EraSlot>>,
+    sessions: SessionTable,
+    ids: AtomicU64,
+    client_info: Box<RawValue>,
+}
+
+impl std::fmt::Debug for Upstream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Upstream")
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+const LEGACY_PROTOCOL: ProtocolVersion = ProtocolVersion::LATEST_LEGACY;
+
+impl Upstream {
+    pub(crate) fn new(options: UpstreamOptions, client_info: Box<RawValue>) -> Self {
+        Self {
+            http: transport::build_client(options.connect_timeout),
+            sessions: SessionTable::new(options.max_sessions),
+            options,
+            eras: Mutex::new(HashMap::new()),
+            ids: AtomicU64::new(1),
+            client_info,
+        }
+    }
+
+    /// A fresh upstream request id, unique in this process so concurrent calls never collide.
+    pub(crate) fn next_id(&self) -> RequestId {
+        let n = self.ids.fetch_add(1, Ordering::Relaxed);
+        RequestId::from(i64::try_from(n).unwrap_or(i64::MAX))
+    }
+
+    /// A fresh progress token for one upstream call.
+    pub(crate) fn next_progress_token(&self) -> String {
+        format!("gw-{}", self.ids.fetch_add(1, Ordering::Relaxed))
+    }
+
+    fn url<'a>(target: &Target<'a>) -> Result<&'a Url, UpstreamError> {
+        target.config.url.as_ref().ok_or(UpstreamError::NoUrl)
+    }
+
+    fn timeout(target: &Target<'_>) -> Duration {
+        Duration::from_millis(target.config.timeout_ms.max(1))
+    }
+
+    /// The backend's era: cached per URL, probed with `server/discover` when unknown or stale.
+    pub(crate) async fn era(&self, target: &Target<'_>) -> Result<Era, UpstreamError> {
+        let url = Self::url(target)?;
+        let slot = {
+            let mut eras = self.eras.lock().unwrap_or_else(|p| p.into_inner());
+            let slot = eras.entry(url.as_str().to_owned()).or_default();
+            if slot
+                .get()
+                .is_some_and(|e| e.probed_at.elapsed() > self.options.era_ttl)
+            {
+                *slot = Arc::default();
+            }
+            Arc::clone(slot)
+        };
+        let entry = slot
+            .get_or_try_init(|| async {
+                let era = self.probe(target, url).await?;
+                tracing::debug!(backend = target.name, ?era, "backend era detected");
+                Ok::<_, UpstreamError>(EraEntry {
+                    era,
+                    probed_at: Instant::now(),
+                })
+            })
+            .await?;
+        Ok(entry.era)
+    }
+
+    /// Forgets the era of a backend that failed, so the next call probes again.
+    pub(crate) fn forget_era(&self, target: &Target<'_>) {
+        if let Ok(url) = Self::url(target) {
+            let mut eras = self.eras.lock().unwrap_or_else(|p| p.into_inner());
+            eras.remove(url.as_str());
+        }
+    }
+
+    /// Sends a modern `server/discover`: a DiscoverResult (or a modern version error) means modern,
+    /// any other answer means legacy; no answer at all is an error.
+    async fn probe(&self, target: &Target<'_>, url: &Url) -> Result<Era, UpstreamError> {
+        let id = self.next_id();
+        let meta = meta::modern(None, target.client_caps, &self.client_info, None);
+        let mut params = RawObject::new();
+        params.set_raw("_meta", meta);
+        let body = mcp_core::encode_request(&id, "server/discover", Some(&params.to_raw()));
+        let out = Outgoing {
+            url,
+            body,
+            mcp_headers: modern_headers("server/discover", None),
+            forward_param_headers: false,
+        };
+        let request = request::build(out, target.downstream, &target.config.headers);
+        let mut answer = transport::exchange(&self.http, request, Self::timeout(target)).await?;
+        if answer.status.is_server_error() {
+            return Err(UpstreamError::Status(answer.status.as_u16()));
+        }
+        let Some(Ok(first)) = answer.messages.next().await else {
+            return Ok(Era::Legacy);
+        };
+        Ok(if looks_modern(&first) {
+            Era::Modern
+        } else {
+            Era::Legacy
+        })
+    }
+
+    /// Sends `call` to the backend in its era. For a legacy backend whose session expired (404),
+    /// the session is re-initialised once and the call retried: the backend never executed it.
+    pub(crate) async fn send(
+        &self,
+        target: &Target<'_>,
+        call: &Call<'_>,
+    ) -> Result<Reply, UpstreamError> {
+        let result = match self.era(target).await? {
+            Era::Modern => self.send_modern(target, call).await,
+            Era::Legacy => match self.send_legacy(target, call).await {
+                Err(UpstreamError::SessionExpired) => self.send_legacy(target, call).await,
+                other => other,
+            },
+        };
+        if let Err(e) = &result
+            && !matches!(e, UpstreamError::SessionExpired)
+        {
+            self.forget_era(target);
+        }
+        result
+    }
+
+    async fn send_modern(
+        &self,
+        target: &Target<'_>,
+        call: &Call<'_>,
+    ) -> Result<Reply, UpstreamError> {
+        let url = Self::url(target)?;
+        let id = self.next_id();
+        let mut params = call.params.clone();
+        params.set_raw(
+            "_meta",
+            meta::modern(
+                target.meta,
+                target.client_caps,
+                &self.client_info,
+                call.progress_token,
+            ),
+        );
+        let out = Outgoing {
+            url,
+            body: mcp_core::encode_request(&id, call.method, Some(&params.to_raw())),
+            mcp_headers: modern_headers(call.method, call.name),
+            forward_param_headers: call.method == "tools/call",
+        };
+        let request = request::build(out, target.downstream, &target.config.headers);
+        let answer = transport::exchange(&self.http, request, Self::timeout(target)).await?;
+        Ok(Reply {
+            id,
+            messages: checked(answer)?,
+            session: None,
+        })
+    }
+
+    async fn send_legacy(
+        &self,
+        target: &Target<'_>,
+        call: &Call<'_>,
+    ) -> Result<Reply, UpstreamError> {
+        let url = Self::url(target)?;
+        let (key, session) = self.session(target, url).await?;
+        let id = self.next_id();
+        let mut params = call.params.clone();
+        if let Some(meta) = meta::legacy(target.meta, call.progress_token) {
+            params.set_raw("_meta", meta);
+        }
+        let params = params.to_raw();
+        let has_params = params.get() != "{}";
+        let out = Outgoing {
+            url,
+            body: mcp_core::encode_request(&id, call.method, has_params.then_some(&*params)),
+            mcp_headers: legacy_headers(&session),
+            forward_param_headers: false,
+        };
+        let request = request::build(out, target.downstream, &target.config.headers);
+        let answer = transport::exchange(&self.http, request, Self::timeout(target)).await?;
+        if answer.status == StatusCode::NOT_FOUND && session.id.is_some() {
+            self.sessions.forget(&key, &session);
+            return Err(UpstreamError::SessionExpired);
+        }
+        Ok(Reply {
+            id,
+            messages: checked(answer)?,
+            session: Some(session),
+        })
+    }
+
+    /// Posts a JSON-RPC response or notification into a legacy session (e.g. the answer to a
+    /// server-to-client request).
+    pub(crate) async fn post_to_session(
+        &self,
+        target: &Target<'_>,
+        session: &LegacySession,
+        message: Vec<u8>,
+    ) -> Result<(), UpstreamError> {
+        let url = Self::url(target)?;
+        let out = Outgoing {
+            url,
+            body: message,
+            mcp_headers: legacy_headers(session),
+            forward_param_headers: false,
+        };
+        let request = request::build(out, target.downstream, &target.config.headers);
+        let answer = transport::exchange(&self.http, request, Self::timeout(target)).await?;
+        if answer.status.is_success() {
+            Ok(())
+        } else {
+            Err(UpstreamError::Status(answer.status.as_u16()))
+        }
+    }
+
+    /// The caller's session with a legacy backend, initialising it on first use.
+    pub(crate) async fn session(
+        &self,
+        target: &Target<'_>,
+        url: &Url,
+    ) -> Result<(SessionKeyHandle, Arc<LegacySession>), UpstreamError> {
+        let key = SessionKey {
+            issuer: Arc::from(target.principal.issuer()),
+            subject: Arc::clone(target.principal.subject_arc()),
+            url: url.as_str().to_owned(),
+            capabilities: target.client_caps.get().to_owned(),
+        };
+        let slot = self.sessions.slot(&key);
+        let session = slot
+            .get_or_try_init(|| async { self.initialize(target, url).await.map(Arc::new) })
+            .await?;
+        Ok((key, Arc::clone(session)))
+    }
+
+    async fn initialize(
+        &self,
+        target: &Target<'_>,
+        url: &Url,
+    ) -> Result<LegacySession, UpstreamError> {
+        let id = self.next_id();
+        let mut params = RawObject::new();
+        params.set_str("protocolVersion", LEGACY_PROTOCOL.as_str());
+        params.set_raw("capabilities", legacy_capabilities(target.client_caps));
+        params.set_borrowed("clientInfo", &self.client_info);
+        let out = Outgoing {
+            url,
+            body: mcp_core::encode_request(&id, "initialize", Some(&params.to_raw())),
+            mcp_headers: Vec::new(),
+            forward_param_headers: false,
+        };
+        let request = request::build(out, target.downstream, &target.config.headers);
+        let answer = transport::exchange(&self.http, request, Self::timeout(target)).await?;
+        let session_id = answer.headers.get(MCP_SESSION_ID).cloned();
+        let mut messages = checked(answer)?;
+        let result = loop {
+            let message = messages
+                .next()
+                .await
+                .ok_or(UpstreamError::Malformed("no initialize result"))??;
+            let Ok(env) = Envelope::parse(&message) else {
+                return Err(UpstreamError::Malformed("invalid JSON-RPC message"));
+            };
+            match env.kind() {
+                MessageKind::Response if env.id() == Some(&id) => {
+                    break env
+                        .result()
+                        .map(|r| Bytes::copy_from_slice(r.get().as_bytes()));
+                }
+                MessageKind::Error if env.id() == Some(&id) => {
+                    return Err(UpstreamError::Malformed("backend refused initialize"));
+                }
+                _ => continue,
+            }
+        };
+        let result = result.ok_or(UpstreamError::Malformed("no initialize result"))?;
+        let version = RawObject::parse(std::str::from_utf8(&result).unwrap_or("{}"))
+            .ok()
+            .and_then(|o| o.get_str("protocolVersion"))
+            .ok_or(UpstreamError::Malformed(
+                "initialize result without protocolVersion",
+            ))?;
+        let session = LegacySession {
+            id: session_id,
+            version,
+            initialize_result: result,
+        };
+        let initialized = mcp_core::encode_notification("notifications/initialized", None);
+        self.post_to_session(target, &session, initialized).await?;
+        Ok(session)
+    }
+
+    /// The capabilities a legacy backend declared at initialize, for `server/discover` merging.
+    pub(crate) async fn legacy_initialize_result(
+        &self,
+        target: &Target<'_>,
+    ) -> Result<Bytes, UpstreamError> {
+        let url = Self::url(target)?;
+        let (_, session) = self.session(target, url).await?;
+        Ok(session.initialize_result.clone())
+    }
+}
+
+/// Identifies a session table entry (for forgetting it).
+pub(crate) type SessionKeyHandle = SessionKey;
+
+/// Turns an answer into its messages, mapping HTTP errors: a JSON-RPC error body is a message
+/// (the backend's own error is relayed), anything else is an [`UpstreamError::Status`].
+fn checked(answer: Answer) -> Result<MessageStream, UpstreamError> {
+    if answer.status.is_success() {
+        return Ok(answer.messages);
+    }
+    if answer.status.is_server_error() {
+        return Err(UpstreamError::Status(answer.status.as_u16()));
+    }
+    let status = answer.status.as_u16();
+    // 4xx: relay a JSON-RPC error body when there is one.
+    Ok(Box::pin(answer.messages.map(move |m| match m {
+        Ok(bytes) if Envelope::parse(&bytes).is_ok_and(|e| e.kind() == MessageKind::Error) => {
+            Ok(bytes)
+        }
+        _ => Err(UpstreamError::Status(status)),
+    })))
+}
+
+fn modern_headers(method: &str, name: Option<&str>) -> Vec<(HeaderName, HeaderValue)> {
+    let mut headers = vec![
+        (
+            MCP_PROTOCOL_VERSION,
+            HeaderValue::from_static(ProtocolVersion::LATEST.as_str()),
+        ),
+        (MCP_METHOD, encode_header_value(method)),
+    ];
+    if let Some(name) = name {
+        headers.push((MCP_NAME, encode_header_value(name)));
+    }
+    headers
+}
+
+fn legacy_headers(session: &LegacySession) -> Vec<(HeaderName, HeaderValue)> {
+    let mut headers = Vec::new();
+    if let Some(id) = &session.id {
+        headers.push((MCP_SESSION_ID, id.clone()));
+    }
+    // The header exists since 2025-06-18; older sessions go without it.
+    if session.version.as_str() >= "2025-06-18"
+        && let Ok(v) = HeaderValue::from_str(&session.version)
+    {
+        headers.push((MCP_PROTOCOL_VERSION, v));
+    }
+    headers
+}
+
+/// Client capabilities in the legacy shape: the same object without the modern `extensions`.
+fn legacy_capabilities(caps: &RawValue) -> Box<RawValue> {
+    match RawObject::from_raw(caps) {
+        Ok(mut obj) => {
+            obj.remove("extensions");
+            obj.to_raw()
+        }
+        Err(_) => {
+            RawValue::from_string("{}".to_owned()).unwrap_or_else(|_| RawValue::NULL.to_owned())
+        }
+    }
+}
+
+/// Whether a probe answer comes from a modern server: a result with `supportedVersions`, or a
+/// modern protocol error (-32022 unsupported version / -32020 header mismatch / -32021).
+fn looks_modern(message: &Bytes) -> bool {
+    let Ok(env) = Envelope::parse(message) else {
+        return false;
+    };
+    match env.kind() {
+        MessageKind::Response => env
+            .result()
+            .and_then(|r| RawObject::from_raw(r).ok())
+            .is_some_and(|r| r.contains("supportedVersions")),
+        MessageKind::Error => env.error().is_some_and(|e| {
+            matches!(
+                e.code,
+                mcp_core::error_code::UNSUPPORTED_PROTOCOL_VERSION
+                    | mcp_core::error_code::HEADER_MISMATCH
+                    | mcp_core::error_code::MISSING_REQUIRED_CLIENT_CAPABILITY
+            )
+        }),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probe_answers_are_classified() {
+        let modern = Bytes::from_static(br#"{"jsonrpc":"2.0","id":1,"result":{"supportedVersions":["2026-07-28"],"capabilities":{}}}"#);
+        assert!(looks_modern(&modern));
+        let version = Bytes::from_static(
+            br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32022,"message":"x"}}"#,
+        );
+        assert!(looks_modern(&version));
+        let legacy = Bytes::from_static(br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Bad Request: missing session"}}"#);
+        assert!(!looks_modern(&legacy));
+        assert!(!looks_modern(&Bytes::from_static(b"<html>")));
+    }
+
+    #[test]
+    fn legacy_capabilities_drop_extensions() {
+        let caps = RawValue::from_string(
+            r#"{"sampling":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}"#.into(),
+        )
+        .expect("raw");
+        assert_eq!(legacy_capabilities(&caps).get(), r#"{"sampling":{}}"#);
+    }
+}

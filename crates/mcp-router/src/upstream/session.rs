@@ -1,0 +1,123 @@
+//! Upstream sessions with legacy (2025) backends, kept per (principal, backend URL, client
+//! capability set) so that concurrent calls of one caller share one backend session.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use http::HeaderValue;
+use tokio::sync::OnceCell;
+
+/// One initialized session with a legacy backend.
+#[derive(Debug)]
+pub(crate) struct LegacySession {
+    /// The backend's `Mcp-Session-Id`, if it minted one (stateless legacy servers do not).
+    pub(crate) id: Option<HeaderValue>,
+    /// The negotiated protocol version.
+    pub(crate) version: String,
+    /// The backend's `InitializeResult`, raw (capabilities, serverInfo, instructions).
+    pub(crate) initialize_result: Bytes,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct SessionKey {
+    pub(crate) issuer: Arc<str>,
+    pub(crate) subject: Arc<str>,
+    pub(crate) url: String,
+    pub(crate) capabilities: String,
+}
+
+type Slot = Arc<OnceCell<Arc<LegacySession>>>;
+
+/// The table of upstream sessions. Creation is single-flight per key: concurrent first calls of
+/// one caller make one `initialize`.
+#[derive(Debug)]
+pub(crate) struct SessionTable {
+    slots: Mutex<HashMap<SessionKey, Slot>>,
+    max: usize,
+}
+
+impl SessionTable {
+    pub(crate) fn new(max: usize) -> Self {
+        Self {
+            slots: Mutex::new(HashMap::new()),
+            max,
+        }
+    }
+
+    /// The slot for `key`, created empty when absent. When the table is full an arbitrary other
+    /// entry is dropped (its backend session then simply idles out at the backend).
+    pub(crate) fn slot(&self, key: &SessionKey) -> Slot {
+        let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(slot) = slots.get(key) {
+            return Arc::clone(slot);
+        }
+        if slots.len() >= self.max
+            && let Some(victim) = slots.keys().next().cloned()
+        {
+            slots.remove(&victim);
+        }
+        let slot: Slot = Arc::new(OnceCell::new());
+        slots.insert(key.clone(), Arc::clone(&slot));
+        slot
+    }
+
+    /// Forgets `key` if it still holds `session` (another call may already have replaced it).
+    pub(crate) fn forget(&self, key: &SessionKey, session: &Arc<LegacySession>) {
+        let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        let same = slots
+            .get(key)
+            .and_then(|slot| slot.get())
+            .is_some_and(|current| Arc::ptr_eq(current, session));
+        if same {
+            slots.remove(key);
+        }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.slots.lock().map(|s| s.len()).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(n: usize) -> SessionKey {
+        SessionKey {
+            issuer: "i".into(),
+            subject: format!("s{n}").into(),
+            url: "http://b/mcp".into(),
+            capabilities: "{}".into(),
+        }
+    }
+
+    #[test]
+    fn bounded_and_forget_only_same_session() {
+        let table = SessionTable::new(2);
+        for n in 0..5 {
+            let _ = table.slot(&key(n));
+        }
+        assert_eq!(table.len(), 2);
+        let slot = table.slot(&key(9));
+        let session = Arc::new(LegacySession {
+            id: None,
+            version: "2025-11-25".into(),
+            initialize_result: Bytes::new(),
+        });
+        slot.set(Arc::clone(&session)).expect("empty slot");
+        let other = Arc::new(LegacySession {
+            id: None,
+            version: "x".into(),
+            initialize_result: Bytes::new(),
+        });
+        table.forget(&key(9), &other);
+        assert!(
+            table.slot(&key(9)).get().is_some(),
+            "a different session is not forgotten"
+        );
+        table.forget(&key(9), &session);
+        assert!(table.slot(&key(9)).get().is_none());
+    }
+}

@@ -1,0 +1,191 @@
+//! One HTTP exchange with a backend: send a JSON-RPC message, read the answer as a stream of
+//! JSON-RPC messages whether the backend replied `application/json` or `text/event-stream`.
+
+use std::pin::Pin;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::Stream;
+use http::{HeaderMap, HeaderValue, Request, StatusCode, header};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use mcp_core::sse::SseDecoder;
+
+use super::error::{UpstreamError, classify_client_error};
+
+/// The pooled HTTP client shared by every backend.
+pub(crate) type HttpClient = Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
+
+/// Largest single JSON answer or SSE event read from a backend.
+pub(crate) const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+
+/// A stream of JSON-RPC message texts from a backend. Dropping it closes the upstream response,
+/// which is how a modern backend learns that the call was cancelled.
+pub(crate) type MessageStream = Pin<Box<dyn Stream<Item = Result<Bytes, UpstreamError>> + Send>>;
+
+/// What a backend sent back for one POST.
+pub(crate) struct Answer {
+    /// HTTP status.
+    pub(crate) status: StatusCode,
+    /// Response headers (for `Mcp-Session-Id`).
+    pub(crate) headers: HeaderMap,
+    /// The messages: empty for 202.
+    pub(crate) messages: MessageStream,
+}
+
+/// Builds the shared client: https through rustls with the platform roots (aws-lc-rs), plain http
+/// where a backend URL says so, TCP_NODELAY, pooled keep-alive connections.
+pub(crate) fn build_client(connect_timeout: Duration) -> HttpClient {
+    let provider = std::sync::Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let builder = HttpsConnectorBuilder::new()
+        .with_provider_and_native_roots(provider.clone())
+        .unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "no native root certificates: https backends will fail");
+            let config = rustls::ClientConfig::builder_with_provider(provider)
+                .with_safe_default_protocol_versions()
+                .map(|b| {
+                    b.with_root_certificates(rustls::RootCertStore::empty())
+                        .with_no_client_auth()
+                });
+            match config {
+                Ok(config) => HttpsConnectorBuilder::new().with_tls_config(config),
+                // aws-lc-rs supports the default protocol versions; this arm is unreachable in
+                // practice, and an empty default config is the safest fallback.
+                Err(_) => HttpsConnectorBuilder::new().with_tls_config(
+                    rustls::ClientConfig::builder()
+                        .with_root_certificates(rustls::RootCertStore::empty())
+                        .with_no_client_auth(),
+                ),
+            }
+        });
+    let mut http = HttpConnector::new();
+    http.enforce_http(false);
+    http.set_nodelay(true);
+    http.set_connect_timeout(Some(connect_timeout));
+    let connector = builder
+        .https_or_http()
+        .enable_http1()
+        .enable_http2()
+        .wrap_connector(http);
+    Client::builder(TokioExecutor::new())
+        .pool_idle_timeout(Duration::from_secs(90))
+        .build(connector)
+}
+
+/// POSTs `request` and turns the answer into messages. `timeout` bounds the wait for the response
+/// head and, on a stream, each gap between events.
+pub(crate) async fn exchange(
+    client: &HttpClient,
+    request: Request<Full<Bytes>>,
+    timeout: Duration,
+) -> Result<Answer, UpstreamError> {
+    let response = tokio::time::timeout(timeout, client.request(request))
+        .await
+        .map_err(|_| UpstreamError::Timeout(timeout))?
+        .map_err(|e| {
+            tracing::debug!(error = %e, "upstream request failed");
+            classify_client_error(&e)
+        })?;
+    let (parts, body) = response.into_parts();
+    let messages = match content_kind(&parts.headers) {
+        _ if parts.status == StatusCode::ACCEPTED => empty(),
+        ContentKind::EventStream => sse_messages(body, timeout),
+        ContentKind::Json | ContentKind::Other => json_message(body, timeout),
+    };
+    Ok(Answer {
+        status: parts.status,
+        headers: parts.headers,
+        messages,
+    })
+}
+
+enum ContentKind {
+    Json,
+    EventStream,
+    Other,
+}
+
+fn content_kind(headers: &HeaderMap) -> ContentKind {
+    let value = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v: &HeaderValue| v.to_str().ok())
+        .unwrap_or("");
+    let essence = value.split(';').next().unwrap_or("").trim();
+    if essence.eq_ignore_ascii_case("text/event-stream") {
+        ContentKind::EventStream
+    } else if essence.eq_ignore_ascii_case("application/json") {
+        ContentKind::Json
+    } else {
+        ContentKind::Other
+    }
+}
+
+fn empty() -> MessageStream {
+    Box::pin(futures_util::stream::empty())
+}
+
+fn json_message(body: Incoming, timeout: Duration) -> MessageStream {
+    Box::pin(futures_util::stream::once(async move {
+        let collected =
+            tokio::time::timeout(timeout, Limited::new(body, MAX_MESSAGE_BYTES).collect())
+                .await
+                .map_err(|_| UpstreamError::Timeout(timeout))?
+                .map_err(|_| UpstreamError::Disconnected)?;
+        Ok(collected.to_bytes())
+    }))
+}
+
+struct SseState {
+    body: Incoming,
+    decoder: SseDecoder,
+    timeout: Duration,
+    done: bool,
+}
+
+fn sse_messages(body: Incoming, timeout: Duration) -> MessageStream {
+    let state = SseState {
+        body,
+        decoder: SseDecoder::with_max_event_size(MAX_MESSAGE_BYTES),
+        timeout,
+        done: false,
+    };
+    Box::pin(futures_util::stream::unfold(state, |mut st| async move {
+        if st.done {
+            return None;
+        }
+        loop {
+            match st.decoder.next_event() {
+                Ok(Some(event)) if event.data.trim().is_empty() => continue,
+                Ok(Some(event)) => return Some((Ok(Bytes::from(event.data)), st)),
+                Ok(None) => {}
+                Err(_) => {
+                    st.done = true;
+                    return Some((Err(UpstreamError::Malformed("invalid SSE stream")), st));
+                }
+            }
+            match tokio::time::timeout(st.timeout, st.body.frame()).await {
+                Err(_) => {
+                    st.done = true;
+                    return Some((Err(UpstreamError::Timeout(st.timeout)), st));
+                }
+                Ok(None) => return None,
+                Ok(Some(Err(_))) => {
+                    st.done = true;
+                    return Some((Err(UpstreamError::Disconnected), st));
+                }
+                Ok(Some(Ok(frame))) => {
+                    if let Ok(data) = frame.into_data()
+                        && st.decoder.push(&data).is_err()
+                    {
+                        st.done = true;
+                        return Some((Err(UpstreamError::Malformed("SSE event too large")), st));
+                    }
+                }
+            }
+        }
+    }))
+}

@@ -3,6 +3,8 @@
 
 #![allow(dead_code, unreachable_pub)] // each test binary uses a different subset
 
+pub mod gateway;
+
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -67,10 +69,43 @@ impl Reply {
             .get(name)
             .map(|v| v.to_str().expect("ascii header"))
     }
+
+    /// The body as JSON.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.text()))
+    }
+
+    /// The JSON messages of an SSE body, in order.
+    pub fn sse_messages(&self) -> Vec<serde_json::Value> {
+        self.text()
+            .split("\n\n")
+            .filter_map(|event| {
+                let data: Vec<&str> = event
+                    .lines()
+                    .filter_map(|l| l.strip_prefix("data:").map(|d| d.strip_prefix(' ').unwrap_or(d)))
+                    .collect();
+                (!data.is_empty()).then(|| data.join("\n"))
+            })
+            .filter(|d| !d.trim().is_empty())
+            .map(|d| serde_json::from_str(&d).expect("SSE data is JSON"))
+            .collect()
+    }
 }
 
-/// Sends one request; `headers` are `(name, value)` pairs.
+/// Sends one request with body `{}`; `headers` are `(name, value)` pairs.
 pub async fn send(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)]) -> Reply {
+    send_body(addr, method, path, headers, "{}").await
+}
+
+/// Sends one request with `body`.
+pub async fn send_body(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Reply {
     let client: Client<HttpConnector, Full<Bytes>> =
         Client::builder(TokioExecutor::new()).build_http();
     let mut req = Request::builder()
@@ -80,7 +115,7 @@ pub async fn send(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, 
         req = req.header(*name, *value);
     }
     let req = req
-        .body(Full::new(Bytes::from_static(b"{}")))
+        .body(Full::new(Bytes::from(body.to_owned())))
         .expect("request");
     let res = tokio::time::timeout(Duration::from_secs(10), client.request(req))
         .await

@@ -50,7 +50,13 @@ fn main() -> ExitCode {
 fn test(extra: &[String]) -> Result<(), String> {
     prerequisites::ensure_redis_server()?;
     if run::has_nextest() {
-        let mut args = vec!["nextest", "run", "--workspace", "--all-targets", "--no-fail-fast"];
+        let mut args = vec![
+            "nextest",
+            "run",
+            "--workspace",
+            "--all-targets",
+            "--no-fail-fast",
+        ];
         args.extend(extra.iter().map(String::as_str));
         run::cargo(&args)?;
     } else {
@@ -65,6 +71,13 @@ fn test(extra: &[String]) -> Result<(), String> {
 
 fn ci() -> Result<(), String> {
     run::cargo(&["fmt", "--all", "--", "--check"])?;
-    run::cargo(&["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"])?;
+    run::cargo(&[
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ])?;
     test(&[])
 }

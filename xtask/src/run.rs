@@ -34,9 +34,8 @@ pub(crate) fn has_nextest() -> bool {
 
 /// Whether a program is on `PATH`.
 pub(crate) fn on_path(program: &str) -> bool {
-    std::env::var_os("PATH").is_some_and(|paths| {
-        std::env::split_paths(&paths).any(|dir| dir.join(program).is_file())
-    })
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
 }
 
 /// Runs a program with arguments, inheriting the terminal.

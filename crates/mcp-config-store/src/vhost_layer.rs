@@ -14,14 +14,11 @@
 //! The two 400s indicate a mis-assembled stack rather than a client mistake; they are logged at
 //! error level and name the missing layer so the integrator finds the problem at once.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use http::{Request, Response, StatusCode};
-use mcp_core::{ResponseBody, VirtualHostId, detail_response};
-use pin_project_lite::pin_project;
+use mcp_core::{ResponseBody, VirtualHostId};
 use tower_layer::Layer;
 use tower_service::Service;
 
@@ -138,71 +135,24 @@ where
     fn call(&mut self, mut req: Request<ReqBody>) -> Self::Future {
         let Some(id) = req.extensions().get::<VirtualHostId>().cloned() else {
             tracing::error!("no VirtualHostId extension: is the virtual host path layer applied?");
-            return ResponseFuture::local(StatusCode::BAD_REQUEST, DETAIL_NO_VIRTUAL_HOST_ID);
+            return ResponseFuture::detail(StatusCode::BAD_REQUEST, DETAIL_NO_VIRTUAL_HOST_ID);
         };
         let Some(user) = req.extensions().get::<Arc<UserConfig>>() else {
             tracing::error!("no UserConfig extension: is ConfigStoreLayer applied?");
-            return ResponseFuture::local(StatusCode::BAD_REQUEST, DETAIL_NO_USER_CONFIG);
+            return ResponseFuture::detail(StatusCode::BAD_REQUEST, DETAIL_NO_USER_CONFIG);
         };
         let Some(config) = user.virtual_hosts.get(id.as_str()).cloned() else {
             tracing::debug!(virtual_host = %id, "virtual host not in the caller's configuration; answering 404");
-            return ResponseFuture::local(StatusCode::NOT_FOUND, DETAIL_SERVER_NOT_FOUND);
+            return ResponseFuture::detail(StatusCode::NOT_FOUND, DETAIL_SERVER_NOT_FOUND);
         };
         req.extensions_mut().insert(VirtualHost { id, config });
-        ResponseFuture {
-            kind: Kind::Inner {
-                future: self.inner.call(req),
-            },
-        }
+        ResponseFuture::inner(self.inner.call(req))
     }
 }
 
-pin_project! {
-    /// Response future of [`VirtualHostConfigService`].
-    pub struct ResponseFuture<F> {
-        #[pin]
-        kind: Kind<F>,
-    }
-}
-
-pin_project! {
-    #[project = KindProj]
-    enum Kind<F> {
-        Inner { #[pin] future: F },
-        Local { answer: Option<(StatusCode, &'static str)> },
-    }
-}
-
-impl<F> ResponseFuture<F> {
-    fn local(status: StatusCode, detail: &'static str) -> Self {
-        Self {
-            kind: Kind::Local {
-                answer: Some((status, detail)),
-            },
-        }
-    }
-}
-
-impl<F, B, E> Future for ResponseFuture<F>
-where
-    F: Future<Output = Result<Response<B>, E>>,
-{
-    type Output = Result<Response<ResponseBody<B>>, E>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match self.project().kind.project() {
-            KindProj::Inner { future } => future
-                .poll(cx)
-                .map(|res| res.map(|r| r.map(ResponseBody::inner))),
-            KindProj::Local { answer } => {
-                let Some((status, detail)) = answer.take() else {
-                    panic!("VirtualHostConfigLayer future polled after completion");
-                };
-                Poll::Ready(Ok(detail_response(status, detail)))
-            }
-        }
-    }
-}
+/// Response future of [`VirtualHostConfigService`]: the inner future, or a ready
+/// `{"detail":"…"}` answer.
+pub type ResponseFuture<F> = mcp_core::DetailFuture<F>;
 
 #[cfg(test)]
 mod tests {

@@ -8,6 +8,7 @@
 //! | [`principal`] | [`Principal`], the authenticated caller (issuer + subject), a request extension |
 //! | [`virtual_host_id`] | [`VirtualHostId`], the virtual host a request addresses, a request extension |
 //! | [`body`] | [`ResponseBody`], inner body or locally generated body, `Default` when the inner is |
+//! | [`detail_future`] | [`DetailFuture`], inner future or a ready `{"detail":"..."}` answer |
 //! | [`http_error`] | [`detail_response`], the `{"detail":"..."}` JSON error responses of the HTTP layers |
 //! | [`jsonrpc`] | [`Envelope`] (parse without re-serialising the payload), [`RequestId`], `encode_*` |
 //! | [`error_code`] | JSON-RPC and MCP error codes and [`ErrorObject`] constructors |
@@ -21,6 +22,7 @@
 //! strings, so a layer reads what another produced without depending on the producer's crate.
 
 pub mod body;
+pub mod detail_future;
 pub mod error_code;
 pub mod headers;
 pub mod http_error;
@@ -33,6 +35,7 @@ pub mod sse;
 pub mod virtual_host_id;
 
 pub use body::ResponseBody;
+pub use detail_future::DetailFuture;
 pub use error_code::ErrorObject;
 pub use http_error::{APPLICATION_JSON, detail_body, detail_response};
 pub use jsonrpc::{

@@ -131,6 +131,16 @@ impl<'a> RawObject<'a> {
         before != self.entries.len()
     }
 
+    /// Detaches the object from the text it was parsed from (every value becomes owned).
+    pub fn into_owned(self) -> RawObject<'static> {
+        let entries = self
+            .entries
+            .into_iter()
+            .map(|(k, v)| (Cow::Owned(k.into_owned()), Cow::Owned(v.into_owned())))
+            .collect();
+        RawObject { entries }
+    }
+
     /// The keys, in order.
     pub fn keys(&self) -> impl Iterator<Item = &str> {
         self.entries.iter().map(|(k, _)| k.as_ref())
@@ -197,6 +207,16 @@ mod tests {
             obj.to_json(),
             r#"{"b":[1, 2 ,3],"a":{"z":"\u00e9"},"c":null}"#
         );
+    }
+
+    #[test]
+    fn into_owned_outlives_its_source() {
+        let owned = {
+            let text = String::from(r#"{"a":{"b":1}}"#);
+            RawObject::parse(&text).expect("object").into_owned()
+        };
+        assert_eq!(owned.to_json(), r#"{"a":{"b":1}}"#);
+        assert!(owned.get_borrowed("a").is_none());
     }
 
     #[test]

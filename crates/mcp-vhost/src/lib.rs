@@ -10,7 +10,7 @@
 //! |---|---|
 //! | [`VhostLayer`] / [`Vhost`] | the layer and its service |
 //! | [`PathPattern`] | mount prefix, suffix, id charset and length; [`PathPattern::well_known`] gives the RFC 9728 `/.well-known/oauth-protected-resource/…` variant |
-//! | [`ResponseFuture`] | the service's named future |
+//! | [`ResponseFuture`] | the service's named future ([`mcp_core::DetailFuture`]) |
 //!
 //! Ids are percent-decoded, then checked: 1–128 bytes of `A-Z a-z 0-9 . _ ~ -` by default (the URI
 //! unreserved set, so an id never needs escaping), extendable with [`PathPattern::allow_chars`];
@@ -44,12 +44,12 @@
 //! # }
 //! ```
 
-mod future;
 mod layer;
 mod path_pattern;
 mod service;
 
-pub use future::ResponseFuture;
+/// The response future of [`Vhost`]: the inner future, or the ready 400 answer.
+pub type ResponseFuture<F> = mcp_core::DetailFuture<F>;
 pub use layer::VhostLayer;
 pub use mcp_core::VirtualHostId;
 pub use path_pattern::{PathError, PathPattern, WELL_KNOWN_PREFIX};

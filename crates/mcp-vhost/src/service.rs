@@ -4,10 +4,10 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use http::{Request, Response, StatusCode};
-use mcp_core::{ResponseBody, detail_response};
+use mcp_core::{DetailFuture, ResponseBody};
 use tower_service::Service;
 
-use crate::{PathError, PathPattern, ResponseFuture};
+use crate::{PathError, PathPattern};
 
 /// Body of the 400 answer for a path that is not an MCP endpoint.
 pub const NOT_AN_ENDPOINT_DETAIL: &str = "Not an MCP endpoint path";
@@ -54,7 +54,7 @@ where
 {
     type Response = Response<ResponseBody<ResBody>>;
     type Error = S::Error;
-    type Future = ResponseFuture<S::Future, ResBody>;
+    type Future = DetailFuture<S::Future>;
 
     #[inline]
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
@@ -65,14 +65,14 @@ where
         match self.pattern.extract(req.uri().path()) {
             Ok(id) => {
                 req.extensions_mut().insert(id);
-                ResponseFuture::inner(self.inner.call(req))
+                DetailFuture::inner(self.inner.call(req))
             }
             Err(e) => {
                 let detail = match e {
                     PathError::NotAnEndpoint => NOT_AN_ENDPOINT_DETAIL,
                     PathError::InvalidId => INVALID_ID_DETAIL,
                 };
-                ResponseFuture::local(detail_response(StatusCode::BAD_REQUEST, detail))
+                DetailFuture::detail(StatusCode::BAD_REQUEST, detail)
             }
         }
     }

@@ -35,7 +35,13 @@ pub fn token(sub: &str) -> String {
 impl Gateway {
     /// Starts the stack; `users` maps subjects to user config JSON.
     pub async fn start(users: &[(&str, Value)]) -> Self {
-        Self::start_with(users, McpRouter::builder().fanout_deadline(Duration::from_secs(5)).build()).await
+        Self::start_with(
+            users,
+            McpRouter::builder()
+                .fanout_deadline(Duration::from_secs(5))
+                .build(),
+        )
+        .await
     }
 
     /// Starts the stack with a custom router.
@@ -79,7 +85,14 @@ impl Gateway {
         let mut all: Vec<(&str, &str)> = vec![("authorization", &auth)];
         all.extend(headers.iter().map(|(k, v)| (*k, v.as_str())));
         all.extend_from_slice(extra);
-        send_body(self.addr, "POST", &format!("/servers/{vhost}/mcp"), &all, &body).await
+        send_body(
+            self.addr,
+            "POST",
+            &format!("/servers/{vhost}/mcp"),
+            &all,
+            &body,
+        )
+        .await
     }
 }
 
@@ -167,7 +180,14 @@ impl Gateway {
         let auth = bearer(sub);
         let mut all: Vec<(&str, &str)> = vec![("authorization", &auth)];
         all.extend(headers.iter().map(|(k, v)| (*k, v.as_str())));
-        send_body(self.addr, "POST", &format!("/servers/{vhost}/mcp"), &all, &body).await
+        send_body(
+            self.addr,
+            "POST",
+            &format!("/servers/{vhost}/mcp"),
+            &all,
+            &body,
+        )
+        .await
     }
 
     /// Sends `body` as-is with `headers` (plus a valid token for `sub`) to `/servers/{vhost}/mcp`.
@@ -182,6 +202,13 @@ impl Gateway {
         let auth = bearer(sub);
         let mut all: Vec<(&str, &str)> = vec![("authorization", &auth)];
         all.extend_from_slice(headers);
-        send_body(self.addr, method, &format!("/servers/{vhost}/mcp"), &all, body).await
+        send_body(
+            self.addr,
+            method,
+            &format!("/servers/{vhost}/mcp"),
+            &all,
+            body,
+        )
+        .await
     }
 }

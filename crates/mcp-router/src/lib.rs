@@ -15,8 +15,12 @@
 //!   synthesised `_meta` and the standard headers; legacy (2025) backends get upstream sessions,
 //!   one per (principal, backend, client capability set), re-initialised transparently when the
 //!   backend forgets them (404).
-//! - **2025 clients** (`initialize`, `Mcp-Session-Id`) are answered with a 400 JSON-RPC error that
-//!   names the supported version until the legacy session engine lands.
+//! - **2025 clients** (`initialize`, `Mcp-Session-Id`) get sessions on the same endpoint: a
+//!   session bound to the principal and virtual host, kept in a [`session::SessionStore`]; lists
+//!   and routed calls work as for modern clients (error codes of their era), `ping` and
+//!   `logging/setLevel` are answered by the gateway, DELETE ends the session. The server-to-client
+//!   GET stream, relaying backend requests (sampling, elicitation) to 2025 clients, resumable
+//!   streams and subscriptions are not served yet (GET is 405; backend requests are declined).
 //!
 //! Failures follow DESIGN §3: missing request facts are `Routing problem…` internal errors; a name
 //! that no configured backend prefix matches is `wrong tool name` / `wrong prompt name` /
@@ -31,6 +35,7 @@
 //! | [`OriginPolicy`] | accepted browser origins (403 otherwise) |
 //! | [`naming`] | public names, aliases, the prefix split |
 //! | [`Sealer`] | HMAC sealing of cursors and request-state envelopes |
+//! | [`session`] | downstream legacy session records and the [`session::SessionStore`] trait (local store) |
 //! | [`UpstreamOptions`] | upstream client tuning |
 //!
 //! The client's `Authorization` header never reaches a backend unless the backend's
@@ -68,13 +73,16 @@ mod body;
 mod context;
 mod cursor;
 mod degraded;
+mod legacy;
 mod modern;
 pub mod naming;
 mod origin;
+mod pending;
 mod respond;
 mod router;
 mod scope;
 mod seal;
+pub mod session;
 mod upstream;
 
 pub use body::{BoxError, McpBody};

@@ -8,19 +8,21 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{HeaderValue, Method as HttpMethod, Request, Response, StatusCode, header};
+use http::{Method as HttpMethod, Request, Response, StatusCode, header};
 use http_body::Body;
 use http_body_util::{BodyExt, Limited};
-use mcp_core::{Envelope, ErrorObject, MessageKind, ProtocolVersion};
+use mcp_core::{Envelope, ErrorObject, MessageKind};
 use pin_project_lite::pin_project;
 use serde_json::value::RawValue;
 use tower_service::Service;
 
 use crate::body::{BoxError, McpBody};
 use crate::origin::OriginPolicy;
+use crate::pending::PendingRequests;
 use crate::seal::Sealer;
+use crate::session::{LocalSessionStore, SessionStore};
 use crate::upstream::{Upstream, UpstreamOptions};
-use crate::{modern, respond};
+use crate::{legacy, modern, respond};
 
 /// Shared state of a router and all its clones.
 pub(crate) struct RouterInner {
@@ -33,6 +35,8 @@ pub(crate) struct RouterInner {
     pub(crate) max_body_bytes: usize,
     pub(crate) origins: OriginPolicy,
     pub(crate) request_state_ttl_secs: u64,
+    pub(crate) sessions: Arc<dyn SessionStore>,
+    pub(crate) pending: PendingRequests,
 }
 
 /// The MCP endpoint: a leaf tower `Service` serving `/servers/{vhost}/mcp` behind the foundation
@@ -59,7 +63,7 @@ impl McpRouter {
 }
 
 /// Builds an [`McpRouter`].
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 #[must_use]
 pub struct McpRouterBuilder {
     name: String,
@@ -72,6 +76,19 @@ pub struct McpRouterBuilder {
     origins: OriginPolicy,
     request_state_ttl: Duration,
     upstream: UpstreamOptions,
+    sessions: Option<Arc<dyn SessionStore>>,
+}
+
+impl std::fmt::Debug for McpRouterBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpRouterBuilder")
+            .field("name", &self.name)
+            .field("version", &self.version)
+            .field("fanout_deadline", &self.fanout_deadline)
+            .field("max_name_len", &self.max_name_len)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Default for McpRouterBuilder {
@@ -87,6 +104,7 @@ impl Default for McpRouterBuilder {
             origins: OriginPolicy::default(),
             request_state_ttl: Duration::from_secs(600),
             upstream: UpstreamOptions::default(),
+            sessions: None,
         }
     }
 }
@@ -150,6 +168,13 @@ impl McpRouterBuilder {
         self
     }
 
+    /// Where legacy (2025) client sessions are kept (default: a [`LocalSessionStore`] with its
+    /// default limits).
+    pub fn session_store(mut self, store: Arc<dyn SessionStore>) -> Self {
+        self.sessions = Some(store);
+        self
+    }
+
     /// Builds the router. Needs a tokio runtime when it serves, not when it is built.
     pub fn build(self) -> McpRouter {
         let info = serde_json::json!({ "name": self.name, "version": self.version });
@@ -166,6 +191,10 @@ impl McpRouterBuilder {
                 max_body_bytes: self.max_body_bytes,
                 origins: self.origins,
                 request_state_ttl_secs: self.request_state_ttl.as_secs(),
+                sessions: self
+                    .sessions
+                    .unwrap_or_else(|| Arc::new(LocalSessionStore::default())),
+                pending: PendingRequests::new(Duration::from_secs(600), 100_000),
             }),
         }
     }
@@ -224,8 +253,14 @@ where
         );
     }
     if parts.method != HttpMethod::POST {
+        if parts
+            .headers
+            .contains_key(mcp_core::headers::MCP_SESSION_ID)
+        {
+            return legacy::serve(&inner, &parts, None).await;
+        }
         return respond::method_not_allowed(
-            "Only POST is served here: this endpoint has no legacy session to stream or end",
+            "Only POST is served here without an Mcp-Session-Id (2025 sessions may GET or DELETE)",
         );
     }
     let bytes = match Limited::new(body, inner.max_body_bytes).collect().await {
@@ -252,6 +287,9 @@ where
         Ok(env) => env,
         Err(e) => return respond::error(StatusCode::BAD_REQUEST, None, &e.to_error_object()),
     };
+    if is_legacy(&parts, &env) {
+        return legacy::serve(&inner, &parts, Some(&env)).await;
+    }
     match env.kind() {
         MessageKind::Notification => respond::accepted(),
         MessageKind::Response | MessageKind::Error => respond::error(
@@ -267,34 +305,38 @@ where
                     &ErrorObject::invalid_request("Missing id"),
                 );
             };
-            if is_legacy(&parts, &env) {
-                return legacy_refusal(&id);
-            }
             modern::serve(&inner, &parts, &env, &id).await
         }
     }
 }
 
-/// A 2025-era request: `initialize`, or a session id.
+/// A 2025-era request: `initialize`, a session id, or a body without the 2026-07-28 `_meta`
+/// protocol version whose `MCP-Protocol-Version` is absent or a 2025 revision (a 2025 client that
+/// lost its session is then told it needs one, instead of being told about 2026-07-28 headers).
 fn is_legacy(parts: &http::request::Parts, env: &Envelope<'_>) -> bool {
-    env.method() == Some("initialize")
-        || parts
-            .headers
-            .contains_key(mcp_core::headers::MCP_SESSION_ID)
+    use mcp_core::headers::{MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
+    if env.method() == Some("initialize") || parts.headers.contains_key(MCP_SESSION_ID) {
+        return true;
+    }
+    if has_modern_meta(env) {
+        return false;
+    }
+    match parts.headers.get(MCP_PROTOCOL_VERSION) {
+        Some(version) => version
+            .to_str()
+            .ok()
+            .and_then(|v| v.parse::<mcp_core::ProtocolVersion>().ok())
+            .is_some_and(|v| v.era() == mcp_core::Era::Legacy),
+        None => true,
+    }
 }
 
-/// Until the legacy session engine serves 2025 clients here, they are told which version to use
-/// (a 4xx with a JSON-RPC error, so SDK clients can tell what happened).
-fn legacy_refusal(id: &mcp_core::RequestId) -> Response<McpBody> {
-    let supported = ProtocolVersion::supported_strings(mcp_core::Era::Modern);
-    let error = ErrorObject::invalid_request(
-        "Legacy MCP sessions are not served by this endpoint; use protocol version 2026-07-28",
-    )
-    .with_data(&serde_json::json!({ "supported": supported }));
-    let mut res = respond::error(StatusCode::BAD_REQUEST, Some(id), &error);
-    res.headers_mut().insert(
-        "mcp-supported-versions",
-        HeaderValue::from_static("2026-07-28"),
-    );
-    res
+fn has_modern_meta(env: &Envelope<'_>) -> bool {
+    env.params()
+        .and_then(|p| mcp_core::RawObject::from_raw(p).ok())
+        .and_then(|p| {
+            p.get("_meta")
+                .map(|m| m.get().contains(crate::upstream::PROTOCOL_VERSION))
+        })
+        .unwrap_or(false)
 }

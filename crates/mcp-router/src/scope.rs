@@ -24,6 +24,8 @@ pub(crate) struct Scope<'a> {
     pub(crate) meta: Option<&'a RawValue>,
     /// The downstream client's era (decides error codes).
     pub(crate) era: Era,
+    /// The downstream legacy session, for 2025 clients.
+    pub(crate) session_id: Option<&'a str>,
 }
 
 impl<'a> Scope<'a> {

@@ -4,8 +4,13 @@
 //! The backend's answer decides the response form: a plain JSON response is answered as JSON; when
 //! the backend streams (SSE), the gateway streams too, relaying notifications of the call
 //! (`notifications/progress` with the client's own progress token restored, `notifications/message`)
-//! as they arrive, then the response. Closing the response stream closes the upstream one: that is
-//! cancellation in 2026-07-28.
+//! as they arrive, then the response. A modern client gets `notifications/message` only when its
+//! `_meta` carries `io.modelcontextprotocol/logLevel`, and only at or above that level (2026-07-28
+//! forbids log messages for a request without it; a legacy backend logs by default).
+//!
+//! Closing the response stream closes the upstream one: that is cancellation in 2026-07-28. A
+//! legacy backend is sent `notifications/cancelled` instead, since its era does not take a closed
+//! stream as cancellation (also when the gateway gives up on it after the backend's timeout).
 //!
 //! Rewrites on the way back: the response id, `contents[].uri` of `resources/read` (public URIs),
 //! an MRTR `requestState` (wrapped, see [`request_state`](super::request_state)), and a legacy
@@ -83,7 +88,9 @@ async fn prepare<'a>(
     let (slot, kind, what) = match method {
         Method::ToolsCall => (NameSlot::Name, ItemKind::Tool, "wrong tool name"),
         Method::PromptsGet => (NameSlot::Name, ItemKind::Prompt, "wrong prompt name"),
-        Method::ResourcesRead => (NameSlot::Uri, ItemKind::Resource, "wrong resource name"),
+        Method::ResourcesRead | Method::ResourcesSubscribe | Method::ResourcesUnsubscribe => {
+            (NameSlot::Uri, ItemKind::Resource, "wrong resource name")
+        }
         _ => completion_slot(&params)?,
     };
     let public = read_name(&params, slot)
@@ -293,6 +300,7 @@ async fn lists_item(
 }
 
 /// An owned copy of what a relay needs after the handler returned (the stream outlives it).
+#[derive(Clone)]
 struct OwnedTarget {
     name: String,
     config: BackendConfig,
@@ -333,8 +341,16 @@ struct Relay {
     target: OwnedTarget,
     /// (upstream token, the client's token as raw JSON).
     progress: Option<(String, Box<RawValue>)>,
+    /// Severity index (see [`LOG_LEVELS`]) of the lowest log level relayed; `None`: no log
+    /// messages at all.
+    log_threshold: Option<usize>,
     finish: Finish,
     done: bool,
+    /// The backend's final response arrived. A legacy call dropped before that is cancelled
+    /// upstream (see the `Drop` impl).
+    answered: bool,
+    /// The downstream 2025 session: backend requests are relayed to it instead of declined.
+    downstream_session: Option<String>,
 }
 
 enum Relayed {
@@ -385,6 +401,7 @@ async fn relay_call(
             client_caps: scope.client_caps.to_owned(),
         },
         progress,
+        log_threshold: log_threshold(scope),
         finish: Finish {
             method,
             backend: routed.backend.to_owned(),
@@ -393,12 +410,46 @@ async fn relay_call(
             state_binding,
         },
         done: false,
+        answered: false,
+        downstream_session: scope.session_id.map(str::to_owned),
     };
     match relay.next().await {
         Some(Relayed::Final(bytes)) => respond::json(StatusCode::OK, bytes),
         Some(Relayed::Notification(first)) => respond::sse(stream_body(first, relay)),
         None => respond::json(StatusCode::OK, Vec::new()),
     }
+}
+
+/// `_meta` key of a 2026-07-28 request's log level.
+const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+/// Log levels, least severe first (RFC 5424 order, as MCP uses them).
+const LOG_LEVELS: [&str; 8] = [
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+
+fn severity(level: &str) -> Option<usize> {
+    LOG_LEVELS.iter().position(|l| *l == level)
+}
+
+/// Which log messages the client gets: a modern client only those its `_meta` `logLevel` asks for
+/// (none without it; an unknown level relays everything rather than guess); a legacy client's
+/// level is its session's business, so everything passes here.
+fn log_threshold(scope: &Scope<'_>) -> Option<usize> {
+    if scope.era != Era::Modern {
+        return Some(0);
+    }
+    let level = scope
+        .meta
+        .and_then(|m| RawObject::from_raw(m).ok())
+        .and_then(|m| m.get_str(LOG_LEVEL))?;
+    Some(severity(&level).unwrap_or(0))
 }
 
 fn backend_error(id: &RequestId, backend: &str, e: &UpstreamError) -> Response<McpBody> {
@@ -445,6 +496,46 @@ fn event(message: &[u8]) -> Bytes {
     SseEvent::message(String::from_utf8_lossy(message)).encode()
 }
 
+/// A 2026-07-28 client cancels a call by closing its response stream; dropping the relay drops
+/// `messages`, which closes the upstream stream, and that is cancellation for a modern backend. A
+/// legacy (2025) backend does not take a closed stream as cancellation (its transport says a
+/// disconnect is not a cancel) and keeps working until told with `notifications/cancelled` in its
+/// session. So when a legacy call's relay goes away before the backend answered (the client
+/// disconnected, or the gateway gave up after the backend's timeout), the backend is told, in the
+/// background (`Drop` cannot wait). Only for a 2026-07-28 client: for a 2025 client a disconnect is
+/// not a cancel (it may resume the stream), so that case is left to whoever serves 2025 clients.
+impl Drop for Relay {
+    fn drop(&mut self) {
+        if self.answered || self.finish.era != Era::Modern {
+            return;
+        }
+        let Some(session) = self.session.take() else {
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let mut params = RawObject::new();
+        params.set_json("requestId", &self.upstream_id);
+        params.set_str(
+            "reason",
+            "cancelled by the gateway: its client went away or the call timed out",
+        );
+        let message = encode_notification("notifications/cancelled", Some(&params.to_raw()));
+        let inner = Arc::clone(&self.inner);
+        let target = self.target.clone();
+        runtime.spawn(async move {
+            if let Err(e) = inner
+                .upstream
+                .post_to_session(&target.target(), &session, message)
+                .await
+            {
+                tracing::debug!(backend = %target.name, error = %e, "could not cancel a backend call");
+            }
+        });
+    }
+}
+
 impl Relay {
     /// The next message for the client; `None` after the final one.
     async fn next(&mut self) -> Option<Relayed> {
@@ -464,9 +555,13 @@ impl Relay {
             match classify(&message, &self.upstream_id) {
                 Incoming::Final => {
                     self.done = true;
+                    self.answered = true;
                     return Some(Relayed::Final(self.finish(&message)));
                 }
                 Incoming::ServerRequest(id) => {
+                    if let Some(request) = self.relay_request(&message, id.clone()) {
+                        return Some(Relayed::Notification(request));
+                    }
                     decline(&self.inner, &self.target, self.session.as_deref(), id).await;
                 }
                 Incoming::Other => {
@@ -485,6 +580,23 @@ impl Relay {
         Relayed::Final(encode_error(Some(&self.downstream_id), &error))
     }
 
+    /// A backend request for a 2025 client, under a gateway id the client answers with (see
+    /// [`crate::pending`]); `None` when the client cannot be asked (a 2026-07-28 client, or a
+    /// backend without an upstream session).
+    fn relay_request(&self, message: &Bytes, upstream_id: RequestId) -> Option<Vec<u8>> {
+        let downstream = self.downstream_session.as_deref()?;
+        let session = self.session.as_ref()?;
+        let mut request = RawObject::parse(std::str::from_utf8(message).ok()?).ok()?;
+        let id = self.inner.pending.register(
+            downstream,
+            &self.finish.backend,
+            upstream_id,
+            Arc::clone(session),
+        );
+        request.set_str("id", &id);
+        Some(request.to_json().into_bytes())
+    }
+
     /// A notification for the client, with the client's progress token restored.
     fn notification(&self, message: &Bytes) -> Option<Vec<u8>> {
         let env = Envelope::parse(message).ok()?;
@@ -492,6 +604,21 @@ impl Relay {
             return None;
         }
         let method = env.method()?;
+        if method == "notifications/message" {
+            let threshold = self.log_threshold?;
+            let level = env
+                .params()
+                .and_then(|p| RawObject::from_raw(p).ok())
+                .and_then(|p| p.get_str("level"));
+            if level
+                .as_deref()
+                .and_then(severity)
+                .is_some_and(|s| s < threshold)
+            {
+                return None;
+            }
+            return Some(message.to_vec());
+        }
         if method != "notifications/progress" {
             return Some(message.to_vec());
         }

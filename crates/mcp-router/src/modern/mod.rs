@@ -18,6 +18,9 @@ use crate::respond;
 use crate::router::RouterInner;
 use crate::scope::Scope;
 
+pub(crate) use call::targeted;
+pub(crate) use discover::merge_capabilities;
+
 /// Serves one modern request (`env` is a request, not a notification).
 pub(crate) async fn serve(
     inner: &Arc<RouterInner>,
@@ -40,6 +43,7 @@ pub(crate) async fn serve(
         client_caps: request.client_caps,
         meta: Some(request.meta),
         era: Era::Modern,
+        session_id: None,
     };
     let method = request.method;
     match method.kind() {

@@ -403,6 +403,15 @@ impl Upstream {
         Ok(session)
     }
 
+    /// The caller's shared session with a legacy backend (initialised on first use).
+    pub(crate) async fn legacy_session(
+        &self,
+        target: &Target<'_>,
+    ) -> Result<Arc<LegacySession>, UpstreamError> {
+        let url = Self::url(target)?;
+        self.session(target, url).await.map(|(_, session)| session)
+    }
+
     /// The capabilities a legacy backend declared at initialize, for `server/discover` merging.
     pub(crate) async fn legacy_initialize_result(
         &self,

@@ -1,0 +1,68 @@
+//! [`BreakerError`]: the error of [`BreakerService`](crate::BreakerService).
+
+use std::error::Error;
+use std::fmt;
+use std::time::Duration;
+
+use crate::CircuitOpen;
+
+/// The error of a service behind a [`BreakerLayer`](crate::BreakerLayer): the breaker refused the
+/// call, or the inner service failed.
+#[derive(Debug)]
+pub enum BreakerError<E> {
+    /// The breaker is open; the inner service was not called.
+    Open {
+        /// How long until the breaker may admit a call (see [`CircuitOpen::retry_after`]).
+        retry_after: Duration,
+    },
+    /// The inner service's error, unchanged.
+    Inner(E),
+}
+
+impl<E> BreakerError<E> {
+    /// Whether the breaker refused the call.
+    pub fn is_open(&self) -> bool {
+        matches!(self, Self::Open { .. })
+    }
+
+    /// The wait of an [`Open`](Self::Open) error.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            Self::Open { retry_after } => Some(*retry_after),
+            Self::Inner(_) => None,
+        }
+    }
+
+    /// The inner error, if the inner service failed.
+    pub fn into_inner(self) -> Option<E> {
+        match self {
+            Self::Open { .. } => None,
+            Self::Inner(e) => Some(e),
+        }
+    }
+}
+
+impl<E> From<CircuitOpen> for BreakerError<E> {
+    fn from(open: CircuitOpen) -> Self {
+        Self::Open {
+            retry_after: open.retry_after(),
+        }
+    }
+}
+
+impl<E: fmt::Display> fmt::Display for BreakerError<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Open { retry_after } => {
+                write!(f, "circuit open; retry after {retry_after:?}")
+            }
+            Self::Inner(e) => e.fmt(f),
+        }
+    }
+}
+
+/// `E: Debug + Display` rather than `E: Error`, so that `BreakerError<BoxError>` is an error too
+/// and the breaker composes inside tower's `Timeout`, `Buffer` and other `Into<BoxError>` stacks.
+/// The inner error's message is the `Display`; reach the inner error itself (and its `source`
+/// chain) with [`into_inner`](BreakerError::into_inner) or by matching [`Inner`](BreakerError::Inner).
+impl<E: fmt::Debug + fmt::Display> Error for BreakerError<E> {}

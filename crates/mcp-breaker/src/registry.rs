@@ -1,0 +1,146 @@
+//! [`BreakerRegistry`]: one shared breaker per key.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, PoisonError, RwLock};
+
+use crate::{BreakerConfig, BreakerConfigError, BreakerSnapshot, CircuitBreaker};
+
+/// Breakers by key, so a router can hold one breaker per backend and every session, request and
+/// service clone reaches the same one. Cheap to clone; clones share the map.
+///
+/// A breaker is created on first use with the config given then; asking again with an *equal*
+/// config returns the same breaker, asking with a *different* config (the backend's overrides
+/// were edited) replaces it with a fresh, closed breaker. Callers still holding the old one keep
+/// using it until they ask again.
+///
+/// ```
+/// use mcp_breaker::{BreakerConfig, BreakerRegistry, BreakerState};
+///
+/// let registry = BreakerRegistry::new();
+/// let cfg = BreakerConfig::default();
+/// let a = registry.get_or_insert("weather", &cfg).unwrap();
+/// let b = registry.get_or_insert("weather", &cfg).unwrap();
+/// a.handle().force_open();
+/// assert_eq!(b.state(), BreakerState::ForcedOpen); // same breaker
+/// assert_eq!(registry.get("weather").unwrap().state(), BreakerState::ForcedOpen);
+///
+/// let edited = BreakerConfig { open_ms: 1000, ..cfg };
+/// let c = registry.get_or_insert("weather", &edited).unwrap();
+/// assert_eq!(c.state(), BreakerState::Closed); // replaced
+/// assert_eq!(registry.len(), 1);
+/// ```
+#[derive(Clone, Default)]
+pub struct BreakerRegistry {
+    map: Arc<RwLock<HashMap<Arc<str>, CircuitBreaker>>>,
+}
+
+impl fmt::Debug for BreakerRegistry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BreakerRegistry")
+            .field("len", &self.len())
+            .finish()
+    }
+}
+
+impl BreakerRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The breaker of `key`, if any.
+    pub fn get(&self, key: &str) -> Option<CircuitBreaker> {
+        self.read().get(key).cloned()
+    }
+
+    /// The breaker of `key`, named `key` (its metrics label and error-message name).
+    pub fn get_or_insert(
+        &self,
+        key: &str,
+        config: &BreakerConfig,
+    ) -> Result<CircuitBreaker, BreakerConfigError> {
+        self.get_or_insert_named(key, key, config)
+    }
+
+    /// The breaker of `key`, named `name` when it is created: use this when the key must be
+    /// unique (e.g. a backend URL or `tenant/backend`) but the name should stay the backend's
+    /// public name (error messages never show addresses).
+    pub fn get_or_insert_named(
+        &self,
+        key: &str,
+        name: &str,
+        config: &BreakerConfig,
+    ) -> Result<CircuitBreaker, BreakerConfigError> {
+        if let Some(existing) = self.read().get(key)
+            && existing.config() == config
+            && existing.name() == name
+        {
+            return Ok(existing.clone());
+        }
+        let mut map = self.map.write().unwrap_or_else(PoisonError::into_inner);
+        if let Some(existing) = map.get(key)
+            && existing.config() == config
+            && existing.name() == name
+        {
+            return Ok(existing.clone());
+        }
+        let breaker = CircuitBreaker::from_config(name, config)?;
+        if map.insert(Arc::from(key), breaker.clone()).is_some() {
+            tracing::info!(
+                breaker = name,
+                "circuit breaker config changed; state reset"
+            );
+        }
+        Ok(breaker)
+    }
+
+    /// Adds or replaces the breaker of `key`.
+    pub fn insert(&self, key: &str, breaker: CircuitBreaker) -> Option<CircuitBreaker> {
+        self.map
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(Arc::from(key), breaker)
+    }
+
+    /// Removes the breaker of `key`.
+    pub fn remove(&self, key: &str) -> Option<CircuitBreaker> {
+        self.map
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(key)
+    }
+
+    /// Keeps the breakers for which `keep` returns true (e.g. drop backends no config names).
+    pub fn retain(&self, mut keep: impl FnMut(&str, &CircuitBreaker) -> bool) {
+        self.map
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|k, b| keep(k, b));
+    }
+
+    /// Every key with its breaker's snapshot, sorted by key (for health pages).
+    pub fn snapshots(&self) -> Vec<(Arc<str>, BreakerSnapshot)> {
+        let mut all: Vec<_> = self
+            .read()
+            .iter()
+            .map(|(k, b)| (Arc::clone(k), b.clone()))
+            .collect();
+        all.sort_by(|a, b| a.0.cmp(&b.0));
+        all.into_iter().map(|(k, b)| (k, b.snapshot())).collect()
+    }
+
+    /// Number of breakers.
+    pub fn len(&self) -> usize {
+        self.read().len()
+    }
+
+    /// Whether there is no breaker.
+    pub fn is_empty(&self) -> bool {
+        self.read().is_empty()
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<Arc<str>, CircuitBreaker>> {
+        self.map.read().unwrap_or_else(PoisonError::into_inner)
+    }
+}

@@ -1,0 +1,178 @@
+//! `initialize` of a legacy (2025) client: every backend is brought up concurrently under the
+//! fan-out deadline, capabilities are merged, and the downstream session is minted.
+//!
+//! Legacy backends join through the caller's upstream session (shared per principal, backend and
+//! client capability set, see the upstream module); modern backends need none and are asked
+//! `server/discover`. A backend that fails is recorded unavailable, and `initialize` still
+//! succeeds with the others (it is retried lazily on use).
+
+use futures_util::future::join_all;
+use mcp_core::{Era, ErrorObject, ProtocolVersion, RawObject};
+use serde_json::{Map, Value};
+
+use crate::modern::merge_capabilities;
+use crate::scope::{BackendFailure, Scope, final_response, result_of};
+use crate::session::{BackendEra, BackendSession, SessionRecord};
+use crate::upstream::Call;
+
+/// The version the gateway answers a legacy client with: the client's own when the gateway
+/// speaks it, else the newest legacy revision.
+pub(crate) fn negotiate(requested: Option<&str>) -> ProtocolVersion {
+    requested
+        .and_then(|v| v.parse::<ProtocolVersion>().ok())
+        .filter(|v| v.era() == Era::Legacy && *v != ProtocolVersion::V2024_11_05)
+        .unwrap_or(ProtocolVersion::LATEST_LEGACY)
+}
+
+struct Joined {
+    entry: BackendSession,
+    capabilities: Value,
+    instructions: Option<String>,
+}
+
+async fn join_backend(
+    scope: &Scope<'_>,
+    name: &str,
+    config: &mcp_config_store::BackendConfig,
+) -> Result<Joined, BackendFailure> {
+    let target = scope.target(name, config);
+    let deadline = scope.fanout_deadline(config);
+    let upstream = &scope.inner.upstream;
+    let work = async {
+        match upstream
+            .era(&target)
+            .await
+            .map_err(BackendFailure::Upstream)?
+        {
+            Era::Modern => {
+                let call = Call {
+                    method: "server/discover",
+                    params: RawObject::new(),
+                    name: None,
+                    progress_token: None,
+                };
+                let message = final_response(scope, &target, &call, deadline).await?;
+                let result = result_of(&message)?;
+                Ok(Joined {
+                    entry: BackendSession {
+                        name: name.to_owned(),
+                        era: Some(BackendEra::Modern),
+                        upstream_session_id: None,
+                        version: Some(ProtocolVersion::LATEST.as_str().to_owned()),
+                    },
+                    capabilities: result.get_as("capabilities").unwrap_or(Value::Null),
+                    instructions: result.get_str("instructions"),
+                })
+            }
+            Era::Legacy => {
+                let session = upstream
+                    .legacy_session(&target)
+                    .await
+                    .map_err(BackendFailure::Upstream)?;
+                let text = std::str::from_utf8(&session.initialize_result).unwrap_or("{}");
+                let result = RawObject::parse(text).unwrap_or_default();
+                Ok(Joined {
+                    entry: BackendSession {
+                        name: name.to_owned(),
+                        era: Some(BackendEra::Legacy),
+                        upstream_session_id: session
+                            .id
+                            .as_ref()
+                            .and_then(|v| v.to_str().ok())
+                            .map(str::to_owned),
+                        version: Some(session.version.clone()),
+                    },
+                    capabilities: result.get_as("capabilities").unwrap_or(Value::Null),
+                    instructions: result.get_str("instructions"),
+                })
+            }
+        }
+    };
+    tokio::time::timeout(deadline, work)
+        .await
+        .map_err(|_| BackendFailure::Deadline(deadline))?
+}
+
+/// What `initialize` produced: the session record and the `InitializeResult`.
+pub(crate) struct Initialized {
+    pub(crate) record: SessionRecord,
+    pub(crate) result: RawObject<'static>,
+}
+
+/// Brings up every backend and builds the session record and the result.
+pub(crate) async fn initialize(
+    scope: &Scope<'_>,
+    params: &RawObject<'_>,
+) -> Result<Initialized, ErrorObject> {
+    let version = negotiate(params.get_str("protocolVersion").as_deref());
+    let backends = &scope.ctx.vhost.backends;
+    let joined = join_all(
+        backends
+            .iter()
+            .map(|(name, config)| async move { (name, join_backend(scope, name, config).await) }),
+    )
+    .await;
+    let mut capabilities = Map::new();
+    let mut instructions = Vec::new();
+    if let Some(own) = &scope.inner.instructions {
+        instructions.push(own.clone());
+    }
+    let mut entries = Vec::with_capacity(joined.len());
+    for (name, outcome) in joined {
+        match outcome {
+            Ok(joined) => {
+                merge_capabilities(&mut capabilities, &joined.capabilities);
+                if let Some(text) = joined.instructions.filter(|t| !t.trim().is_empty()) {
+                    instructions.push(format!("## {name}\n{text}"));
+                }
+                entries.push(joined.entry);
+            }
+            Err(failure) => {
+                tracing::warn!(backend = %name, reason = %failure.reason(), "backend unavailable at initialize");
+                entries.push(BackendSession {
+                    name: name.clone(),
+                    era: None,
+                    upstream_session_id: None,
+                    version: None,
+                });
+            }
+        }
+    }
+    // The gateway itself answers `ping` and `logging/setLevel` for every session.
+    capabilities.insert("logging".to_owned(), Value::Object(Map::new()));
+    let mut result = RawObject::new();
+    result.set_str("protocolVersion", version.as_str());
+    result.set_json("capabilities", &capabilities);
+    result.set_borrowed("serverInfo", &scope.inner.server_info);
+    if !instructions.is_empty() {
+        result.set_str("instructions", &instructions.join("\n\n"));
+    }
+    let record = SessionRecord {
+        issuer: scope.ctx.principal.issuer().to_owned(),
+        subject: scope.ctx.principal.subject().to_owned(),
+        vhost: scope.ctx.vhost_id.as_str().to_owned(),
+        protocol_version: version.as_str().to_owned(),
+        client_capabilities: scope.client_caps.get().to_owned(),
+        log_level: None,
+        backends: entries,
+    };
+    Ok(Initialized {
+        record,
+        result: result.into_owned(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn negotiation_echoes_supported_legacy_versions() {
+        assert_eq!(negotiate(Some("2025-06-18")), ProtocolVersion::V2025_06_18);
+        assert_eq!(negotiate(Some("2025-03-26")), ProtocolVersion::V2025_03_26);
+        assert_eq!(negotiate(Some("2099-01-01")), ProtocolVersion::V2025_11_25);
+        assert_eq!(negotiate(Some("2026-07-28")), ProtocolVersion::V2025_11_25);
+        assert_eq!(negotiate(Some("2024-11-05")), ProtocolVersion::V2025_11_25);
+        assert_eq!(negotiate(None), ProtocolVersion::V2025_11_25);
+    }
+}

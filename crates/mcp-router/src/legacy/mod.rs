@@ -1,0 +1,345 @@
+//! The session engine for legacy (2025-03-26 … 2025-11-25) clients on the same endpoint.
+//!
+//! `initialize` mints a downstream `Mcp-Session-Id` bound to the principal (issuer + subject) and
+//! the virtual host; the same id presented with another principal's token, or on another virtual
+//! host, is unknown (404). Every later request needs the id (400 without, 404 when unknown or
+//! ended). `MCP-Protocol-Version` is checked when present (absent means 2025-03-26).
+//!
+//! | request | handling |
+//! |---|---|
+//! | `ping` | answered by the gateway |
+//! | `logging/setLevel` | stored in the session, answered by the gateway |
+//! | list methods | fan-out and merge, as for modern clients |
+//! | `tools/call`, `prompts/get`, `resources/read`, `completion/complete`, `resources/subscribe`, `resources/unsubscribe` | routed to the owning backend |
+//! | `notifications/*` | accepted (202) |
+//! | DELETE | ends the session (then 404) |
+//! | GET | 405: the gateway does not offer the optional server-to-client stream yet |
+//!
+//! Backends are reached through the caller's shared upstream session per backend; a backend that
+//! forgot its session (404) is re-initialised once and the call retried, transparently.
+
+mod initialize;
+
+use std::sync::Arc;
+
+use http::request::Parts;
+use http::{HeaderValue, Method as HttpMethod, Response, StatusCode};
+use mcp_core::headers::{MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
+use mcp_core::{
+    Envelope, Era, ErrorObject, MessageKind, Method, MethodKind, ProtocolVersion, RawObject,
+    RequestId, encode_result,
+};
+use serde_json::value::RawValue;
+
+use crate::body::McpBody;
+use crate::context::{self, RequestContext};
+use crate::modern::{self, list};
+use crate::respond;
+use crate::router::RouterInner;
+use crate::scope::Scope;
+use crate::session::SessionRecord;
+
+/// Serves a legacy request: a POST whose envelope is `env`, or a GET/DELETE (`env` is `None`).
+pub(crate) async fn serve(
+    inner: &Arc<RouterInner>,
+    parts: &Parts,
+    env: Option<&Envelope<'_>>,
+) -> Response<McpBody> {
+    let ctx = match context::extract(&parts.extensions, Era::Legacy) {
+        Ok(ctx) => ctx,
+        Err(error) => {
+            return respond::error(StatusCode::BAD_REQUEST, env.and_then(|e| e.id()), &error);
+        }
+    };
+    if let Some(env) = env
+        && env.method() == Some("initialize")
+        && !parts.headers.contains_key(MCP_SESSION_ID)
+    {
+        return initialize(inner, parts, &ctx, env).await;
+    }
+    let id = env.and_then(|e| e.id());
+    let Some(session_id) = parts
+        .headers
+        .get(MCP_SESSION_ID)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return respond::error(
+            StatusCode::BAD_REQUEST,
+            id,
+            &ErrorObject::invalid_request("Bad Request: missing Mcp-Session-Id header"),
+        );
+    };
+    let record = match inner.sessions.get(session_id).await {
+        Ok(Some(record)) if record.belongs_to(&ctx.principal, &ctx.vhost_id) => record,
+        Ok(_) => return session_not_found(id),
+        Err(e) => {
+            tracing::warn!(error = %e, "session store failure");
+            return respond::error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                id,
+                &ErrorObject::internal("Session store unavailable"),
+            );
+        }
+    };
+    if let Some(version) = parts.headers.get(MCP_PROTOCOL_VERSION) {
+        let supported = version
+            .to_str()
+            .ok()
+            .and_then(|v| v.parse::<ProtocolVersion>().ok())
+            .is_some_and(|v| v.era() == Era::Legacy);
+        if !supported {
+            let requested = version.to_str().unwrap_or("");
+            let error = ErrorObject::unsupported_protocol_version(
+                &ProtocolVersion::supported_strings(Era::Legacy),
+                requested,
+            );
+            return respond::error(StatusCode::BAD_REQUEST, id, &error);
+        }
+    }
+    match (&parts.method, env) {
+        (&HttpMethod::DELETE, _) => end_session(inner, session_id).await,
+        (&HttpMethod::POST, Some(env)) => {
+            in_session(inner, parts, &ctx, &record, session_id, env).await
+        }
+        _ => respond::method_not_allowed(
+            "The gateway does not offer a server-to-client GET stream yet",
+        ),
+    }
+}
+
+fn session_not_found(id: Option<&RequestId>) -> Response<McpBody> {
+    respond::error(
+        StatusCode::NOT_FOUND,
+        id,
+        &ErrorObject::invalid_request("Session not found"),
+    )
+}
+
+async fn initialize(
+    inner: &Arc<RouterInner>,
+    parts: &Parts,
+    ctx: &RequestContext,
+    env: &Envelope<'_>,
+) -> Response<McpBody> {
+    let Some(id) = env.id() else {
+        return respond::error(
+            StatusCode::BAD_REQUEST,
+            None,
+            &ErrorObject::invalid_request("initialize must be a request"),
+        );
+    };
+    let params = env
+        .params()
+        .and_then(|p| RawObject::from_raw(p).ok())
+        .unwrap_or_default();
+    let caps: Box<RawValue> = params
+        .get("capabilities")
+        .filter(|c| c.get().starts_with('{'))
+        .map(|c| c.to_owned())
+        .unwrap_or_else(empty_object);
+    let scope = Scope {
+        inner,
+        ctx,
+        headers: &parts.headers,
+        client_caps: &caps,
+        meta: None,
+        era: Era::Legacy,
+        session_id: None,
+    };
+    let initialized = match initialize::initialize(&scope, &params).await {
+        Ok(initialized) => initialized,
+        Err(error) => return respond::error(StatusCode::OK, Some(id), &error),
+    };
+    let session_id = match inner.sessions.create(initialized.record).await {
+        Ok(session_id) => session_id,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot create a session");
+            return respond::error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                Some(id),
+                &ErrorObject::internal(format!("Cannot create a session: {e}")),
+            );
+        }
+    };
+    let mut res = respond::json(
+        StatusCode::OK,
+        encode_result(id, &initialized.result.to_raw()),
+    );
+    if let Ok(value) = HeaderValue::from_str(&session_id) {
+        res.headers_mut().insert(MCP_SESSION_ID, value);
+    }
+    res
+}
+
+fn empty_object() -> Box<RawValue> {
+    RawValue::from_string("{}".to_owned()).unwrap_or_else(|_| RawValue::NULL.to_owned())
+}
+
+async fn end_session(inner: &Arc<RouterInner>, session_id: &str) -> Response<McpBody> {
+    match inner.sessions.remove(session_id).await {
+        Ok(_) => {
+            let mut res = Response::new(McpBody::default());
+            *res.status_mut() = StatusCode::OK;
+            res
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "session store failure on DELETE");
+            respond::error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                None,
+                &ErrorObject::internal("Session store unavailable"),
+            )
+        }
+    }
+}
+
+async fn in_session(
+    inner: &Arc<RouterInner>,
+    parts: &Parts,
+    ctx: &RequestContext,
+    record: &SessionRecord,
+    session_id: &str,
+    env: &Envelope<'_>,
+) -> Response<McpBody> {
+    if matches!(env.kind(), MessageKind::Response | MessageKind::Error) {
+        return answer_backend(inner, parts, ctx, record, session_id, env).await;
+    }
+    let Some(id) = env.id() else {
+        // Notifications (initialized, cancelled, roots/list_changed) are accepted.
+        return respond::accepted();
+    };
+    let method_name = env.method().unwrap_or_default();
+    let Some(method) = Method::from_name(method_name).filter(|m| m.exists_in(Era::Legacy)) else {
+        return respond::error(
+            StatusCode::OK,
+            Some(id),
+            &ErrorObject::method_not_found(method_name),
+        );
+    };
+    let mut params = env
+        .params()
+        .and_then(|p| RawObject::from_raw(p).ok())
+        .unwrap_or_default();
+    let meta = params.get_borrowed("_meta");
+    params.remove("_meta");
+    let caps = RawValue::from_string(record.client_capabilities.clone())
+        .unwrap_or_else(|_| empty_object());
+    let scope = Scope {
+        inner,
+        ctx,
+        headers: &parts.headers,
+        client_caps: &caps,
+        meta,
+        era: Era::Legacy,
+        session_id: Some(session_id),
+    };
+    match method {
+        Method::Ping => respond::json(StatusCode::OK, encode_result(id, &empty_object())),
+        Method::LoggingSetLevel => set_level(inner, record, session_id, &params, id).await,
+        _ if method.kind() == MethodKind::List => match list::list(&scope, method, &params).await {
+            Ok(result) => respond::json(StatusCode::OK, encode_result(id, &result.to_raw())),
+            Err(error) => respond::error(StatusCode::OK, Some(id), &error),
+        },
+        Method::ToolsCall
+        | Method::PromptsGet
+        | Method::ResourcesRead
+        | Method::CompletionComplete
+        | Method::ResourcesSubscribe
+        | Method::ResourcesUnsubscribe => modern::targeted(&scope, inner, id, method, params).await,
+        _ => respond::error(
+            StatusCode::OK,
+            Some(id),
+            &ErrorObject::method_not_found(method_name),
+        ),
+    }
+}
+
+/// A client's answer to a relayed backend request: back to the backend under its own id.
+async fn answer_backend(
+    inner: &Arc<RouterInner>,
+    parts: &Parts,
+    ctx: &RequestContext,
+    record: &SessionRecord,
+    session_id: &str,
+    env: &Envelope<'_>,
+) -> Response<McpBody> {
+    let unknown = || {
+        respond::error(
+            StatusCode::BAD_REQUEST,
+            None,
+            &ErrorObject::invalid_request("Response to an unknown or expired request"),
+        )
+    };
+    let Some(RequestId::String(id)) = env.id() else {
+        return unknown();
+    };
+    let Some(pending) = inner.pending.take(id, session_id) else {
+        return unknown();
+    };
+    let Some(config) = ctx.vhost.backends.get(&pending.backend) else {
+        return unknown();
+    };
+    let message = match (env.result(), env.error()) {
+        (Some(result), _) => mcp_core::encode_result(&pending.upstream_id, result),
+        (None, Some(error)) => mcp_core::encode_error(Some(&pending.upstream_id), &error),
+        (None, None) => return unknown(),
+    };
+    let caps = RawValue::from_string(record.client_capabilities.clone())
+        .unwrap_or_else(|_| empty_object());
+    let target = crate::upstream::Target {
+        name: &pending.backend,
+        config,
+        downstream: &parts.headers,
+        principal: &ctx.principal,
+        client_caps: &caps,
+        meta: None,
+    };
+    if let Err(e) = inner
+        .upstream
+        .post_to_session(&target, &pending.session, message)
+        .await
+    {
+        tracing::info!(backend = %pending.backend, error = %e, "could not deliver a client's answer");
+        return respond::error(
+            StatusCode::BAD_GATEWAY,
+            None,
+            &ErrorObject::internal(format!("Backend {} failed: {e}", pending.backend)),
+        );
+    }
+    respond::accepted()
+}
+
+async fn set_level(
+    inner: &Arc<RouterInner>,
+    record: &SessionRecord,
+    session_id: &str,
+    params: &RawObject<'_>,
+    id: &RequestId,
+) -> Response<McpBody> {
+    const LEVELS: [&str; 8] = [
+        "debug",
+        "info",
+        "notice",
+        "warning",
+        "error",
+        "critical",
+        "alert",
+        "emergency",
+    ];
+    let Some(level) = params
+        .get_str("level")
+        .filter(|l| LEVELS.contains(&l.as_str()))
+    else {
+        return respond::error(
+            StatusCode::OK,
+            Some(id),
+            &ErrorObject::invalid_params("Invalid log level"),
+        );
+    };
+    let mut updated = record.clone();
+    updated.log_level = Some(level);
+    if let Err(e) = inner.sessions.update(session_id, updated).await {
+        tracing::warn!(error = %e, "session store failure on setLevel");
+    }
+    respond::json(StatusCode::OK, encode_result(id, &empty_object()))
+}

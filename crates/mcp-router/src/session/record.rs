@@ -1,0 +1,68 @@
+//! [`SessionRecord`]: everything a node needs to continue a downstream legacy session.
+
+use mcp_core::{Principal, VirtualHostId};
+use serde::{Deserialize, Serialize};
+
+/// The era a backend was found to speak when the session was initialised.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BackendEra {
+    /// 2026-07-28: stateless, no upstream session.
+    Modern,
+    /// 2025 revisions: an upstream session.
+    Legacy,
+}
+
+/// One backend of a downstream session.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BackendSession {
+    /// The backend's configured name.
+    pub name: String,
+    /// `None` when the backend failed at initialize (recorded unavailable; retried lazily).
+    pub era: Option<BackendEra>,
+    /// The backend's `Mcp-Session-Id` (legacy backends that minted one).
+    pub upstream_session_id: Option<String>,
+    /// The protocol version negotiated with the backend (legacy backends).
+    pub version: Option<String>,
+}
+
+impl BackendSession {
+    /// Whether the backend initialised successfully.
+    pub fn is_available(&self) -> bool {
+        self.era.is_some()
+    }
+}
+
+/// A downstream legacy session: bound to its principal and virtual host.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionRecord {
+    /// Token issuer of the principal that created the session.
+    pub issuer: String,
+    /// Subject of the principal that created the session.
+    pub subject: String,
+    /// The virtual host the session belongs to.
+    pub vhost: String,
+    /// The protocol version negotiated with the client.
+    pub protocol_version: String,
+    /// The client's capabilities, raw JSON.
+    pub client_capabilities: String,
+    /// The log level the client asked for with `logging/setLevel`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_level: Option<String>,
+    /// The backends, sorted by name.
+    pub backends: Vec<BackendSession>,
+}
+
+impl SessionRecord {
+    /// Whether `principal` on `vhost` may use this session (anyone else gets 404).
+    pub fn belongs_to(&self, principal: &Principal, vhost: &VirtualHostId) -> bool {
+        self.issuer == principal.issuer()
+            && self.subject == principal.subject()
+            && self.vhost == vhost.as_str()
+    }
+
+    /// The entry of one backend.
+    pub fn backend(&self, name: &str) -> Option<&BackendSession> {
+        self.backends.iter().find(|b| b.name == name)
+    }
+}

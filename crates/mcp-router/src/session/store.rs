@@ -1,0 +1,42 @@
+//! The [`SessionStore`] trait: where downstream legacy sessions live.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use super::record::SessionRecord;
+
+/// A boxed store future.
+pub type StoreFuture<'a, T> =
+    Pin<Box<dyn Future<Output = Result<T, SessionStoreError>> + Send + 'a>>;
+
+/// A store failure (never "not found": that is `Ok(None)`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SessionStoreError {
+    /// The store cannot be reached.
+    #[error("session store unavailable")]
+    Unavailable,
+    /// The store refused the record (e.g. a per-principal or total session limit).
+    #[error("session limit reached: {0}")]
+    Limit(&'static str),
+    /// Anything else.
+    #[error("session store error: {0}")]
+    Other(String),
+}
+
+/// Where downstream sessions live. Implementations: [`LocalSessionStore`](super::LocalSessionStore)
+/// (in-process); Redis and sealed stores plug in here without touching the engine.
+///
+/// The store mints session ids (a sealed store encodes the record into the id itself), so ids are
+/// opaque to the engine; they must be visible ASCII (0x21–0x7E) and unguessable.
+pub trait SessionStore: Send + Sync + 'static {
+    /// Stores a new session and returns its id.
+    fn create(&self, record: SessionRecord) -> StoreFuture<'_, String>;
+    /// The session with `id`, refreshing its idle timer.
+    fn get<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<Arc<SessionRecord>>>;
+    /// Replaces the record of an existing session (e.g. a backend re-initialised). Returns `false`
+    /// when the session no longer exists.
+    fn update<'a>(&'a self, id: &'a str, record: SessionRecord) -> StoreFuture<'a, bool>;
+    /// Ends a session; returns the record it had.
+    fn remove<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<Arc<SessionRecord>>>;
+}

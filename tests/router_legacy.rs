@@ -34,7 +34,8 @@ async fn post(gw: &Gateway, sub: &str, vhost: &str, session: Option<&str>, body:
         headers.push(("mcp-session-id", session));
         headers.push(("mcp-protocol-version", "2025-11-25"));
     }
-    gw.raw(sub, vhost, "POST", &headers, &body.to_string()).await
+    gw.raw(sub, vhost, "POST", &headers, &body.to_string())
+        .await
 }
 
 fn request(id: u64, method: &str, params: Value) -> Value {
@@ -51,8 +52,18 @@ async fn initialize(gw: &Gateway, sub: &str) -> String {
     assert_eq!(result["protocolVersion"], "2025-11-25");
     assert_eq!(result["serverInfo"]["name"], "mcp-gateway");
     assert!(result["capabilities"]["tools"].is_object(), "{result}");
-    let session = reply.header("mcp-session-id").expect("session id").to_owned();
-    let initialized = post(gw, sub, "vh", Some(&session), json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+    let session = reply
+        .header("mcp-session-id")
+        .expect("session id")
+        .to_owned();
+    let initialized = post(
+        gw,
+        sub,
+        "vh",
+        Some(&session),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    )
+    .await;
     assert_eq!(initialized.status, 202);
     session
 }
@@ -62,32 +73,100 @@ async fn a_legacy_session_lists_and_calls_backends_of_both_eras() {
     let (_alpha, beta, gw) = setup().await;
     let session = initialize(&gw, "alice").await;
 
-    let list = post(&gw, "alice", "vh", Some(&session), request(1, "tools/list", json!({}))).await;
+    let list = post(
+        &gw,
+        "alice",
+        "vh",
+        Some(&session),
+        request(1, "tools/list", json!({})),
+    )
+    .await;
     let names: Vec<String> = list.json()["result"]["tools"]
         .as_array()
         .expect("tools")
         .iter()
         .map(|t| t["name"].as_str().expect("name").to_owned())
         .collect();
-    assert!(names.contains(&"alpha-echo".to_owned()) && names.contains(&"beta-echo".to_owned()), "{names:?}");
+    assert!(
+        names.contains(&"alpha-echo".to_owned()) && names.contains(&"beta-echo".to_owned()),
+        "{names:?}"
+    );
 
     for (tool, expected) in [("alpha-echo", "alpha: hi"), ("beta-echo", "beta: hi")] {
-        let call = post(&gw, "alice", "vh", Some(&session), request(2, "tools/call", json!({"name": tool, "arguments": {"text": "hi"}}))).await;
-        assert_eq!(call.json()["result"]["content"][0]["text"], expected, "{}", call.text());
+        let call = post(
+            &gw,
+            "alice",
+            "vh",
+            Some(&session),
+            request(
+                2,
+                "tools/call",
+                json!({"name": tool, "arguments": {"text": "hi"}}),
+            ),
+        )
+        .await;
+        assert_eq!(
+            call.json()["result"]["content"][0]["text"],
+            expected,
+            "{}",
+            call.text()
+        );
     }
     // The legacy backend saw the gateway's own upstream session, never the client's id.
-    assert!(beta.requests_for("tools/call").iter().all(|r| r.header("mcp-session-id") != Some(session.as_str())));
+    assert!(
+        beta.requests_for("tools/call")
+            .iter()
+            .all(|r| r.header("mcp-session-id") != Some(session.as_str()))
+    );
 
-    let ping = post(&gw, "alice", "vh", Some(&session), request(3, "ping", json!({}))).await;
-    assert_eq!(ping.json(), json!({"jsonrpc": "2.0", "id": 3, "result": {}}));
-    let level = post(&gw, "alice", "vh", Some(&session), request(4, "logging/setLevel", json!({"level": "debug"}))).await;
+    let ping = post(
+        &gw,
+        "alice",
+        "vh",
+        Some(&session),
+        request(3, "ping", json!({})),
+    )
+    .await;
+    assert_eq!(
+        ping.json(),
+        json!({"jsonrpc": "2.0", "id": 3, "result": {}})
+    );
+    let level = post(
+        &gw,
+        "alice",
+        "vh",
+        Some(&session),
+        request(4, "logging/setLevel", json!({"level": "debug"})),
+    )
+    .await;
     assert_eq!(level.json()["result"], json!({}));
-    let bad_level = post(&gw, "alice", "vh", Some(&session), request(5, "logging/setLevel", json!({"level": "loud"}))).await;
+    let bad_level = post(
+        &gw,
+        "alice",
+        "vh",
+        Some(&session),
+        request(5, "logging/setLevel", json!({"level": "loud"})),
+    )
+    .await;
     assert_eq!(bad_level.json()["error"]["code"], -32602);
 
     // Legacy clients get the original error codes for routing failures.
-    let wrong = post(&gw, "alice", "vh", Some(&session), request(6, "tools/call", json!({"name": "zeta-echo", "arguments": {}}))).await;
-    assert_eq!(wrong.json()["error"], json!({"code": -32603, "message": "wrong tool name: zeta-echo"}));
+    let wrong = post(
+        &gw,
+        "alice",
+        "vh",
+        Some(&session),
+        request(
+            6,
+            "tools/call",
+            json!({"name": "zeta-echo", "arguments": {}}),
+        ),
+    )
+    .await;
+    assert_eq!(
+        wrong.json()["error"],
+        json!({"code": -32603, "message": "wrong tool name: zeta-echo"})
+    );
 }
 
 #[tokio::test]
@@ -95,29 +174,87 @@ async fn sessions_are_bound_to_principal_and_virtual_host_and_end_with_delete() 
     let (_alpha, _beta, gw) = setup().await;
     let session = initialize(&gw, "alice").await;
 
-    let missing = post(&gw, "alice", "vh", None, request(1, "tools/list", json!({}))).await;
+    let missing = post(
+        &gw,
+        "alice",
+        "vh",
+        None,
+        request(1, "tools/list", json!({})),
+    )
+    .await;
     assert_eq!(missing.status, 400);
-    assert_eq!(missing.json()["error"]["message"], "Bad Request: missing Mcp-Session-Id header");
+    assert_eq!(
+        missing.json()["error"]["message"],
+        "Bad Request: missing Mcp-Session-Id header"
+    );
 
-    let unknown = post(&gw, "alice", "vh", Some("not-a-session"), request(1, "tools/list", json!({}))).await;
+    let unknown = post(
+        &gw,
+        "alice",
+        "vh",
+        Some("not-a-session"),
+        request(1, "tools/list", json!({})),
+    )
+    .await;
     assert_eq!(unknown.status, 404);
     assert_eq!(unknown.json()["error"]["message"], "Session not found");
 
-    let stolen = post(&gw, "bob", "vh", Some(&session), request(1, "tools/list", json!({}))).await;
-    assert_eq!(stolen.status, 404, "another principal's token must not reach the session");
+    let stolen = post(
+        &gw,
+        "bob",
+        "vh",
+        Some(&session),
+        request(1, "tools/list", json!({})),
+    )
+    .await;
+    assert_eq!(
+        stolen.status, 404,
+        "another principal's token must not reach the session"
+    );
 
     let bad_version = gw
-        .raw("alice", "vh", "POST", &[ACCEPT, JSON, ("mcp-session-id", &session), ("mcp-protocol-version", "1999-01-01")], &request(1, "ping", json!({})).to_string())
+        .raw(
+            "alice",
+            "vh",
+            "POST",
+            &[
+                ACCEPT,
+                JSON,
+                ("mcp-session-id", &session),
+                ("mcp-protocol-version", "1999-01-01"),
+            ],
+            &request(1, "ping", json!({})).to_string(),
+        )
         .await;
     assert_eq!(bad_version.status, 400);
     assert_eq!(bad_version.json()["error"]["code"], -32022);
 
-    let get = gw.raw("alice", "vh", "GET", &[("accept", "text/event-stream"), ("mcp-session-id", &session)], "").await;
+    let get = gw
+        .raw(
+            "alice",
+            "vh",
+            "GET",
+            &[
+                ("accept", "text/event-stream"),
+                ("mcp-session-id", &session),
+            ],
+            "",
+        )
+        .await;
     assert_eq!(get.status, 405);
 
-    let delete = gw.raw("alice", "vh", "DELETE", &[("mcp-session-id", &session)], "").await;
+    let delete = gw
+        .raw("alice", "vh", "DELETE", &[("mcp-session-id", &session)], "")
+        .await;
     assert_eq!(delete.status, 200);
-    let after = post(&gw, "alice", "vh", Some(&session), request(1, "tools/list", json!({}))).await;
+    let after = post(
+        &gw,
+        "alice",
+        "vh",
+        Some(&session),
+        request(1, "tools/list", json!({})),
+    )
+    .await;
     assert_eq!(after.status, 404, "an ended session is unknown");
 }
 
@@ -128,14 +265,32 @@ async fn concurrent_requests_on_one_session_all_succeed() {
     let calls = (0..40u64).map(|i| {
         let (gw, session) = (&gw, session.clone());
         async move {
-            let tool = if i % 2 == 0 { "alpha-echo" } else { "beta-echo" };
-            let reply = post(gw, "alice", "vh", Some(&session), request(i, "tools/call", json!({"name": tool, "arguments": {"text": i.to_string()}}))).await;
+            let tool = if i % 2 == 0 {
+                "alpha-echo"
+            } else {
+                "beta-echo"
+            };
+            let reply = post(
+                gw,
+                "alice",
+                "vh",
+                Some(&session),
+                request(
+                    i,
+                    "tools/call",
+                    json!({"name": tool, "arguments": {"text": i.to_string()}}),
+                ),
+            )
+            .await;
             (i, reply.json())
         }
     });
     for (i, body) in join_all(calls).await {
         assert_eq!(body["id"], i);
-        let text = body["result"]["content"][0]["text"].as_str().unwrap_or_default().to_owned();
+        let text = body["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
         assert!(text.ends_with(&format!(": {i}")), "call {i}: {body}");
     }
 }
@@ -145,36 +300,88 @@ async fn a_backend_down_at_initialize_is_degraded_not_fatal() {
     let (alpha, beta, gw) = setup().await;
     beta.stop().await;
     let session = initialize(&gw, "alice").await;
-    let ok = post(&gw, "alice", "vh", Some(&session), request(1, "tools/call", json!({"name": "alpha-echo", "arguments": {"text": "up"}}))).await;
+    let ok = post(
+        &gw,
+        "alice",
+        "vh",
+        Some(&session),
+        request(
+            1,
+            "tools/call",
+            json!({"name": "alpha-echo", "arguments": {"text": "up"}}),
+        ),
+    )
+    .await;
     assert_eq!(ok.json()["result"]["content"][0]["text"], "alpha: up");
-    let down = post(&gw, "alice", "vh", Some(&session), request(2, "tools/call", json!({"name": "beta-echo", "arguments": {"text": "x"}}))).await;
+    let down = post(
+        &gw,
+        "alice",
+        "vh",
+        Some(&session),
+        request(
+            2,
+            "tools/call",
+            json!({"name": "beta-echo", "arguments": {"text": "x"}}),
+        ),
+    )
+    .await;
     let error = &down.json()["error"];
     assert_eq!(error["code"], -32603);
-    assert!(error["message"].as_str().unwrap_or_default().starts_with("Backend beta failed"), "{error}");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("Backend beta failed"),
+        "{error}"
+    );
     // Retried lazily: once the backend is back, the same session reaches it.
     beta.restart().await;
-    let back = post(&gw, "alice", "vh", Some(&session), request(3, "tools/call", json!({"name": "beta-echo", "arguments": {"text": "back"}}))).await;
-    assert_eq!(back.json()["result"]["content"][0]["text"], "beta: back", "{}", back.text());
+    let back = post(
+        &gw,
+        "alice",
+        "vh",
+        Some(&session),
+        request(
+            3,
+            "tools/call",
+            json!({"name": "beta-echo", "arguments": {"text": "back"}}),
+        ),
+    )
+    .await;
+    assert_eq!(
+        back.json()["result"]["content"][0]["text"],
+        "beta: back",
+        "{}",
+        back.text()
+    );
     drop(alpha);
 }
 
 #[tokio::test]
 async fn rmcp_legacy_client_works_through_the_gateway() {
     let (_alpha, _beta, gw) = setup().await;
-    let config = StreamableHttpClientTransportConfig::with_uri(format!("http://{}/servers/vh/mcp", gw.addr))
-        .auth_header(token("alice"));
+    let config =
+        StreamableHttpClientTransportConfig::with_uri(format!("http://{}/servers/vh/mcp", gw.addr))
+            .auth_header(token("alice"));
     let client = tokio::time::timeout(
         Duration::from_secs(10),
-        ().serve_with_lifecycle(StreamableHttpClientTransport::from_config(config), ClientLifecycleMode::Initialize),
+        ().serve_with_lifecycle(
+            StreamableHttpClientTransport::from_config(config),
+            ClientLifecycleMode::Initialize,
+        ),
     )
     .await
     .expect("connects within 10 s")
     .expect("rmcp's legacy client initializes through the gateway");
     let tools = client.list_all_tools().await.expect("tools/list");
     assert!(tools.iter().any(|t| t.name == "beta-get-sum"), "{tools:?}");
-    let Value::Object(args) = json!({"a": 20, "b": 22}) else { unreachable!() };
+    let Value::Object(args) = json!({"a": 20, "b": 22}) else {
+        unreachable!()
+    };
     let result = client
-        .call_tool(CallToolRequestParams::new("beta-get-sum").with_arguments(JsonObject::from_iter(args)))
+        .call_tool(
+            CallToolRequestParams::new("beta-get-sum").with_arguments(JsonObject::from_iter(args)),
+        )
         .await
         .expect("tools/call");
     assert_eq!(result.structured_content, Some(json!({"sum": 42})));

@@ -97,6 +97,7 @@ mod tests {
 
     fn session() -> Arc<LegacySession> {
         Arc::new(LegacySession {
+            url: url::Url::parse("http://b/mcp").expect("url"),
             id: None,
             version: "2025-11-25".into(),
             initialize_result: Bytes::new(),

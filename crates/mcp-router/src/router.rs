@@ -37,6 +37,7 @@ pub(crate) struct RouterInner {
     pub(crate) request_state_ttl_secs: u64,
     pub(crate) sessions: Arc<dyn SessionStore>,
     pub(crate) pending: PendingRequests,
+    pub(crate) max_open_share: f64,
 }
 
 /// The MCP endpoint: a leaf tower `Service` serving `/servers/{vhost}/mcp` behind the foundation
@@ -60,6 +61,12 @@ impl McpRouter {
     pub fn builder() -> McpRouterBuilder {
         McpRouterBuilder::default()
     }
+
+    /// The circuit breakers of every backend URL this router has called (keyed by backend name
+    /// and URL), for metrics, readiness detail and operator control.
+    pub fn breakers(&self) -> &mcp_breaker::BreakerRegistry {
+        self.inner.upstream.breakers()
+    }
 }
 
 /// Builds an [`McpRouter`].
@@ -77,6 +84,7 @@ pub struct McpRouterBuilder {
     request_state_ttl: Duration,
     upstream: UpstreamOptions,
     sessions: Option<Arc<dyn SessionStore>>,
+    max_open_share: f64,
 }
 
 impl std::fmt::Debug for McpRouterBuilder {
@@ -105,6 +113,7 @@ impl Default for McpRouterBuilder {
             request_state_ttl: Duration::from_secs(600),
             upstream: UpstreamOptions::default(),
             sessions: None,
+            max_open_share: 0.5,
         }
     }
 }
@@ -175,6 +184,21 @@ impl McpRouterBuilder {
         self
     }
 
+    /// Circuit breaker defaults for every backend URL (default: `mcp_breaker::BreakerConfig`'s,
+    /// i.e. 5 consecutive failures, 5 s open); a backend's `breaker` object overrides single keys.
+    pub fn breaker_defaults(mut self, config: mcp_breaker::BreakerConfig) -> Self {
+        self.upstream.breaker = config;
+        self
+    }
+
+    /// The largest share of a virtual host's backends that a list or `server/discover` may skip
+    /// because their breakers are open before the call fails instead of answering a near-empty
+    /// result (default 0.5: with two backends one may be skipped, with one backend none).
+    pub fn max_open_share(mut self, share: f64) -> Self {
+        self.max_open_share = share.clamp(0.0, 1.0);
+        self
+    }
+
     /// Builds the router. Needs a tokio runtime when it serves, not when it is built.
     pub fn build(self) -> McpRouter {
         let info = serde_json::json!({ "name": self.name, "version": self.version });
@@ -195,6 +219,7 @@ impl McpRouterBuilder {
                     .sessions
                     .unwrap_or_else(|| Arc::new(LocalSessionStore::default())),
                 pending: PendingRequests::new(Duration::from_secs(600), 100_000),
+                max_open_share: self.max_open_share,
             }),
         }
     }

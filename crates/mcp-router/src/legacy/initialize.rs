@@ -11,9 +11,8 @@ use mcp_core::{Era, ErrorObject, ProtocolVersion, RawObject};
 use serde_json::{Map, Value};
 
 use crate::modern::merge_capabilities;
-use crate::scope::{BackendFailure, Scope, final_response, result_of};
+use crate::scope::{BackendFailure, Scope};
 use crate::session::{BackendEra, BackendSession, SessionRecord};
-use crate::upstream::Call;
 
 /// The version the gateway answers a legacy client with: the client's own when the gateway
 /// speaks it, else the newest legacy revision.
@@ -37,60 +36,35 @@ async fn join_backend(
 ) -> Result<Joined, BackendFailure> {
     let target = scope.target(name, config);
     let deadline = scope.fanout_deadline(config);
-    let upstream = &scope.inner.upstream;
-    let work = async {
-        match upstream
-            .era(&target)
-            .await
-            .map_err(BackendFailure::Upstream)?
-        {
-            Era::Modern => {
-                let call = Call {
-                    method: "server/discover",
-                    params: RawObject::new(),
-                    name: None,
-                    progress_token: None,
-                };
-                let message = final_response(scope, &target, &call, deadline).await?;
-                let result = result_of(&message)?;
-                Ok(Joined {
-                    entry: BackendSession {
-                        name: name.to_owned(),
-                        era: Some(BackendEra::Modern),
-                        upstream_session_id: None,
-                        version: Some(ProtocolVersion::LATEST.as_str().to_owned()),
-                    },
-                    capabilities: result.get_as("capabilities").unwrap_or(Value::Null),
-                    instructions: result.get_str("instructions"),
-                })
-            }
-            Era::Legacy => {
-                let session = upstream
-                    .legacy_session(&target)
-                    .await
-                    .map_err(BackendFailure::Upstream)?;
-                let text = std::str::from_utf8(&session.initialize_result).unwrap_or("{}");
-                let result = RawObject::parse(text).unwrap_or_default();
-                Ok(Joined {
-                    entry: BackendSession {
-                        name: name.to_owned(),
-                        era: Some(BackendEra::Legacy),
-                        upstream_session_id: session
-                            .id
-                            .as_ref()
-                            .and_then(|v| v.to_str().ok())
-                            .map(str::to_owned),
-                        version: Some(session.version.clone()),
-                    },
-                    capabilities: result.get_as("capabilities").unwrap_or(Value::Null),
-                    instructions: result.get_str("instructions"),
-                })
-            }
-        }
-    };
-    tokio::time::timeout(deadline, work)
+    let description = tokio::time::timeout(deadline, scope.inner.upstream.describe(&target))
         .await
         .map_err(|_| BackendFailure::Deadline(deadline))?
+        .map_err(BackendFailure::Upstream)?;
+    let text = std::str::from_utf8(&description.result).unwrap_or("{}");
+    let result = RawObject::parse(text).unwrap_or_default();
+    let entry = match (description.era, &description.session) {
+        (Era::Legacy, Some(session)) => BackendSession {
+            name: name.to_owned(),
+            era: Some(BackendEra::Legacy),
+            upstream_session_id: session
+                .id
+                .as_ref()
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned),
+            version: Some(session.version.clone()),
+        },
+        _ => BackendSession {
+            name: name.to_owned(),
+            era: Some(BackendEra::Modern),
+            upstream_session_id: None,
+            version: Some(ProtocolVersion::LATEST.as_str().to_owned()),
+        },
+    };
+    Ok(Joined {
+        entry,
+        capabilities: result.get_as("capabilities").unwrap_or(Value::Null),
+        instructions: result.get_str("instructions"),
+    })
 }
 
 /// What `initialize` produced: the session record and the `InitializeResult`.

@@ -272,6 +272,7 @@ async fn lists_item(
             params,
             name: None,
             progress_token: None,
+            replay_safe: true,
         };
         let Ok(message) =
             final_response(scope, &target, &call, scope.fanout_deadline(config)).await
@@ -377,6 +378,9 @@ async fn relay_call(
         params,
         name: Some(&routed.upstream),
         progress_token: progress.as_ref().map(|(t, _)| t.as_str()),
+        // A tool call may have side effects: it goes to a replica only when the primary provably
+        // never received it. Reads may always be retried elsewhere.
+        replay_safe: method != Method::ToolsCall,
     };
     let reply = match inner.upstream.send(&target, &call).await {
         Ok(reply) => reply,

@@ -12,8 +12,7 @@ use mcp_core::{Era, ProtocolVersion, RawObject};
 use serde_json::{Map, Value};
 
 use crate::degraded::{CACHE_SCOPE, Degraded, TtlMin, ttl_of};
-use crate::scope::{BackendFailure, Scope, final_response, result_of};
-use crate::upstream::Call;
+use crate::scope::{BackendFailure, Scope};
 
 const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 const FAMILIES: [&str; 5] = ["tools", "prompts", "resources", "completions", "logging"];
@@ -32,41 +31,21 @@ async fn backend_info(
 ) -> Result<BackendInfo, BackendFailure> {
     let target = scope.target(name, config);
     let deadline = scope.fanout_deadline(config);
-    let upstream = &scope.inner.upstream;
-    let era = tokio::time::timeout(deadline, upstream.era(&target))
+    let description = tokio::time::timeout(deadline, scope.inner.upstream.describe(&target))
         .await
         .map_err(|_| BackendFailure::Deadline(deadline))?
         .map_err(BackendFailure::Upstream)?;
-    match era {
-        Era::Modern => {
-            let call = Call {
-                method: "server/discover",
-                params: RawObject::new(),
-                name: None,
-                progress_token: None,
-            };
-            let message = final_response(scope, &target, &call, deadline).await?;
-            let result = result_of(&message)?;
-            Ok(BackendInfo {
-                capabilities: result.get_as("capabilities").unwrap_or(Value::Null),
-                instructions: result.get_str("instructions"),
-                ttl_ms: ttl_of(&result),
-            })
-        }
-        Era::Legacy => {
-            let bytes = tokio::time::timeout(deadline, upstream.legacy_initialize_result(&target))
-                .await
-                .map_err(|_| BackendFailure::Deadline(deadline))?
-                .map_err(BackendFailure::Upstream)?;
-            let text = std::str::from_utf8(&bytes).unwrap_or("{}");
-            let result = RawObject::parse(text).unwrap_or_default();
-            Ok(BackendInfo {
-                capabilities: result.get_as("capabilities").unwrap_or(Value::Null),
-                instructions: result.get_str("instructions"),
-                ttl_ms: 0,
-            })
-        }
-    }
+    let text = std::str::from_utf8(&description.result).unwrap_or("{}");
+    let result = RawObject::parse(text).unwrap_or_default();
+    Ok(BackendInfo {
+        capabilities: result.get_as("capabilities").unwrap_or(Value::Null),
+        instructions: result.get_str("instructions"),
+        // Legacy backends send no cache hints: they count as 0.
+        ttl_ms: match description.era {
+            Era::Modern => ttl_of(&result),
+            Era::Legacy => 0,
+        },
+    })
 }
 
 /// Builds the merged `DiscoverResult`.

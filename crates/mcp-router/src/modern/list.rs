@@ -84,6 +84,7 @@ async fn fetch_page(
         params,
         name: None,
         progress_token: None,
+        replay_safe: true,
     };
     let message = final_response(scope, &target, &call, scope.fanout_deadline(config)).await?;
     let result = result_of(&message)?;
@@ -128,6 +129,7 @@ pub(crate) async fn list(
     }))
     .await;
 
+    check_open_share(scope, pages.iter().map(|(_, page)| page.as_ref().err()))?;
     let mut degraded = Degraded::default();
     let mut ttl = TtlMin::default();
     let mut next = MergedCursor::default();
@@ -159,6 +161,32 @@ pub(crate) async fn list(
     result.set_str("cacheScope", CACHE_SCOPE);
     result.set_raw("_meta", degraded.to_meta(&scope.inner.server_info));
     Ok(result)
+}
+
+/// Fails a fan-out when more than the configured share of the asked backends were skipped
+/// because their circuit breakers are open (DESIGN §6.5: a near-empty list would mislead).
+pub(crate) fn check_open_share<'f>(
+    scope: &Scope<'_>,
+    outcomes: impl Iterator<Item = Option<&'f BackendFailure>>,
+) -> Result<(), ErrorObject> {
+    let (mut asked, mut open) = (0usize, 0usize);
+    for failure in outcomes {
+        asked += 1;
+        if matches!(
+            failure,
+            Some(BackendFailure::Upstream(
+                crate::upstream::UpstreamError::CircuitOpen(_)
+            ))
+        ) {
+            open += 1;
+        }
+    }
+    if open > 0 && open as f64 > scope.inner.max_open_share * asked as f64 {
+        return Err(ErrorObject::internal(format!(
+            "Too many backends unavailable: {open} of {asked} have an open circuit breaker"
+        )));
+    }
+    Ok(())
 }
 
 fn rename_items(

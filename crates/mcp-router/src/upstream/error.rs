@@ -29,12 +29,18 @@ pub enum UpstreamError {
     /// The backend entry cannot be called over HTTP (no `url`: a stdio backend).
     #[error("backend has no HTTP url")]
     NoUrl,
+    /// The backend's circuit breaker is open: the call was not sent.
+    #[error("circuit open, retry in {}s", .0.as_secs().max(1))]
+    CircuitOpen(Duration),
 }
 
 impl UpstreamError {
     /// Whether the backend provably never received the request (safe to retry anywhere).
     pub fn never_sent(&self) -> bool {
-        matches!(self, Self::Connect | Self::NoUrl | Self::SessionExpired)
+        matches!(
+            self,
+            Self::Connect | Self::NoUrl | Self::SessionExpired | Self::CircuitOpen(_)
+        )
     }
 }
 

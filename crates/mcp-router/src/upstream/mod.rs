@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use futures_util::StreamExt;
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use mcp_breaker::{BreakerConfig, BreakerRegistry, CircuitBreaker, Outcome, Permit};
 use mcp_config_store::BackendConfig;
 use mcp_core::headers::{
     MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, encode_header_value,
@@ -43,6 +44,9 @@ pub struct UpstreamOptions {
     pub era_ttl: Duration,
     /// Most upstream legacy sessions kept at once.
     pub max_sessions: usize,
+    /// Circuit breaker defaults for every backend URL; a backend's `breaker` object overrides
+    /// single keys.
+    pub breaker: BreakerConfig,
 }
 
 impl Default for UpstreamOptions {
@@ -51,6 +55,7 @@ impl Default for UpstreamOptions {
             connect_timeout: Duration::from_secs(5),
             era_ttl: Duration::from_secs(300),
             max_sessions: 10_000,
+            breaker: BreakerConfig::default(),
         }
     }
 }
@@ -80,6 +85,10 @@ pub(crate) struct Call<'a> {
     pub(crate) name: Option<&'a str>,
     /// The gateway's progress token for this call, when the client asked for progress.
     pub(crate) progress_token: Option<&'a str>,
+    /// Whether the call may be sent to a replica after the primary might have received it (reads,
+    /// and tools annotated read-only or idempotent). Calls that the primary provably never got
+    /// (connect failure, open breaker) go to a replica regardless.
+    pub(crate) replay_safe: bool,
 }
 
 /// What a backend answered to one request.
@@ -101,6 +110,12 @@ struct EraEntry {
 
 type EraSlot = Arc<OnceCell<EraEntry>>;
 
+/// A backend's `breaker` overrides and the config they produce merged into the defaults.
+type MergedBreakerConfig = (
+    Option<serde_json::Map<String, serde_json::Value>>,
+    BreakerConfig,
+);
+
 /// The upstream client shared by every request of a router.
 pub(crate) struct Upstream {
     http: HttpClient,
@@ -109,6 +124,9 @@ pub(crate) struct Upstream {
     sessions: SessionTable,
     ids: AtomicU64,
     client_info: Box<RawValue>,
+    breakers: BreakerRegistry,
+    /// Merged breaker config per backend, so overrides are not re-merged on every call.
+    breaker_configs: Mutex<HashMap<String, MergedBreakerConfig>>,
 }
 
 impl std::fmt::Debug for Upstream {
@@ -130,6 +148,8 @@ impl Upstream {
             eras: Mutex::new(HashMap::new()),
             ids: AtomicU64::new(1),
             client_info,
+            breakers: BreakerRegistry::new(),
+            breaker_configs: Mutex::new(HashMap::new()),
         }
     }
 
@@ -153,8 +173,7 @@ impl Upstream {
     }
 
     /// The backend's era: cached per URL, probed with `server/discover` when unknown or stale.
-    pub(crate) async fn era(&self, target: &Target<'_>) -> Result<Era, UpstreamError> {
-        let url = Self::url(target)?;
+    async fn era_at(&self, target: &Target<'_>, url: &Url) -> Result<Era, UpstreamError> {
         let slot = {
             let mut eras = self.eras.lock().unwrap_or_else(|p| p.into_inner());
             let slot = eras.entry(url.as_str().to_owned()).or_default();
@@ -179,12 +198,10 @@ impl Upstream {
         Ok(entry.era)
     }
 
-    /// Forgets the era of a backend that failed, so the next call probes again.
-    pub(crate) fn forget_era(&self, target: &Target<'_>) {
-        if let Ok(url) = Self::url(target) {
-            let mut eras = self.eras.lock().unwrap_or_else(|p| p.into_inner());
-            eras.remove(url.as_str());
-        }
+    /// Forgets the era of a backend URL that failed, so the next call probes again.
+    fn forget_era(&self, url: &Url) {
+        let mut eras = self.eras.lock().unwrap_or_else(|p| p.into_inner());
+        eras.remove(url.as_str());
     }
 
     /// Sends a modern `server/discover`: a DiscoverResult (or a modern version error) means modern,
@@ -216,24 +233,129 @@ impl Upstream {
         })
     }
 
-    /// Sends `call` to the backend in its era. For a legacy backend whose session expired (404),
-    /// the session is re-initialised once and the call retried: the backend never executed it.
+    /// Sends `call` to the backend: the primary URL first, then the replicas in order when the
+    /// primary fails and the call may go elsewhere (it never reached the primary, or it is
+    /// replay-safe). Each URL has its own circuit breaker: an open one fails at once without
+    /// touching the network. The first failure is reported when every URL fails.
     pub(crate) async fn send(
         &self,
         target: &Target<'_>,
         call: &Call<'_>,
     ) -> Result<Reply, UpstreamError> {
-        let result = match self.era(target).await? {
-            Era::Modern => self.send_modern(target, call).await,
-            Era::Legacy => match self.send_legacy(target, call).await {
-                Err(UpstreamError::SessionExpired) => self.send_legacy(target, call).await,
+        let mut first_error: Option<UpstreamError> = None;
+        for url in Self::urls(target)? {
+            if let Some(e) = &first_error
+                && !(e.never_sent() || call.replay_safe)
+            {
+                break;
+            }
+            match self.send_guarded(target, url, call).await {
+                Ok(reply) => return Ok(reply),
+                Err(e) => {
+                    tracing::debug!(backend = target.name, error = %e, "backend URL failed");
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        Err(first_error.unwrap_or(UpstreamError::NoUrl))
+    }
+
+    /// The primary URL, then the replicas.
+    fn urls<'a>(target: &Target<'a>) -> Result<impl Iterator<Item = &'a Url>, UpstreamError> {
+        let primary = Self::url(target)?;
+        Ok(std::iter::once(primary).chain(target.config.replicas.iter()))
+    }
+
+    /// One URL behind its breaker; the permit is recorded when the backend's answer is known.
+    async fn send_guarded(
+        &self,
+        target: &Target<'_>,
+        url: &Url,
+        call: &Call<'_>,
+    ) -> Result<Reply, UpstreamError> {
+        let permit = match self.breaker(target, url) {
+            Some(breaker) => Some(
+                breaker
+                    .try_acquire()
+                    .map_err(|open| UpstreamError::CircuitOpen(open.retry_after()))?,
+            ),
+            None => None,
+        };
+        match self.send_at(target, url, call).await {
+            Ok(mut reply) => {
+                reply.messages = recording(reply.messages, reply.id.clone(), permit);
+                Ok(reply)
+            }
+            Err(e) => {
+                if let Some(permit) = permit {
+                    permit.record_elapsed(outcome_of(&e));
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// The breaker of one backend URL (per backend name and URL: tenants naming one URL
+    /// differently do not reset each other's breaker). `None` when the backend's `breaker`
+    /// overrides are invalid (logged; config validation should have caught them).
+    fn breaker(&self, target: &Target<'_>, url: &Url) -> Option<CircuitBreaker> {
+        let key = format!("{}\u{0}{}", target.name, url.as_str());
+        let config = {
+            let mut configs = self
+                .breaker_configs
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            match configs.get(&key) {
+                Some((overrides, config))
+                    if overrides.as_ref() == target.config.breaker.as_ref() =>
+                {
+                    config.clone()
+                }
+                _ => {
+                    let merged = match &target.config.breaker {
+                        Some(overrides) => match self.options.breaker.with_overrides(overrides) {
+                            Ok(merged) => merged,
+                            Err(e) => {
+                                tracing::warn!(backend = target.name, error = %e, "invalid breaker overrides; no breaker");
+                                return None;
+                            }
+                        },
+                        None => self.options.breaker.clone(),
+                    };
+                    configs.insert(key.clone(), (target.config.breaker.clone(), merged.clone()));
+                    merged
+                }
+            }
+        };
+        self.breakers
+            .get_or_insert_named(&key, target.name, &config)
+            .ok()
+    }
+
+    /// The breakers, for metrics and readiness detail.
+    pub(crate) fn breakers(&self) -> &BreakerRegistry {
+        &self.breakers
+    }
+
+    /// One URL in its era. For a legacy backend whose session expired (404), the session is
+    /// re-initialised once and the call retried: the backend never executed it.
+    async fn send_at(
+        &self,
+        target: &Target<'_>,
+        url: &Url,
+        call: &Call<'_>,
+    ) -> Result<Reply, UpstreamError> {
+        let result = match self.era_at(target, url).await? {
+            Era::Modern => self.send_modern(target, url, call).await,
+            Era::Legacy => match self.send_legacy(target, url, call).await {
+                Err(UpstreamError::SessionExpired) => self.send_legacy(target, url, call).await,
                 other => other,
             },
         };
         if let Err(e) = &result
             && !matches!(e, UpstreamError::SessionExpired)
         {
-            self.forget_era(target);
+            self.forget_era(url);
         }
         result
     }
@@ -241,9 +363,9 @@ impl Upstream {
     async fn send_modern(
         &self,
         target: &Target<'_>,
+        url: &Url,
         call: &Call<'_>,
     ) -> Result<Reply, UpstreamError> {
-        let url = Self::url(target)?;
         let id = self.next_id();
         let mut params = call.params.clone();
         params.set_raw(
@@ -273,9 +395,9 @@ impl Upstream {
     async fn send_legacy(
         &self,
         target: &Target<'_>,
+        url: &Url,
         call: &Call<'_>,
     ) -> Result<Reply, UpstreamError> {
-        let url = Self::url(target)?;
         let (key, session) = self.session(target, url).await?;
         let id = self.next_id();
         let mut params = call.params.clone();
@@ -311,9 +433,8 @@ impl Upstream {
         session: &LegacySession,
         message: Vec<u8>,
     ) -> Result<(), UpstreamError> {
-        let url = Self::url(target)?;
         let out = Outgoing {
-            url,
+            url: &session.url,
             body: message,
             mcp_headers: legacy_headers(session),
             forward_param_headers: false,
@@ -394,6 +515,7 @@ impl Upstream {
                 "initialize result without protocolVersion",
             ))?;
         let session = LegacySession {
+            url: url.clone(),
             id: session_id,
             version,
             initialize_result: result,
@@ -403,24 +525,148 @@ impl Upstream {
         Ok(session)
     }
 
-    /// The caller's shared session with a legacy backend (initialised on first use).
-    pub(crate) async fn legacy_session(
-        &self,
-        target: &Target<'_>,
-    ) -> Result<Arc<LegacySession>, UpstreamError> {
-        let url = Self::url(target)?;
-        self.session(target, url).await.map(|(_, session)| session)
+    /// What a backend says about itself, for `server/discover` and `initialize`: a modern
+    /// backend's `DiscoverResult`, or a legacy backend's `InitializeResult` from the caller's
+    /// upstream session. Tries the replicas when the primary fails (describing is read-only), each
+    /// behind its breaker.
+    pub(crate) async fn describe(&self, target: &Target<'_>) -> Result<Description, UpstreamError> {
+        let mut first_error = None;
+        for url in Self::urls(target)? {
+            let permit = match self.breaker(target, url) {
+                Some(breaker) => match breaker.try_acquire() {
+                    Ok(permit) => Some(permit),
+                    Err(open) => {
+                        first_error.get_or_insert(UpstreamError::CircuitOpen(open.retry_after()));
+                        continue;
+                    }
+                },
+                None => None,
+            };
+            let outcome = self.describe_at(target, url).await;
+            if let Some(permit) = permit {
+                permit.record_elapsed(match &outcome {
+                    Ok(_) => Outcome::Success,
+                    Err(e) => outcome_of(e),
+                });
+            }
+            match outcome {
+                Ok(description) => return Ok(description),
+                Err(e) => {
+                    self.forget_era(url);
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        Err(first_error.unwrap_or(UpstreamError::NoUrl))
     }
 
-    /// The capabilities a legacy backend declared at initialize, for `server/discover` merging.
-    pub(crate) async fn legacy_initialize_result(
+    async fn describe_at(
         &self,
         target: &Target<'_>,
-    ) -> Result<Bytes, UpstreamError> {
-        let url = Self::url(target)?;
-        let (_, session) = self.session(target, url).await?;
-        Ok(session.initialize_result.clone())
+        url: &Url,
+    ) -> Result<Description, UpstreamError> {
+        match self.era_at(target, url).await? {
+            Era::Modern => {
+                let call = Call {
+                    method: "server/discover",
+                    params: RawObject::new(),
+                    name: None,
+                    progress_token: None,
+                    replay_safe: true,
+                };
+                let reply = self.send_modern(target, url, &call).await?;
+                let result = final_result(reply).await?;
+                Ok(Description {
+                    era: Era::Modern,
+                    result,
+                    session: None,
+                })
+            }
+            Era::Legacy => {
+                let (_, session) = self.session(target, url).await?;
+                Ok(Description {
+                    era: Era::Legacy,
+                    result: session.initialize_result.clone(),
+                    session: Some(session),
+                })
+            }
+        }
     }
+}
+
+/// What [`Upstream::describe`] found.
+pub(crate) struct Description {
+    /// The backend's era.
+    pub(crate) era: Era,
+    /// `DiscoverResult` (modern) or `InitializeResult` (legacy), raw JSON.
+    pub(crate) result: Bytes,
+    /// The caller's upstream session (legacy).
+    pub(crate) session: Option<Arc<LegacySession>>,
+}
+
+/// The `result` of the response to `reply`'s request (notifications skipped; an error response is
+/// a malformed answer here, where only a result makes sense).
+async fn final_result(mut reply: Reply) -> Result<Bytes, UpstreamError> {
+    while let Some(message) = reply.messages.next().await {
+        let message = message?;
+        let Ok(env) = Envelope::parse(&message) else {
+            continue;
+        };
+        if env.id() != Some(&reply.id) {
+            continue;
+        }
+        return match env.result() {
+            Some(result) => Ok(Bytes::copy_from_slice(result.get().as_bytes())),
+            None => Err(UpstreamError::Malformed("backend answered with an error")),
+        };
+    }
+    Err(UpstreamError::Malformed("stream ended without a response"))
+}
+
+/// How a failed exchange counts for a breaker: an unreachable, slow or broken backend is a
+/// failure; a backend that answered (a 4xx, a forgotten session) is alive.
+fn outcome_of(error: &UpstreamError) -> Outcome {
+    match error {
+        UpstreamError::Connect
+        | UpstreamError::Timeout(_)
+        | UpstreamError::Malformed(_)
+        | UpstreamError::Disconnected => Outcome::Failure,
+        UpstreamError::Status(code) if *code >= 500 || *code == 408 || *code == 429 => {
+            Outcome::Failure
+        }
+        UpstreamError::Status(_) | UpstreamError::SessionExpired => Outcome::Success,
+        UpstreamError::NoUrl | UpstreamError::CircuitOpen(_) => Outcome::Ignore,
+    }
+}
+
+/// Records the breaker outcome of a call when its answer is known: the first stream error is a
+/// failure, the response (or error response) with the call's id a success. A stream dropped
+/// before either (the client cancelled) records nothing.
+fn recording(messages: MessageStream, id: RequestId, permit: Option<Permit>) -> MessageStream {
+    let Some(permit) = permit else {
+        return messages;
+    };
+    let mut permit = Some(permit);
+    Box::pin(messages.map(move |item| {
+        if permit.is_some() {
+            let outcome = match &item {
+                Err(e) => Some(outcome_of(e)),
+                Ok(bytes) => Envelope::parse(bytes)
+                    .ok()
+                    .filter(|env| {
+                        matches!(env.kind(), MessageKind::Response | MessageKind::Error)
+                            && env.id() == Some(&id)
+                    })
+                    .map(|_| Outcome::Success),
+            };
+            if let Some(outcome) = outcome
+                && let Some(permit) = permit.take()
+            {
+                permit.record_elapsed(outcome);
+            }
+        }
+        item
+    }))
 }
 
 /// Identifies a session table entry (for forgetting it).

@@ -11,6 +11,8 @@ use tokio::sync::OnceCell;
 /// One initialized session with a legacy backend.
 #[derive(Debug)]
 pub(crate) struct LegacySession {
+    /// The backend URL the session lives at (the primary or a replica).
+    pub(crate) url: url::Url,
     /// The backend's `Mcp-Session-Id`, if it minted one (stateless legacy servers do not).
     pub(crate) id: Option<HeaderValue>,
     /// The negotiated protocol version.
@@ -102,12 +104,14 @@ mod tests {
         assert_eq!(table.len(), 2);
         let slot = table.slot(&key(9));
         let session = Arc::new(LegacySession {
+            url: url::Url::parse("http://b/mcp").expect("url"),
             id: None,
             version: "2025-11-25".into(),
             initialize_result: Bytes::new(),
         });
         slot.set(Arc::clone(&session)).expect("empty slot");
         let other = Arc::new(LegacySession {
+            url: url::Url::parse("http://b/mcp").expect("url"),
             id: None,
             version: "x".into(),
             initialize_result: Bytes::new(),

@@ -387,3 +387,177 @@ async fn rmcp_legacy_client_works_through_the_gateway() {
     assert_eq!(result.structured_content, Some(json!({"sum": 42})));
     client.cancel().await.expect("close");
 }
+
+#[tokio::test]
+async fn the_last_delete_of_a_caller_ends_the_shared_upstream_session() {
+    let (_alpha, beta, gw) = setup().await;
+    let first = initialize(&gw, "alice").await;
+    let second = initialize(&gw, "alice").await;
+    let upstream_deletes = || {
+        beta.requests()
+            .iter()
+            .filter(|r| r.method == "DELETE")
+            .count()
+    };
+    assert_eq!(
+        beta.requests_for("initialize").len(),
+        1,
+        "the caller's sessions share one upstream session"
+    );
+
+    let delete = gw
+        .raw("alice", "vh", "DELETE", &[("mcp-session-id", &first)], "")
+        .await;
+    assert_eq!(delete.status, 200);
+    assert_eq!(upstream_deletes(), 0, "the other session still uses it");
+    let still = post(
+        &gw,
+        "alice",
+        "vh",
+        Some(&second),
+        request(
+            1,
+            "tools/call",
+            json!({"name": "beta-echo", "arguments": {"text": "on"}}),
+        ),
+    )
+    .await;
+    assert_eq!(still.json()["result"]["content"][0]["text"], "beta: on");
+
+    let delete = gw
+        .raw("alice", "vh", "DELETE", &[("mcp-session-id", &second)], "")
+        .await;
+    assert_eq!(delete.status, 200);
+    assert_eq!(
+        upstream_deletes(),
+        1,
+        "the last session's DELETE ends the upstream session"
+    );
+}
+
+#[tokio::test]
+async fn set_level_reaches_legacy_backends_and_is_stamped_on_modern_calls() {
+    let (alpha, beta, gw) = setup().await;
+    let session = initialize(&gw, "alice").await;
+    let level = post(
+        &gw,
+        "alice",
+        "vh",
+        Some(&session),
+        request(1, "logging/setLevel", json!({"level": "warning"})),
+    )
+    .await;
+    assert_eq!(level.json()["result"], json!({}));
+    let upstream = beta.requests_for("logging/setLevel");
+    assert_eq!(upstream.len(), 1);
+    assert_eq!(
+        upstream[0].json().expect("json")["params"]["level"],
+        "warning"
+    );
+
+    post(
+        &gw,
+        "alice",
+        "vh",
+        Some(&session),
+        request(
+            2,
+            "tools/call",
+            json!({"name": "alpha-echo", "arguments": {"text": "x"}}),
+        ),
+    )
+    .await;
+    let call = alpha
+        .requests_for("tools/call")
+        .pop()
+        .expect("call at alpha");
+    let meta = &call.json().expect("json")["params"]["_meta"];
+    assert_eq!(
+        meta["io.modelcontextprotocol/logLevel"], "warning",
+        "{meta}"
+    );
+}
+
+/// Answers elicitations `name` -> `Ferris`, `color` -> `orange`, like a user would.
+#[derive(Clone, Default)]
+struct Elicitor;
+
+impl rmcp::ClientHandler for Elicitor {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        rmcp::model::ClientConfig::new(
+            rmcp::model::ClientCapabilities::builder()
+                .enable_elicitation()
+                .build(),
+            rmcp::model::Implementation::new("legacy-elicitor", "0.0.0"),
+        )
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<rmcp::RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        let schema = serde_json::to_value(&request).expect("serializable elicitation");
+        let (key, answer) = if schema["requestedSchema"]["properties"]
+            .get("name")
+            .is_some()
+        {
+            ("name", "Ferris")
+        } else {
+            ("color", "orange")
+        };
+        Ok(
+            rmcp::model::ElicitResult::new(rmcp::model::ElicitationAction::Accept)
+                .with_content(json!({ key: answer })),
+        )
+    }
+}
+
+#[tokio::test]
+async fn a_legacy_backends_elicitation_requests_reach_a_legacy_client_and_the_answers_route_back() {
+    let (_alpha, beta, gw) = setup().await;
+    let config =
+        StreamableHttpClientTransportConfig::with_uri(format!("http://{}/servers/vh/mcp", gw.addr))
+            .auth_header(token("alice"));
+    let client = tokio::time::timeout(
+        Duration::from_secs(10),
+        Elicitor.serve_with_lifecycle(
+            StreamableHttpClientTransport::from_config(config),
+            ClientLifecycleMode::Initialize,
+        ),
+    )
+    .await
+    .expect("connects within 10 s")
+    .expect("initializes");
+    let result = tokio::time::timeout(
+        Duration::from_secs(10),
+        client.call_tool(CallToolRequestParams::new("beta-ask")),
+    )
+    .await
+    .expect("answered within 10 s")
+    .expect("tools/call");
+    let text = result
+        .content
+        .first()
+        .and_then(|c| c.as_text())
+        .map(|t| t.text.clone());
+    assert_eq!(
+        text.as_deref(),
+        Some("beta: Ferris likes orange"),
+        "{result:?}"
+    );
+    // The backend got the answers under its own request ids, in its own session.
+    let answers: Vec<Value> = beta
+        .requests()
+        .iter()
+        .filter_map(|r| r.json())
+        .filter(|m| m.get("result").is_some() && m.get("method").is_none())
+        .collect();
+    assert_eq!(answers.len(), 2, "{answers:?}");
+    assert!(
+        answers
+            .iter()
+            .all(|a| !a["id"].as_str().is_some_and(|id| id.starts_with("gw-")))
+    );
+    client.cancel().await.expect("close");
+}

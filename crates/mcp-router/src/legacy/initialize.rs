@@ -43,21 +43,26 @@ async fn join_backend(
     let text = std::str::from_utf8(&description.result).unwrap_or("{}");
     let result = RawObject::parse(text).unwrap_or_default();
     let entry = match (description.era, &description.session) {
-        (Era::Legacy, Some(session)) => BackendSession {
-            name: name.to_owned(),
-            era: Some(BackendEra::Legacy),
-            upstream_session_id: session
-                .id
-                .as_ref()
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned),
-            version: Some(session.version.clone()),
-        },
+        (Era::Legacy, Some(session)) => {
+            scope.inner.upstream.attach(&target, &session.url);
+            BackendSession {
+                name: name.to_owned(),
+                era: Some(BackendEra::Legacy),
+                upstream_session_id: session
+                    .id
+                    .as_ref()
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned),
+                version: Some(session.version.clone()),
+                url: Some(session.url.as_str().to_owned()),
+            }
+        }
         _ => BackendSession {
             name: name.to_owned(),
             era: Some(BackendEra::Modern),
             upstream_session_id: None,
             version: Some(ProtocolVersion::LATEST.as_str().to_owned()),
+            url: None,
         },
     };
     Ok(Joined {
@@ -108,6 +113,7 @@ pub(crate) async fn initialize(
                     era: None,
                     upstream_session_id: None,
                     version: None,
+                    url: None,
                 });
             }
         }

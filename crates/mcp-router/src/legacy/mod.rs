@@ -12,7 +12,7 @@
 //! | list methods | fan-out and merge, as for modern clients |
 //! | `tools/call`, `prompts/get`, `resources/read`, `completion/complete`, `resources/subscribe`, `resources/unsubscribe` | routed to the owning backend |
 //! | `notifications/*` | accepted (202) |
-//! | DELETE | ends the session (then 404) |
+//! | DELETE | ends the session (then 404) and every upstream session no other session of the caller uses |
 //! | GET | 405: the gateway does not offer the optional server-to-client stream yet |
 //!
 //! Backends are reached through the caller's shared upstream session per backend; a backend that
@@ -97,7 +97,7 @@ pub(crate) async fn serve(
         }
     }
     match (&parts.method, env) {
-        (&HttpMethod::DELETE, _) => end_session(inner, session_id).await,
+        (&HttpMethod::DELETE, _) => end_session(inner, parts, &ctx, session_id).await,
         (&HttpMethod::POST, Some(env)) => {
             in_session(inner, parts, &ctx, &record, session_id, env).await
         }
@@ -175,22 +175,49 @@ fn empty_object() -> Box<RawValue> {
     RawValue::from_string("{}".to_owned()).unwrap_or_else(|_| RawValue::NULL.to_owned())
 }
 
-async fn end_session(inner: &Arc<RouterInner>, session_id: &str) -> Response<McpBody> {
-    match inner.sessions.remove(session_id).await {
-        Ok(_) => {
-            let mut res = Response::new(McpBody::default());
-            *res.status_mut() = StatusCode::OK;
-            res
-        }
+/// DELETE: ends the downstream session, and every upstream session no other downstream session
+/// of this caller still uses.
+async fn end_session(
+    inner: &Arc<RouterInner>,
+    parts: &Parts,
+    ctx: &RequestContext,
+    session_id: &str,
+) -> Response<McpBody> {
+    let record = match inner.sessions.remove(session_id).await {
+        Ok(record) => record,
         Err(e) => {
             tracing::warn!(error = %e, "session store failure on DELETE");
-            respond::error(
+            return respond::error(
                 StatusCode::SERVICE_UNAVAILABLE,
                 None,
                 &ErrorObject::internal("Session store unavailable"),
-            )
+            );
         }
+    };
+    if let Some(record) = record {
+        let caps = RawValue::from_string(record.client_capabilities.clone())
+            .unwrap_or_else(|_| empty_object());
+        let releases = record.backends.iter().filter_map(|entry| {
+            let url = url::Url::parse(entry.url.as_deref()?).ok()?;
+            let config = ctx.vhost.backends.get(&entry.name)?;
+            let caps = &caps;
+            Some(async move {
+                let target = crate::upstream::Target {
+                    name: &entry.name,
+                    config,
+                    downstream: &parts.headers,
+                    principal: &ctx.principal,
+                    client_caps: caps,
+                    meta: None,
+                };
+                inner.upstream.release(&target, &url).await;
+            })
+        });
+        futures_util::future::join_all(releases).await;
     }
+    let mut res = Response::new(McpBody::default());
+    *res.status_mut() = StatusCode::OK;
+    res
 }
 
 async fn in_session(
@@ -220,7 +247,7 @@ async fn in_session(
         .params()
         .and_then(|p| RawObject::from_raw(p).ok())
         .unwrap_or_default();
-    let meta = params.get_borrowed("_meta");
+    let meta = with_log_level(params.get_borrowed("_meta"), record.log_level.as_deref());
     params.remove("_meta");
     let caps = RawValue::from_string(record.client_capabilities.clone())
         .unwrap_or_else(|_| empty_object());
@@ -229,13 +256,13 @@ async fn in_session(
         ctx,
         headers: &parts.headers,
         client_caps: &caps,
-        meta,
+        meta: meta.as_deref(),
         era: Era::Legacy,
         session_id: Some(session_id),
     };
     match method {
         Method::Ping => respond::json(StatusCode::OK, encode_result(id, &empty_object())),
-        Method::LoggingSetLevel => set_level(inner, record, session_id, &params, id).await,
+        Method::LoggingSetLevel => set_level(&scope, record, session_id, &params, id).await,
         _ if method.kind() == MethodKind::List => match list::list(&scope, method, &params).await {
             Ok(result) => respond::json(StatusCode::OK, encode_result(id, &result.to_raw())),
             Err(error) => respond::error(StatusCode::OK, Some(id), &error),
@@ -309,23 +336,42 @@ async fn answer_backend(
     respond::accepted()
 }
 
+/// The session's `_meta` for upstream calls: the client's, plus the session's log level as the
+/// 2026-07-28 `logLevel` (modern backends need it on every request to send log messages; legacy
+/// backends never see `io.modelcontextprotocol/*` keys).
+fn with_log_level(meta: Option<&RawValue>, level: Option<&str>) -> Option<Box<RawValue>> {
+    let Some(level) = level else {
+        return meta.map(ToOwned::to_owned);
+    };
+    let mut obj = meta
+        .and_then(|m| RawObject::from_raw(m).ok())
+        .unwrap_or_default();
+    obj.set_str(LOG_LEVEL, level);
+    Some(obj.to_raw())
+}
+
+const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+const LEVELS: [&str; 8] = [
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+
+/// `logging/setLevel`: kept in the session (stamped on modern backends' requests) and sent to the
+/// legacy backends (their upstream session is shared by the caller's sessions, so the last level
+/// set wins there).
 async fn set_level(
-    inner: &Arc<RouterInner>,
+    scope: &Scope<'_>,
     record: &SessionRecord,
     session_id: &str,
     params: &RawObject<'_>,
     id: &RequestId,
 ) -> Response<McpBody> {
-    const LEVELS: [&str; 8] = [
-        "debug",
-        "info",
-        "notice",
-        "warning",
-        "error",
-        "critical",
-        "alert",
-        "emergency",
-    ];
     let Some(level) = params
         .get_str("level")
         .filter(|l| LEVELS.contains(&l.as_str()))
@@ -337,9 +383,33 @@ async fn set_level(
         );
     };
     let mut updated = record.clone();
-    updated.log_level = Some(level);
-    if let Err(e) = inner.sessions.update(session_id, updated).await {
+    updated.log_level = Some(level.clone());
+    if let Err(e) = scope.inner.sessions.update(session_id, updated).await {
         tracing::warn!(error = %e, "session store failure on setLevel");
     }
+    let legacy = record
+        .backends
+        .iter()
+        .filter(|b| b.era == Some(crate::session::BackendEra::Legacy))
+        .filter_map(|b| scope.ctx.vhost.backends.get_key_value(&b.name));
+    let sends = legacy.map(|(name, config)| {
+        let level = level.clone();
+        async move {
+            let target = scope.target(name, config);
+            let mut params = RawObject::new();
+            params.set_str("level", &level);
+            let call = crate::upstream::Call {
+                method: "logging/setLevel",
+                params,
+                name: None,
+                progress_token: None,
+                replay_safe: true,
+            };
+            if let Err(e) = crate::scope::final_response(scope, &target, &call, scope.fanout_deadline(config)).await {
+                tracing::debug!(backend = %name, reason = %e.reason(), "logging/setLevel not applied upstream");
+            }
+        }
+    });
+    futures_util::future::join_all(sends).await;
     respond::json(StatusCode::OK, encode_result(id, &empty_object()))
 }

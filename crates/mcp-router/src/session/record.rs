@@ -24,6 +24,9 @@ pub struct BackendSession {
     pub upstream_session_id: Option<String>,
     /// The protocol version negotiated with the backend (legacy backends).
     pub version: Option<String>,
+    /// The URL the upstream session lives at (the primary or a replica; legacy backends).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
 }
 
 impl BackendSession {

@@ -448,18 +448,54 @@ impl Upstream {
         }
     }
 
+    fn session_key(target: &Target<'_>, url: &Url) -> SessionKey {
+        SessionKey {
+            issuer: Arc::from(target.principal.issuer()),
+            subject: Arc::clone(target.principal.subject_arc()),
+            url: url.as_str().to_owned(),
+            capabilities: target.client_caps.get().to_owned(),
+        }
+    }
+
+    /// A downstream 2025 session starts using the caller's upstream session at `url`.
+    pub(crate) fn attach(&self, target: &Target<'_>, url: &Url) {
+        self.sessions.attach(&Self::session_key(target, url));
+    }
+
+    /// A downstream 2025 session that used the upstream session at `url` ended: when it was the
+    /// last one, the upstream session is ended too (HTTP DELETE, best effort).
+    pub(crate) async fn release(&self, target: &Target<'_>, url: &Url) {
+        let Some(session) = self.sessions.detach(&Self::session_key(target, url)) else {
+            return;
+        };
+        let Some(id) = &session.id else {
+            return;
+        };
+        let out = Outgoing {
+            url: &session.url,
+            body: Vec::new(),
+            mcp_headers: legacy_headers(&session),
+            forward_param_headers: false,
+        };
+        let mut request = request::build(out, target.downstream, &target.config.headers);
+        *request.method_mut() = http::Method::DELETE;
+        match transport::exchange(&self.http, request, Self::timeout(target)).await {
+            Ok(answer) => {
+                tracing::debug!(backend = target.name, status = %answer.status, session = ?id, "upstream session ended")
+            }
+            Err(e) => {
+                tracing::debug!(backend = target.name, error = %e, "could not end an upstream session")
+            }
+        }
+    }
+
     /// The caller's session with a legacy backend, initialising it on first use.
     pub(crate) async fn session(
         &self,
         target: &Target<'_>,
         url: &Url,
     ) -> Result<(SessionKeyHandle, Arc<LegacySession>), UpstreamError> {
-        let key = SessionKey {
-            issuer: Arc::from(target.principal.issuer()),
-            subject: Arc::clone(target.principal.subject_arc()),
-            url: url.as_str().to_owned(),
-            capabilities: target.client_caps.get().to_owned(),
-        };
+        let key = Self::session_key(target, url);
         let slot = self.sessions.slot(&key);
         let session = slot
             .get_or_try_init(|| async { self.initialize(target, url).await.map(Arc::new) })

@@ -36,6 +36,9 @@ type Slot = Arc<OnceCell<Arc<LegacySession>>>;
 #[derive(Debug)]
 pub(crate) struct SessionTable {
     slots: Mutex<HashMap<SessionKey, Slot>>,
+    /// How many downstream (2025) sessions use each upstream session: the last one to end
+    /// ends the upstream session too.
+    attached: Mutex<HashMap<SessionKey, usize>>,
     max: usize,
 }
 
@@ -43,6 +46,7 @@ impl SessionTable {
     pub(crate) fn new(max: usize) -> Self {
         Self {
             slots: Mutex::new(HashMap::new()),
+            attached: Mutex::new(HashMap::new()),
             max,
         }
     }
@@ -74,6 +78,27 @@ impl SessionTable {
         if same {
             slots.remove(key);
         }
+    }
+
+    /// One more downstream session uses `key`.
+    pub(crate) fn attach(&self, key: &SessionKey) {
+        let mut attached = self.attached.lock().unwrap_or_else(|p| p.into_inner());
+        *attached.entry(key.clone()).or_default() += 1;
+    }
+
+    /// One downstream session of `key` ended; returns the upstream session to end when it was
+    /// the last one (and forgets it).
+    pub(crate) fn detach(&self, key: &SessionKey) -> Option<Arc<LegacySession>> {
+        let mut attached = self.attached.lock().unwrap_or_else(|p| p.into_inner());
+        let count = attached.get_mut(key)?;
+        *count = count.saturating_sub(1);
+        if *count > 0 {
+            return None;
+        }
+        attached.remove(key);
+        drop(attached);
+        let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        slots.remove(key).and_then(|slot| slot.get().cloned())
     }
 
     #[cfg(test)]
@@ -123,5 +148,33 @@ mod tests {
         );
         table.forget(&key(9), &session);
         assert!(table.slot(&key(9)).get().is_none());
+    }
+
+    #[test]
+    fn the_last_detach_ends_the_upstream_session() {
+        let table = SessionTable::new(10);
+        let session = Arc::new(LegacySession {
+            url: url::Url::parse("http://b/mcp").expect("url"),
+            id: None,
+            version: "2025-11-25".into(),
+            initialize_result: Bytes::new(),
+        });
+        table
+            .slot(&key(1))
+            .set(Arc::clone(&session))
+            .expect("empty slot");
+        table.attach(&key(1));
+        table.attach(&key(1));
+        assert!(
+            table.detach(&key(1)).is_none(),
+            "another downstream session still uses it"
+        );
+        assert!(
+            table
+                .detach(&key(1))
+                .is_some_and(|s| Arc::ptr_eq(&s, &session))
+        );
+        assert!(table.slot(&key(1)).get().is_none(), "forgotten");
+        assert!(table.detach(&key(2)).is_none(), "never attached");
     }
 }

@@ -561,3 +561,48 @@ async fn a_legacy_backends_elicitation_requests_reach_a_legacy_client_and_the_an
     );
     client.cancel().await.expect("close");
 }
+
+#[tokio::test]
+async fn notifications_cancelled_stops_the_named_call_on_either_backend_era() {
+    let (alpha, beta, gw) = setup().await;
+    let session = initialize(&gw, "alice").await;
+    for (backend, tool) in [(&beta, "beta-slow"), (&alpha, "alpha-slow")] {
+        let id = if backend.name() == "beta" { 41 } else { 42 };
+        let call = post(
+            &gw,
+            "alice",
+            "vh",
+            Some(&session),
+            request(
+                id,
+                "tools/call",
+                json!({"name": tool, "arguments": {"steps": 50, "delay_ms": 100}}),
+            ),
+        );
+        let cancel = async {
+            assert!(
+                backend
+                    .wait_for_calls("slow", Duration::from_secs(5), |c| c.started >= 1)
+                    .await
+            );
+            let notification = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id, "reason": "user"}});
+            let reply = post(&gw, "alice", "vh", Some(&session), notification).await;
+            assert_eq!(reply.status, 202);
+        };
+        let started = std::time::Instant::now();
+        let (reply, ()) = tokio::join!(call, cancel);
+        assert!(
+            started.elapsed() < Duration::from_secs(4),
+            "the call ended long before its 5 s of work"
+        );
+        assert!(reply.status.is_success(), "{}", reply.status);
+        assert!(
+            backend
+                .wait_for_calls("slow", Duration::from_secs(5), |c| c.cancelled >= 1)
+                .await,
+            "{} was not cancelled: {:?}",
+            backend.name(),
+            backend.calls("slow")
+        );
+    }
+}

@@ -359,3 +359,79 @@ async fn a_tool_call_the_primary_may_have_run_is_not_replayed() {
     assert_eq!(text(&next.json()), "alpha: again");
     assert_eq!(replica.requests_for("tools/call").len(), 1);
 }
+
+#[tokio::test]
+async fn a_down_backend_is_listed_from_its_last_good_answer_until_it_is_too_old() {
+    let alpha = TestBackend::start(BackendSpec::modern("alpha").ttl_ms(5000)).await;
+    let beta = TestBackend::start(BackendSpec::legacy("beta")).await;
+    let router = McpRouter::builder()
+        .fanout_deadline(Duration::from_secs(5))
+        .stale_if_error(Duration::from_millis(500), 100)
+        .build();
+    let backends = json!({"alpha": {"url": alpha.url()}, "beta": {"url": beta.url()}});
+    let gw = Gateway::start_with(
+        &[(
+            "alice",
+            json!({"virtual_hosts": {"vh": {"backends": backends}}}),
+        )],
+        router,
+    )
+    .await;
+    let names = |result: &Value| -> Vec<String> {
+        result["tools"]
+            .as_array()
+            .map(|t| {
+                t.iter()
+                    .filter_map(|i| i["name"].as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+
+    let fresh = gw
+        .modern("alice", "vh", "tools/list", json!({}))
+        .await
+        .json()["result"]
+        .clone();
+    assert!(names(&fresh).contains(&"beta-echo".to_owned()));
+    beta.stop().await;
+
+    let stale = gw
+        .modern("alice", "vh", "tools/list", json!({}))
+        .await
+        .json()["result"]
+        .clone();
+    assert_eq!(
+        names(&stale),
+        names(&fresh),
+        "served from the last good answer"
+    );
+    let marker = &stale["_meta"]["mcp-gateway/degraded"];
+    assert_eq!(marker["stale"][0]["name"], "beta", "{marker}");
+    assert!(
+        marker["stale"][0]["age_ms"]
+            .as_u64()
+            .is_some_and(|age| age < 500)
+    );
+    assert_eq!(
+        stale["ttlMs"], 0,
+        "a stale answer must not be cached by the client"
+    );
+
+    // Past the staleness bound the backend is left out again.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let expired = gw
+        .modern("alice", "vh", "tools/list", json!({}))
+        .await
+        .json()["result"]
+        .clone();
+    assert!(
+        names(&expired).iter().all(|n| n.starts_with("alpha-")),
+        "{expired}"
+    );
+    assert_eq!(
+        expired["_meta"]["mcp-gateway/degraded"]["backends"][0]["name"],
+        "beta"
+    );
+    assert!(expired["_meta"]["mcp-gateway/degraded"]["stale"].is_null());
+}

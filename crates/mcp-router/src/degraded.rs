@@ -9,7 +9,9 @@
 //!
 //! `backends` lists backends that contributed nothing (unreachable, timed out, answered an error);
 //! `items` lists items left out (ambiguous public names, names too long or with invalid
-//! characters). The call itself still succeeds with what the other backends returned.
+//! characters); `stale` lists backends that failed and were answered from their last good result
+//! for the same caller (stale-if-error), with its age: `{"name": "weather", "age_ms": 1200}`. The
+//! call itself still succeeds with what the other backends returned.
 
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -26,6 +28,12 @@ pub(crate) struct BackendIssue {
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub(crate) struct StaleIssue {
+    pub(crate) name: String,
+    pub(crate) age_ms: u64,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub(crate) struct ItemIssue {
     pub(crate) name: String,
     pub(crate) reason: &'static str,
@@ -38,11 +46,21 @@ pub(crate) struct Degraded {
     pub(crate) backends: Vec<BackendIssue>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(crate) items: Vec<ItemIssue>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) stale: Vec<StaleIssue>,
 }
 
 impl Degraded {
     pub(crate) fn is_empty(&self) -> bool {
-        self.backends.is_empty() && self.items.is_empty()
+        self.backends.is_empty() && self.items.is_empty() && self.stale.is_empty()
+    }
+
+    /// A backend that failed and was answered from its last good result.
+    pub(crate) fn stale(&mut self, name: &str, age: std::time::Duration) {
+        self.stale.push(StaleIssue {
+            name: name.to_owned(),
+            age_ms: u64::try_from(age.as_millis()).unwrap_or(u64::MAX),
+        });
     }
 
     pub(crate) fn backend(&mut self, name: &str, reason: String) {

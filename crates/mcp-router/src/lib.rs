@@ -73,6 +73,7 @@ mod body;
 mod context;
 mod cursor;
 mod degraded;
+mod inflight;
 mod legacy;
 mod modern;
 pub mod naming;
@@ -83,6 +84,7 @@ mod router;
 mod scope;
 mod seal;
 pub mod session;
+mod tool_hints;
 mod upstream;
 
 pub use body::{BoxError, McpBody};

@@ -17,12 +17,15 @@ use serde_json::value::RawValue;
 use tower_service::Service;
 
 use crate::body::{BoxError, McpBody};
+use crate::inflight::InFlight;
 use crate::origin::OriginPolicy;
 use crate::pending::PendingRequests;
 use crate::seal::Sealer;
 use crate::session::{LocalSessionStore, SessionStore};
+use crate::tool_hints::ToolHintsTable;
 use crate::upstream::{Upstream, UpstreamOptions};
 use crate::{legacy, modern, respond};
+use mcp_fallback::StaleCache;
 
 /// Shared state of a router and all its clones.
 pub(crate) struct RouterInner {
@@ -38,6 +41,26 @@ pub(crate) struct RouterInner {
     pub(crate) sessions: Arc<dyn SessionStore>,
     pub(crate) pending: PendingRequests,
     pub(crate) max_open_share: f64,
+    pub(crate) inflight: InFlight,
+    pub(crate) hints: ToolHintsTable,
+    /// Last good list/discover answers per caller and backend, for stale-if-error.
+    pub(crate) stale: StaleCache<StaleKey, Box<RawValue>>,
+    pub(crate) stale_if_error: Duration,
+}
+
+/// (issuer, subject, virtual host, backend, method, cursor): a stale answer is only ever served
+/// to the caller it was fetched for.
+pub(crate) type StaleKey = (String, String, String, String, String, String);
+
+impl RouterInner {
+    /// The annotations a backend's `tools/list` gave a tool.
+    pub(crate) fn tool_hints(
+        &self,
+        config: &mcp_config_store::BackendConfig,
+        tool: &str,
+    ) -> mcp_fallback::ToolHints {
+        self.hints.get(config, tool)
+    }
 }
 
 /// The MCP endpoint: a leaf tower `Service` serving `/servers/{vhost}/mcp` behind the foundation
@@ -85,6 +108,8 @@ pub struct McpRouterBuilder {
     upstream: UpstreamOptions,
     sessions: Option<Arc<dyn SessionStore>>,
     max_open_share: f64,
+    stale_if_error: Duration,
+    stale_entries: usize,
 }
 
 impl std::fmt::Debug for McpRouterBuilder {
@@ -114,6 +139,8 @@ impl Default for McpRouterBuilder {
             upstream: UpstreamOptions::default(),
             sessions: None,
             max_open_share: 0.5,
+            stale_if_error: Duration::from_secs(60),
+            stale_entries: 10_000,
         }
     }
 }
@@ -199,6 +226,16 @@ impl McpRouterBuilder {
         self
     }
 
+    /// Stale-if-error: when a backend fails during a list or `server/discover`, its last good
+    /// answer to the same caller is used if it is younger than this (default 60 s; zero turns it
+    /// off), marked in `_meta["mcp-gateway/degraded"].stale`. At most `entries` answers are kept
+    /// (default 10,000).
+    pub fn stale_if_error(mut self, max_staleness: Duration, entries: usize) -> Self {
+        self.stale_if_error = max_staleness;
+        self.stale_entries = entries;
+        self
+    }
+
     /// Builds the router. Needs a tokio runtime when it serves, not when it is built.
     pub fn build(self) -> McpRouter {
         let info = serde_json::json!({ "name": self.name, "version": self.version });
@@ -220,6 +257,10 @@ impl McpRouterBuilder {
                     .unwrap_or_else(|| Arc::new(LocalSessionStore::default())),
                 pending: PendingRequests::new(Duration::from_secs(600), 100_000),
                 max_open_share: self.max_open_share,
+                inflight: InFlight::default(),
+                hints: ToolHintsTable::new(100_000),
+                stale: StaleCache::new(self.stale_entries),
+                stale_if_error: self.stale_if_error,
             }),
         }
     }

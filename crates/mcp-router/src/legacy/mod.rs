@@ -11,7 +11,8 @@
 //! | `logging/setLevel` | stored in the session, answered by the gateway |
 //! | list methods | fan-out and merge, as for modern clients |
 //! | `tools/call`, `prompts/get`, `resources/read`, `completion/complete`, `resources/subscribe`, `resources/unsubscribe` | routed to the owning backend |
-//! | `notifications/*` | accepted (202) |
+//! | `notifications/cancelled` | cancels the named call: its backend is told (legacy) or its upstream stream closed (modern), and no response follows |
+//! | other `notifications/*` | accepted (202) |
 //! | DELETE | ends the session (then 404) and every upstream session no other session of the caller uses |
 //! | GET | 405: the gateway does not offer the optional server-to-client stream yet |
 //!
@@ -30,6 +31,8 @@ use mcp_core::{
     RequestId, encode_result,
 };
 use serde_json::value::RawValue;
+
+use mcp_fallback::ToolHints;
 
 use crate::body::McpBody;
 use crate::context::{self, RequestContext};
@@ -231,8 +234,18 @@ async fn in_session(
     if matches!(env.kind(), MessageKind::Response | MessageKind::Error) {
         return answer_backend(inner, parts, ctx, record, session_id, env).await;
     }
+    if env.method() == Some("notifications/cancelled") {
+        let request_id = env
+            .params()
+            .and_then(|p| RawObject::from_raw(p).ok())
+            .and_then(|p| p.get("requestId").map(|id| id.get().to_owned()));
+        if let Some(request_id) = request_id {
+            inner.inflight.cancel(&(session_id.to_owned(), request_id));
+        }
+        return respond::accepted();
+    }
     let Some(id) = env.id() else {
-        // Notifications (initialized, cancelled, roots/list_changed) are accepted.
+        // Other notifications (initialized, roots/list_changed) are accepted.
         return respond::accepted();
     };
     let method_name = env.method().unwrap_or_default();
@@ -403,7 +416,7 @@ async fn set_level(
                 params,
                 name: None,
                 progress_token: None,
-                replay_safe: true,
+                hints: ToolHints::NONE,
             };
             if let Err(e) = crate::scope::final_response(scope, &target, &call, scope.fanout_deadline(config)).await {
                 tracing::debug!(backend = %name, reason = %e.reason(), "logging/setLevel not applied upstream");

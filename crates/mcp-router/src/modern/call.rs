@@ -32,6 +32,8 @@ use mcp_core::{
 use serde_json::value::RawValue;
 
 use super::request_state;
+use mcp_fallback::ToolHints;
+
 use crate::body::{self, McpBody};
 use crate::modern::list::ListShape;
 use crate::naming::{ItemKind, Namer, Resolution, Target as NameTarget};
@@ -272,7 +274,7 @@ async fn lists_item(
             params,
             name: None,
             progress_token: None,
-            replay_safe: true,
+            hints: ToolHints::NONE,
         };
         let Ok(message) =
             final_response(scope, &target, &call, scope.fanout_deadline(config)).await
@@ -352,6 +354,10 @@ struct Relay {
     answered: bool,
     /// The downstream 2025 session: backend requests are relayed to it instead of declined.
     downstream_session: Option<String>,
+    /// Signalled when a 2025 client cancels this call (`notifications/cancelled`).
+    cancel: Option<Arc<tokio::sync::Notify>>,
+    /// This call's entry in the in-flight table, removed on drop.
+    inflight_key: Option<(String, String)>,
 }
 
 enum Relayed {
@@ -378,13 +384,44 @@ async fn relay_call(
         params,
         name: Some(&routed.upstream),
         progress_token: progress.as_ref().map(|(t, _)| t.as_str()),
-        // A tool call may have side effects: it goes to a replica only when the primary provably
-        // never received it. Reads may always be retried elsewhere.
-        replay_safe: method != Method::ToolsCall,
+        // A tool call may have side effects: it goes to a replica after the primary might have
+        // run it only when its annotations say it is read-only or idempotent.
+        hints: inner.tool_hints(routed.config, &routed.upstream),
     };
-    let reply = match inner.upstream.send(&target, &call).await {
-        Ok(reply) => reply,
-        Err(e) => return backend_error(id, routed.backend, &e),
+    // A 2025 client may cancel the call (notifications/cancelled) before the backend even
+    // answers the request head: register first, and give up the send when it fires.
+    let registration = scope.session_id.map(|session| {
+        let key = (session.to_owned(), id.to_json().into_owned());
+        (inner.inflight.register(key.clone()), key)
+    });
+    let sending = inner.upstream.send(&target, &call);
+    let sent = match &registration {
+        Some((cancel, _)) => {
+            let notified = cancel.notified();
+            futures_util::pin_mut!(sending, notified);
+            match futures_util::future::select(sending, notified).await {
+                futures_util::future::Either::Left((sent, _)) => Some(sent),
+                futures_util::future::Either::Right(_) => None,
+            }
+        }
+        None => Some(sending.await),
+    };
+    let reply = match sent {
+        Some(Ok(reply)) => reply,
+        Some(Err(e)) => {
+            if let Some((_, key)) = &registration {
+                inner.inflight.remove(key);
+            }
+            return backend_error(id, routed.backend, &e);
+        }
+        None => {
+            // Dropping the send closed the upstream request: a modern backend takes that as
+            // cancellation; a legacy one had no upstream id yet to cancel.
+            if let Some((_, key)) = &registration {
+                inner.inflight.remove(key);
+            }
+            return respond::accepted();
+        }
     };
     let state_binding = scope
         .binding(&[routed.backend, method.as_str(), &routed.upstream])
@@ -416,11 +453,14 @@ async fn relay_call(
         done: false,
         answered: false,
         downstream_session: scope.session_id.map(str::to_owned),
+        cancel: registration.as_ref().map(|(cancel, _)| Arc::clone(cancel)),
+        inflight_key: registration.map(|(_, key)| key),
     };
     match relay.next().await {
         Some(Relayed::Final(bytes)) => respond::json(StatusCode::OK, bytes),
         Some(Relayed::Notification(first)) => respond::sse(stream_body(first, relay)),
-        None => respond::json(StatusCode::OK, Vec::new()),
+        // Cancelled by a 2025 client before anything arrived: no response is owed.
+        None => respond::accepted(),
     }
 }
 
@@ -510,9 +550,21 @@ fn event(message: &[u8]) -> Bytes {
 /// not a cancel (it may resume the stream), so that case is left to whoever serves 2025 clients.
 impl Drop for Relay {
     fn drop(&mut self) {
-        if self.answered || self.finish.era != Era::Modern {
-            return;
+        if let Some(key) = self.inflight_key.take() {
+            self.inner.inflight.remove(&key);
         }
+        if !self.answered && self.finish.era == Era::Modern {
+            self.cancel_upstream(
+                "cancelled by the gateway: its client went away or the call timed out",
+            );
+        }
+    }
+}
+
+impl Relay {
+    /// Tells a legacy backend that the call is cancelled (`notifications/cancelled` in its
+    /// session, in the background); a modern backend learns it from the closed stream.
+    fn cancel_upstream(&mut self, reason: &str) {
         let Some(session) = self.session.take() else {
             return;
         };
@@ -521,33 +573,45 @@ impl Drop for Relay {
         };
         let mut params = RawObject::new();
         params.set_json("requestId", &self.upstream_id);
-        params.set_str(
-            "reason",
-            "cancelled by the gateway: its client went away or the call timed out",
-        );
+        params.set_str("reason", reason);
         let message = encode_notification("notifications/cancelled", Some(&params.to_raw()));
         let inner = Arc::clone(&self.inner);
         let target = self.target.clone();
         runtime.spawn(async move {
-            if let Err(e) = inner
-                .upstream
-                .post_to_session(&target.target(), &session, message)
-                .await
-            {
+            if let Err(e) = inner.upstream.post_to_session(&target.target(), &session, message).await {
                 tracing::debug!(backend = %target.name, error = %e, "could not cancel a backend call");
             }
         });
     }
-}
 
-impl Relay {
+    /// The next upstream message, or `None` when the client cancelled the call.
+    async fn next_upstream(&mut self) -> Option<Option<Result<Bytes, UpstreamError>>> {
+        let Some(cancel) = self.cancel.clone() else {
+            return Some(self.messages.next().await);
+        };
+        let notified = cancel.notified();
+        let next = self.messages.next();
+        futures_util::pin_mut!(notified);
+        match futures_util::future::select(next, notified).await {
+            futures_util::future::Either::Left((message, _)) => Some(message),
+            futures_util::future::Either::Right(_) => None,
+        }
+    }
+
     /// The next message for the client; `None` after the final one.
     async fn next(&mut self) -> Option<Relayed> {
         if self.done {
             return None;
         }
         loop {
-            let message = match self.messages.next().await {
+            let Some(next) = self.next_upstream().await else {
+                // The 2025 client sent notifications/cancelled: no response is expected.
+                self.done = true;
+                self.answered = true;
+                self.cancel_upstream("cancelled by the client");
+                return None;
+            };
+            let message = match next {
                 Some(Ok(message)) => message,
                 Some(Err(e)) => return Some(self.fail(&e)),
                 None => {

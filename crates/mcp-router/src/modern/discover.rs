@@ -5,13 +5,15 @@
 //! notifications and subscriptions, it does not advertise `listChanged`/`subscribe`, and it does not
 //! advertise the tasks extension, which it does not route yet. Instructions of the backends are
 //! joined under a heading per backend. `ttlMs` is the smallest of the modern backends' (legacy
-//! backends contribute 0); `cacheScope` is `private`.
+//! backends contribute 0); `cacheScope` is `private`. A backend that fails is answered from its
+//! last good description for the same caller within the stale-if-error window (marked stale).
 
 use futures_util::future::join_all;
 use mcp_core::{Era, ProtocolVersion, RawObject};
 use serde_json::{Map, Value};
 
 use crate::degraded::{CACHE_SCOPE, Degraded, TtlMin, ttl_of};
+use crate::modern::list::stale_key;
 use crate::scope::{BackendFailure, Scope};
 
 const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
@@ -22,6 +24,8 @@ struct BackendInfo {
     capabilities: Value,
     instructions: Option<String>,
     ttl_ms: u64,
+    /// Set when this is the backend's last good answer (it failed just now).
+    stale_age: Option<std::time::Duration>,
 }
 
 async fn backend_info(
@@ -31,20 +35,45 @@ async fn backend_info(
 ) -> Result<BackendInfo, BackendFailure> {
     let target = scope.target(name, config);
     let deadline = scope.fanout_deadline(config);
-    let description = tokio::time::timeout(deadline, scope.inner.upstream.describe(&target))
+    let key = stale_key(scope, name, "server/discover", "");
+    let described = tokio::time::timeout(deadline, scope.inner.upstream.describe(&target))
         .await
-        .map_err(|_| BackendFailure::Deadline(deadline))?
-        .map_err(BackendFailure::Upstream)?;
-    let text = std::str::from_utf8(&description.result).unwrap_or("{}");
-    let result = RawObject::parse(text).unwrap_or_default();
+        .map_err(|_| BackendFailure::Deadline(deadline))
+        .and_then(|d| d.map_err(BackendFailure::Upstream));
+    let (raw, ttl_ms, stale_age) = match described {
+        Ok(description) => {
+            let raw = serde_json::value::RawValue::from_string(
+                String::from_utf8_lossy(&description.result).into_owned(),
+            )
+            .map_err(|_| {
+                BackendFailure::Upstream(crate::upstream::UpstreamError::Malformed(
+                    "result is not JSON",
+                ))
+            })?;
+            let result = RawObject::from_raw(&raw).unwrap_or_default();
+            // Legacy backends send no cache hints: they count as 0.
+            let ttl = match description.era {
+                Era::Modern => ttl_of(&result),
+                Era::Legacy => 0,
+            };
+            if !scope.inner.stale_if_error.is_zero() {
+                scope.inner.stale.insert(key, raw.clone());
+            }
+            (raw, ttl, None)
+        }
+        Err(failure) => match scope.inner.stale.get(&key, scope.inner.stale_if_error) {
+            Some(stale) if !scope.inner.stale_if_error.is_zero() => {
+                (stale.value, 0, Some(stale.age))
+            }
+            _ => return Err(failure),
+        },
+    };
+    let result = RawObject::from_raw(&raw).unwrap_or_default();
     Ok(BackendInfo {
         capabilities: result.get_as("capabilities").unwrap_or(Value::Null),
         instructions: result.get_str("instructions"),
-        // Legacy backends send no cache hints: they count as 0.
-        ttl_ms: match description.era {
-            Era::Modern => ttl_of(&result),
-            Era::Legacy => 0,
-        },
+        ttl_ms,
+        stale_age,
     })
 }
 
@@ -72,6 +101,9 @@ pub(crate) async fn discover(scope: &Scope<'_>) -> RawObject<'static> {
                     instructions.push(format!("## {name}\n{text}"));
                 }
                 ttl.add(info.ttl_ms);
+                if let Some(age) = info.stale_age {
+                    degraded.stale(name, age);
+                }
             }
             Err(failure) => degraded.backend(name, failure.reason()),
         }

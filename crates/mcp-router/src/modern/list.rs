@@ -15,6 +15,8 @@ use futures_util::future::join_all;
 use mcp_core::{ErrorObject, Method, RawObject};
 use serde_json::value::RawValue;
 
+use mcp_fallback::ToolHints;
+
 use crate::cursor::MergedCursor;
 use crate::degraded::{CACHE_SCOPE, Degraded, TtlMin, ttl_of};
 use crate::naming::{ItemKind, check_public_name};
@@ -57,6 +59,8 @@ struct Page {
     items: Vec<Box<RawValue>>,
     next_cursor: Option<String>,
     ttl_ms: u64,
+    /// Set when the page is the backend's last good answer (it failed just now).
+    stale_age: Option<std::time::Duration>,
 }
 
 async fn fetch_page(
@@ -84,17 +88,60 @@ async fn fetch_page(
         params,
         name: None,
         progress_token: None,
-        replay_safe: true,
+        hints: ToolHints::NONE,
     };
-    let message = final_response(scope, &target, &call, scope.fanout_deadline(config)).await?;
-    let result = result_of(&message)?;
+    let key = stale_key(scope, backend, method.as_str(), cursor.unwrap_or_default());
+    let fetched = async {
+        let message = final_response(scope, &target, &call, scope.fanout_deadline(config)).await?;
+        let result = result_of(&message)?;
+        let raw = result.to_raw();
+        Ok::<_, BackendFailure>(raw)
+    }
+    .await;
+    let (raw, stale_age) = match fetched {
+        Ok(raw) => {
+            if !scope.inner.stale_if_error.is_zero() {
+                scope.inner.stale.insert(key, raw.clone());
+            }
+            (raw, None)
+        }
+        Err(failure) => match scope.inner.stale.get(&key, scope.inner.stale_if_error) {
+            // Stale-if-error: the caller's last good page of this backend, marked degraded.
+            Some(stale) if !scope.inner.stale_if_error.is_zero() => (stale.value, Some(stale.age)),
+            _ => return Err(failure),
+        },
+    };
+    let result = RawObject::from_raw(&raw).unwrap_or_default();
     let items: Vec<Box<RawValue>> = result.get_as(shape.items_key).unwrap_or_default();
     Ok(Page {
         backend: backend.to_owned(),
         items,
         next_cursor: result.get_str("nextCursor"),
-        ttl_ms: ttl_of(&result),
+        // A stale page must not be cached further by the client.
+        ttl_ms: if stale_age.is_some() {
+            0
+        } else {
+            ttl_of(&result)
+        },
+        stale_age,
     })
+}
+
+/// The stale-if-error key of one backend answer to this caller.
+pub(crate) fn stale_key(
+    scope: &Scope<'_>,
+    backend: &str,
+    method: &str,
+    cursor: &str,
+) -> crate::router::StaleKey {
+    (
+        scope.ctx.principal.issuer().to_owned(),
+        scope.ctx.principal.subject().to_owned(),
+        scope.ctx.vhost_id.as_str().to_owned(),
+        backend.to_owned(),
+        method.to_owned(),
+        cursor.to_owned(),
+    )
 }
 
 /// Answers a list method: the merged result, or `-32602` for a cursor this caller did not get.
@@ -138,6 +185,9 @@ pub(crate) async fn list(
         match page {
             Ok(page) => {
                 ttl.add(page.ttl_ms);
+                if let Some(age) = page.stale_age {
+                    degraded.stale(&page.backend, age);
+                }
                 if let Some(cursor) = &page.next_cursor {
                     next.pending.push((page.backend.clone(), cursor.clone()));
                 }
@@ -210,6 +260,14 @@ fn rename_items(
         let Some(upstream) = item.get_str(shape.name_key) else {
             continue;
         };
+        if shape.kind == ItemKind::Tool
+            && let Some(config) = scope.ctx.vhost.backends.get(&page.backend)
+        {
+            scope
+                .inner
+                .hints
+                .remember(config, &upstream, ToolHints::from_tool_json(&raw));
+        }
         if shape.kind == ItemKind::Tool && allowed.is_some_and(|list| !list.contains(&upstream)) {
             continue;
         }

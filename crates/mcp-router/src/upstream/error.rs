@@ -35,6 +35,15 @@ pub enum UpstreamError {
 }
 
 impl UpstreamError {
+    /// The fallback classification of this failure.
+    pub fn failure_kind(&self) -> mcp_fallback::FailureKind {
+        if self.never_sent() {
+            mcp_fallback::FailureKind::NeverSent
+        } else {
+            mcp_fallback::FailureKind::MaybeReceived
+        }
+    }
+
     /// Whether the backend provably never received the request (safe to retry anywhere).
     pub fn never_sent(&self) -> bool {
         matches!(

@@ -22,6 +22,7 @@ use mcp_core::headers::{
     MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, encode_header_value,
 };
 use mcp_core::{Envelope, Era, MessageKind, Principal, ProtocolVersion, RawObject, RequestId};
+use mcp_fallback::{ToolHints, may_replay};
 use serde_json::value::RawValue;
 use tokio::sync::OnceCell;
 use url::Url;
@@ -85,10 +86,9 @@ pub(crate) struct Call<'a> {
     pub(crate) name: Option<&'a str>,
     /// The gateway's progress token for this call, when the client asked for progress.
     pub(crate) progress_token: Option<&'a str>,
-    /// Whether the call may be sent to a replica after the primary might have received it (reads,
-    /// and tools annotated read-only or idempotent). Calls that the primary provably never got
-    /// (connect failure, open breaker) go to a replica regardless.
-    pub(crate) replay_safe: bool,
+    /// The tool's `readOnlyHint`/`idempotentHint` (for `tools/call`): whether it may be sent to a
+    /// replica after the primary might have received it (`mcp_fallback::may_replay`).
+    pub(crate) hints: ToolHints,
 }
 
 /// What a backend answered to one request.
@@ -243,9 +243,10 @@ impl Upstream {
         call: &Call<'_>,
     ) -> Result<Reply, UpstreamError> {
         let mut first_error: Option<UpstreamError> = None;
+        let mut latest_error: Option<UpstreamError> = None;
         for url in Self::urls(target)? {
-            if let Some(e) = &first_error
-                && !(e.never_sent() || call.replay_safe)
+            if let Some(e) = &latest_error
+                && !may_replay(call.method, call.hints, e.failure_kind())
             {
                 break;
             }
@@ -253,7 +254,8 @@ impl Upstream {
                 Ok(reply) => return Ok(reply),
                 Err(e) => {
                     tracing::debug!(backend = target.name, error = %e, "backend URL failed");
-                    first_error.get_or_insert(e);
+                    first_error.get_or_insert_with(|| e.clone());
+                    latest_error = Some(e);
                 }
             }
         }
@@ -608,7 +610,7 @@ impl Upstream {
                     params: RawObject::new(),
                     name: None,
                     progress_token: None,
-                    replay_safe: true,
+                    hints: ToolHints::NONE,
                 };
                 let reply = self.send_modern(target, url, &call).await?;
                 let result = final_result(reply).await?;

@@ -229,19 +229,21 @@ async fn sessions_are_bound_to_principal_and_virtual_host_and_end_with_delete() 
     assert_eq!(bad_version.status, 400);
     assert_eq!(bad_version.json()["error"]["code"], -32022);
 
-    let get = gw
-        .raw(
-            "alice",
-            "vh",
-            "GET",
-            &[
-                ("accept", "text/event-stream"),
-                ("mcp-session-id", &session),
-            ],
-            "",
-        )
-        .await;
-    assert_eq!(get.status, 405);
+    let get = support::open_stream(
+        gw.addr,
+        "GET",
+        "/servers/vh/mcp",
+        &[
+            ("authorization", &support::gateway::bearer("bob")),
+            ("accept", "text/event-stream"),
+            ("mcp-session-id", &session),
+        ],
+    )
+    .await;
+    assert_eq!(
+        get.status, 404,
+        "another principal cannot open the session's stream either"
+    );
 
     let delete = gw
         .raw("alice", "vh", "DELETE", &[("mcp-session-id", &session)], "")
@@ -605,4 +607,77 @@ async fn notifications_cancelled_stops_the_named_call_on_either_backend_era() {
             backend.calls("slow")
         );
     }
+}
+
+#[tokio::test]
+async fn the_get_stream_merges_backend_messages_with_event_ids_and_resumes() {
+    let (_alpha, _beta, gw) = setup().await;
+    let session = initialize(&gw, "alice").await;
+    let auth = support::gateway::bearer("alice");
+    let headers = [
+        ("authorization", auth.as_str()),
+        ("accept", "text/event-stream"),
+        ("mcp-session-id", session.as_str()),
+    ];
+    let mut stream = support::open_stream(gw.addr, "GET", "/servers/vh/mcp", &headers).await;
+    assert_eq!(stream.status, 200);
+    let priming = stream
+        .next_event(Duration::from_secs(5))
+        .await
+        .expect("priming event");
+    assert_eq!(
+        priming.data, "",
+        "2025-11-25 streams start with a priming event"
+    );
+    let primed_id = priming.id.expect("the priming event has an id");
+
+    // beta (legacy) logs on its session's GET stream while `slow` runs.
+    let call = post(
+        &gw,
+        "alice",
+        "vh",
+        Some(&session),
+        request(
+            1,
+            "tools/call",
+            json!({"name": "beta-slow", "arguments": {"steps": 2, "delay_ms": 50}}),
+        ),
+    )
+    .await;
+    assert_eq!(call.status, 200);
+    let mut logs = Vec::new();
+    while logs.len() < 2 {
+        let event = stream
+            .next_event(Duration::from_secs(5))
+            .await
+            .expect("log events on the GET stream");
+        let message: Value = serde_json::from_str(&event.data).expect("JSON message");
+        if message["method"] == "notifications/message" {
+            logs.push((event.id.expect("event id"), message));
+        }
+    }
+    assert!(
+        logs[0].0.parse::<u64>().expect("numeric id")
+            > primed_id.parse::<u64>().expect("numeric id")
+    );
+    drop(stream);
+
+    // Reconnecting after the first log replays the second.
+    let resume_headers = [
+        ("authorization", auth.as_str()),
+        ("accept", "text/event-stream"),
+        ("mcp-session-id", session.as_str()),
+        ("last-event-id", logs[0].0.as_str()),
+    ];
+    let mut resumed =
+        support::open_stream(gw.addr, "GET", "/servers/vh/mcp", &resume_headers).await;
+    let replayed = resumed
+        .next_event(Duration::from_secs(5))
+        .await
+        .expect("replayed event");
+    assert_eq!(replayed.id.as_deref(), Some(logs[1].0.as_str()));
+    assert_eq!(
+        serde_json::from_str::<Value>(&replayed.data).expect("JSON"),
+        logs[1].1
+    );
 }

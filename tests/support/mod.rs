@@ -83,7 +83,10 @@ impl Reply {
             .filter_map(|event| {
                 let data: Vec<&str> = event
                     .lines()
-                    .filter_map(|l| l.strip_prefix("data:").map(|d| d.strip_prefix(' ').unwrap_or(d)))
+                    .filter_map(|l| {
+                        l.strip_prefix("data:")
+                            .map(|d| d.strip_prefix(' ').unwrap_or(d))
+                    })
                     .collect();
                 (!data.is_empty()).then(|| data.join("\n"))
             })
@@ -136,4 +139,58 @@ pub fn now() -> u64 {
         .duration_since(UNIX_EPOCH)
         .expect("clock after 1970")
         .as_secs()
+}
+
+/// An open SSE response, read event by event.
+pub struct EventStream {
+    pub status: StatusCode,
+    body: Incoming,
+    decoder: mcp_core::sse::SseDecoder,
+}
+
+impl EventStream {
+    /// The next event (priming events included, as `data == ""`), or `None` when the stream ends
+    /// or nothing arrives within `wait`.
+    pub async fn next_event(&mut self, wait: Duration) -> Option<mcp_core::sse::SseEvent> {
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            if let Some(event) = self.decoder.next_event().expect("valid SSE") {
+                return Some(event);
+            }
+            let frame = tokio::time::timeout_at(deadline, self.body.frame())
+                .await
+                .ok()??;
+            if let Ok(data) = frame.expect("body frame").into_data() {
+                self.decoder.push(&data).expect("SSE push");
+            }
+        }
+    }
+}
+
+/// Opens a request whose answer is an SSE stream and returns it unread.
+pub async fn open_stream(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> EventStream {
+    let client: Client<HttpConnector, Full<Bytes>> =
+        Client::builder(TokioExecutor::new()).build_http();
+    let mut req = Request::builder()
+        .method(method)
+        .uri(format!("http://{addr}{path}"));
+    for (name, value) in headers {
+        req = req.header(*name, *value);
+    }
+    let req = req.body(Full::new(Bytes::new())).expect("request");
+    let res = tokio::time::timeout(Duration::from_secs(10), client.request(req))
+        .await
+        .expect("no answer within 10 s")
+        .expect("request failed");
+    let (parts, body) = res.into_parts();
+    EventStream {
+        status: parts.status,
+        body,
+        decoder: mcp_core::sse::SseDecoder::new(),
+    }
 }

@@ -79,6 +79,7 @@ mod modern;
 pub mod naming;
 mod origin;
 mod pending;
+mod replay;
 mod respond;
 mod router;
 mod scope;

@@ -20,6 +20,7 @@ use crate::body::{BoxError, McpBody};
 use crate::inflight::InFlight;
 use crate::origin::OriginPolicy;
 use crate::pending::PendingRequests;
+use crate::replay::ReplayBuffers;
 use crate::seal::Sealer;
 use crate::session::{LocalSessionStore, SessionStore};
 use crate::tool_hints::ToolHintsTable;
@@ -46,6 +47,7 @@ pub(crate) struct RouterInner {
     /// Last good list/discover answers per caller and backend, for stale-if-error.
     pub(crate) stale: StaleCache<StaleKey, Box<RawValue>>,
     pub(crate) stale_if_error: Duration,
+    pub(crate) replay: ReplayBuffers,
 }
 
 /// (issuer, subject, virtual host, backend, method, cursor): a stale answer is only ever served
@@ -261,6 +263,7 @@ impl McpRouterBuilder {
                 hints: ToolHintsTable::new(100_000),
                 stale: StaleCache::new(self.stale_entries),
                 stale_if_error: self.stale_if_error,
+                replay: ReplayBuffers::new(10_000),
             }),
         }
     }

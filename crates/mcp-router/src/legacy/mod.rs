@@ -14,12 +14,13 @@
 //! | `notifications/cancelled` | cancels the named call: its backend is told (legacy) or its upstream stream closed (modern), and no response follows |
 //! | other `notifications/*` | accepted (202) |
 //! | DELETE | ends the session (then 404) and every upstream session no other session of the caller uses |
-//! | GET | 405: the gateway does not offer the optional server-to-client stream yet |
+//! | GET | the server-to-client stream: see [`stream`] |
 //!
 //! Backends are reached through the caller's shared upstream session per backend; a backend that
 //! forgot its session (404) is re-initialised once and the call retried, transparently.
 
 mod initialize;
+mod stream;
 
 use std::sync::Arc;
 
@@ -104,9 +105,8 @@ pub(crate) async fn serve(
         (&HttpMethod::POST, Some(env)) => {
             in_session(inner, parts, &ctx, &record, session_id, env).await
         }
-        _ => respond::method_not_allowed(
-            "The gateway does not offer a server-to-client GET stream yet",
-        ),
+        (&HttpMethod::GET, _) => stream::get_stream(inner, parts, &ctx, &record, session_id).await,
+        _ => respond::method_not_allowed("POST, GET and DELETE are served for 2025 sessions"),
     }
 }
 
@@ -197,6 +197,7 @@ async fn end_session(
             );
         }
     };
+    inner.replay.forget(session_id);
     if let Some(record) = record {
         let caps = RawValue::from_string(record.client_capabilities.clone())
             .unwrap_or_else(|_| empty_object());

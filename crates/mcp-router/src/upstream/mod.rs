@@ -3,6 +3,7 @@
 //! JSON-RPC request to a backend in that backend's era.
 
 mod error;
+mod get_stream;
 mod meta;
 mod request;
 mod session;
@@ -125,6 +126,7 @@ pub(crate) struct Upstream {
     ids: AtomicU64,
     client_info: Box<RawValue>,
     breakers: BreakerRegistry,
+    hubs: get_stream::Hubs,
     /// Merged breaker config per backend, so overrides are not re-merged on every call.
     breaker_configs: Mutex<HashMap<String, MergedBreakerConfig>>,
 }
@@ -149,6 +151,7 @@ impl Upstream {
             ids: AtomicU64::new(1),
             client_info,
             breakers: BreakerRegistry::new(),
+            hubs: get_stream::Hubs::default(),
             breaker_configs: Mutex::new(HashMap::new()),
         }
     }
@@ -491,6 +494,30 @@ impl Upstream {
         }
     }
 
+    /// Listens to the GET stream of the caller's upstream session with a legacy backend (shared
+    /// with every other listener of that session). `None` when the session cannot be had.
+    pub(crate) async fn listen(
+        &self,
+        target: &Target<'_>,
+        url: &Url,
+    ) -> Option<(
+        Arc<get_stream::Hub>,
+        tokio::sync::broadcast::Receiver<Bytes>,
+        Arc<LegacySession>,
+    )> {
+        let (_, session) = self.session(target, url).await.ok()?;
+        let hub = self.hubs.hub(get_stream::Opening {
+            client: self.http.clone(),
+            session: Arc::clone(&session),
+            downstream: target.downstream.clone(),
+            policy: target.config.headers.clone(),
+            timeout: Self::timeout(target),
+            backend: target.name.to_owned(),
+        });
+        let receiver = hub.subscribe();
+        Some((hub, receiver, session))
+    }
+
     /// The caller's session with a legacy backend, initialising it on first use.
     pub(crate) async fn session(
         &self,
@@ -743,7 +770,7 @@ fn modern_headers(method: &str, name: Option<&str>) -> Vec<(HeaderName, HeaderVa
     headers
 }
 
-fn legacy_headers(session: &LegacySession) -> Vec<(HeaderName, HeaderValue)> {
+pub(crate) fn legacy_headers(session: &LegacySession) -> Vec<(HeaderName, HeaderValue)> {
     let mut headers = Vec::new();
     if let Some(id) = &session.id {
         headers.push((MCP_SESSION_ID, id.clone()));

@@ -83,6 +83,17 @@ pub(crate) async fn exchange(
     request: Request<Full<Bytes>>,
     timeout: Duration,
 ) -> Result<Answer, UpstreamError> {
+    exchange_with(client, request, timeout, Some(timeout)).await
+}
+
+/// Like [`exchange`], with a separate bound on the gap between stream events (`None`: a
+/// long-lived stream that may idle, such as a session's GET stream).
+pub(crate) async fn exchange_with(
+    client: &HttpClient,
+    request: Request<Full<Bytes>>,
+    timeout: Duration,
+    event_gap: Option<Duration>,
+) -> Result<Answer, UpstreamError> {
     let response = tokio::time::timeout(timeout, client.request(request))
         .await
         .map_err(|_| UpstreamError::Timeout(timeout))?
@@ -93,7 +104,7 @@ pub(crate) async fn exchange(
     let (parts, body) = response.into_parts();
     let messages = match content_kind(&parts.headers) {
         _ if parts.status == StatusCode::ACCEPTED => empty(),
-        ContentKind::EventStream => sse_messages(body, timeout),
+        ContentKind::EventStream => sse_messages(body, event_gap),
         ContentKind::Json | ContentKind::Other => json_message(body, timeout),
     };
     Ok(Answer {
@@ -142,15 +153,15 @@ fn json_message(body: Incoming, timeout: Duration) -> MessageStream {
 struct SseState {
     body: Incoming,
     decoder: SseDecoder,
-    timeout: Duration,
+    event_gap: Option<Duration>,
     done: bool,
 }
 
-fn sse_messages(body: Incoming, timeout: Duration) -> MessageStream {
+fn sse_messages(body: Incoming, event_gap: Option<Duration>) -> MessageStream {
     let state = SseState {
         body,
         decoder: SseDecoder::with_max_event_size(MAX_MESSAGE_BYTES),
-        timeout,
+        event_gap,
         done: false,
     };
     Box::pin(futures_util::stream::unfold(state, |mut st| async move {
@@ -167,10 +178,16 @@ fn sse_messages(body: Incoming, timeout: Duration) -> MessageStream {
                     return Some((Err(UpstreamError::Malformed("invalid SSE stream")), st));
                 }
             }
-            match tokio::time::timeout(st.timeout, st.body.frame()).await {
-                Err(_) => {
+            let frame = match st.event_gap {
+                Some(gap) => tokio::time::timeout(gap, st.body.frame())
+                    .await
+                    .map_err(|_| gap),
+                None => Ok(st.body.frame().await),
+            };
+            match frame {
+                Err(gap) => {
                     st.done = true;
-                    return Some((Err(UpstreamError::Timeout(st.timeout)), st));
+                    return Some((Err(UpstreamError::Timeout(gap)), st));
                 }
                 Ok(None) => return None,
                 Ok(Some(Err(_))) => {

@@ -1,0 +1,183 @@
+//! GET on a 2025 session: one SSE stream that merges the GET streams of the caller's upstream
+//! sessions with legacy backends.
+//!
+//! Backend notifications come through (`notifications/*/list_changed`, `notifications/message`,
+//! `notifications/progress`), `notifications/resources/updated` with its URI made public, and
+//! backend requests (`roots/list`, `sampling/createMessage`, `elicitation/create`, `ping`) under
+//! gateway ids that lead the client's answers back. Every event carries a gateway event id; a
+//! 2025-11-25 client first gets a priming event, and a client reconnecting with `Last-Event-ID`
+//! first gets the events it missed (the last 256 per session). Modern backends' list changes are
+//! not relayed on this stream yet.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use http::Response;
+use http::request::Parts;
+use mcp_config_store::VirtualHostConfig;
+use mcp_core::sse::SseEvent;
+use mcp_core::{Envelope, MessageKind, RawObject, encode_notification};
+use serde_json::value::RawValue;
+
+use crate::body::{self, McpBody};
+use crate::context::RequestContext;
+use crate::naming::{ItemKind, Namer};
+use crate::respond;
+use crate::router::RouterInner;
+use crate::session::{BackendEra, SessionRecord};
+use crate::upstream::{LegacySession, Target};
+
+/// One upstream source: the backend's name, its session, and the broadcast it listens to.
+struct Source {
+    backend: String,
+    session: Arc<LegacySession>,
+    receiver: tokio::sync::broadcast::Receiver<Bytes>,
+}
+
+pub(crate) async fn get_stream(
+    inner: &Arc<RouterInner>,
+    parts: &Parts,
+    ctx: &RequestContext,
+    record: &SessionRecord,
+    session_id: &str,
+) -> Response<McpBody> {
+    let caps = RawValue::from_string(record.client_capabilities.clone())
+        .unwrap_or_else(|_| RawValue::NULL.to_owned());
+    let mut hubs = Vec::new();
+    let mut sources = Vec::new();
+    for entry in record
+        .backends
+        .iter()
+        .filter(|b| b.era == Some(BackendEra::Legacy))
+    {
+        let (Some(url), Some(config)) = (
+            entry.url.as_deref().and_then(|u| url::Url::parse(u).ok()),
+            ctx.vhost.backends.get(&entry.name),
+        ) else {
+            continue;
+        };
+        let target = Target {
+            name: &entry.name,
+            config,
+            downstream: &parts.headers,
+            principal: &ctx.principal,
+            client_caps: &caps,
+            meta: None,
+        };
+        if let Some((hub, receiver, session)) = inner.upstream.listen(&target, &url).await {
+            hubs.push(hub);
+            sources.push(Source {
+                backend: entry.name.clone(),
+                session,
+                receiver,
+            });
+        }
+    }
+    let merged = futures_util::stream::select_all(sources.into_iter().map(|source| {
+        Box::pin(futures_util::stream::unfold(source, |mut source| async move {
+            loop {
+                match source.receiver.recv().await {
+                    Ok(message) => {
+                        let backend = source.backend.clone();
+                        let session = Arc::clone(&source.session);
+                        return Some(((backend, session, message), source));
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(missed)) => {
+                        tracing::warn!(backend = %source.backend, missed, "slow GET stream listener missed messages");
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
+                }
+            }
+        }))
+    }));
+    let inner_for_stream = Arc::clone(inner);
+    let vhost = Arc::clone(&ctx.vhost);
+    let session = session_id.to_owned();
+    let live = merged.filter_map(move |(backend, upstream_session, message)| {
+        let inner = Arc::clone(&inner_for_stream);
+        let vhost = Arc::clone(&vhost);
+        let session = session.clone();
+        async move {
+            let message = translate(
+                &inner,
+                &vhost,
+                &session,
+                &backend,
+                upstream_session,
+                &message,
+            )?;
+            let id = inner.replay.record(&session, Bytes::from(message.clone()));
+            // The hubs stay alive as long as this stream does.
+            Some(
+                SseEvent::message(String::from_utf8_lossy(&message))
+                    .with_id(id.to_string())
+                    .encode(),
+            )
+        }
+    });
+    let mut opening: Vec<Bytes> = Vec::new();
+    let last_event_id = parts
+        .headers
+        .get(mcp_core::headers::LAST_EVENT_ID)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if let Some(last) = last_event_id {
+        for (id, message) in inner.replay.since(session_id, last) {
+            opening.push(
+                SseEvent::message(String::from_utf8_lossy(&message))
+                    .with_id(id.to_string())
+                    .encode(),
+            );
+        }
+    } else if record.protocol_version.as_str() >= "2025-11-25" {
+        // 2025-11-25: a priming event (an id, no data) so the client can resume from the start.
+        let id = inner.replay.next_id(session_id);
+        opening.push(Bytes::from(format!("id: {id}\ndata: \n\n")));
+    }
+    let keep = futures_util::stream::iter(opening)
+        .chain(live)
+        .map(move |chunk| {
+            let _alive = &hubs;
+            chunk
+        });
+    respond::sse(body::streaming(keep))
+}
+
+/// A backend's GET-stream message as the client sees it; `None` to drop it.
+fn translate(
+    inner: &RouterInner,
+    vhost: &VirtualHostConfig,
+    session: &str,
+    backend: &str,
+    upstream_session: Arc<LegacySession>,
+    message: &[u8],
+) -> Option<Vec<u8>> {
+    let env = Envelope::parse(message).ok()?;
+    match env.kind() {
+        MessageKind::Request => {
+            let upstream_id = env.id()?.clone();
+            let mut request = RawObject::parse(std::str::from_utf8(message).ok()?).ok()?;
+            let id = inner
+                .pending
+                .register(session, backend, upstream_id, upstream_session);
+            request.set_str("id", &id);
+            Some(request.to_json().into_bytes())
+        }
+        MessageKind::Notification if env.method() == Some("notifications/resources/updated") => {
+            let mut params = RawObject::from_raw(env.params()?).ok()?;
+            let uri = params.get_str("uri")?;
+            let public = Namer::new(vhost)
+                .public(backend, &uri, ItemKind::Resource)
+                .into_owned();
+            params.set_str("uri", &public);
+            Some(encode_notification(
+                "notifications/resources/updated",
+                Some(&params.to_raw()),
+            ))
+        }
+        MessageKind::Notification => Some(message.to_vec()),
+        // Responses only appear on resumed POST streams, never here.
+        MessageKind::Response | MessageKind::Error => None,
+    }
+}

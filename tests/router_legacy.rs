@@ -681,3 +681,44 @@ async fn the_get_stream_merges_backend_messages_with_event_ids_and_resumes() {
         logs[1].1
     );
 }
+
+#[tokio::test]
+async fn a_modern_backends_input_required_becomes_real_requests_for_a_legacy_client() {
+    let (alpha, _beta, gw) = setup().await;
+    let config =
+        StreamableHttpClientTransportConfig::with_uri(format!("http://{}/servers/vh/mcp", gw.addr))
+            .auth_header(token("alice"));
+    let client = tokio::time::timeout(
+        Duration::from_secs(10),
+        Elicitor.serve_with_lifecycle(
+            StreamableHttpClientTransport::from_config(config),
+            ClientLifecycleMode::Initialize,
+        ),
+    )
+    .await
+    .expect("connects within 10 s")
+    .expect("initializes");
+    let result = tokio::time::timeout(
+        Duration::from_secs(10),
+        client.call_tool(CallToolRequestParams::new("alpha-ask")),
+    )
+    .await
+    .expect("answered within 10 s")
+    .expect("tools/call");
+    let text = result
+        .content
+        .first()
+        .and_then(|c| c.as_text())
+        .map(|t| t.text.clone());
+    assert_eq!(
+        text.as_deref(),
+        Some("alpha: Ferris likes orange"),
+        "{result:?}"
+    );
+    // The modern backend saw three rounds: the call, then two retries carrying inputResponses.
+    let calls = alpha.requests_for("tools/call");
+    assert_eq!(calls.len(), 3);
+    assert!(calls[1].json().expect("json")["params"]["inputResponses"]["name"].is_object());
+    assert!(calls[2].json().expect("json")["params"]["inputResponses"]["color"].is_object());
+    client.cancel().await.expect("close");
+}

@@ -11,22 +11,36 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use bytes::Bytes;
 use mcp_core::RequestId;
 use tokio::time::Instant;
 
 use crate::upstream::LegacySession;
 
+/// Where a client's answer goes.
+#[derive(Debug)]
+pub(crate) enum Route {
+    /// Back to a legacy backend's request.
+    Backend {
+        /// The backend that asked.
+        backend: String,
+        /// The backend's id of its request.
+        upstream_id: RequestId,
+        /// The upstream session to answer in.
+        session: Arc<LegacySession>,
+    },
+    /// To the gateway itself: a modern backend's MRTR input request that the gateway turned into
+    /// a real request for a 2025 client (the answer becomes an `inputResponses` entry).
+    Local(tokio::sync::oneshot::Sender<Bytes>),
+}
+
 /// One relayed request.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct Pending {
     /// The downstream session the request was sent to.
     pub(crate) downstream_session: String,
-    /// The backend that asked.
-    pub(crate) backend: String,
-    /// The backend's id of its request.
-    pub(crate) upstream_id: RequestId,
-    /// The upstream session to answer in.
-    pub(crate) session: Arc<LegacySession>,
+    /// Where the answer goes.
+    pub(crate) route: Route,
     created: Instant,
 }
 
@@ -57,6 +71,28 @@ impl PendingRequests {
         upstream_id: RequestId,
         session: Arc<LegacySession>,
     ) -> String {
+        let route = Route::Backend {
+            backend: backend.to_owned(),
+            upstream_id,
+            session,
+        };
+        self.insert(downstream_session, route)
+    }
+
+    /// Registers a request the gateway itself asks; the answer (the client's whole JSON-RPC
+    /// response) arrives on the returned receiver.
+    pub(crate) fn register_local(
+        &self,
+        downstream_session: &str,
+    ) -> (String, tokio::sync::oneshot::Receiver<Bytes>) {
+        let (sender, receiver) = tokio::sync::oneshot::channel();
+        (
+            self.insert(downstream_session, Route::Local(sender)),
+            receiver,
+        )
+    }
+
+    fn insert(&self, downstream_session: &str, route: Route) -> String {
         let id = format!("gw-{}", self.next.fetch_add(1, Ordering::Relaxed));
         let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
         let now = Instant::now();
@@ -68,9 +104,7 @@ impl PendingRequests {
                 id.clone(),
                 Pending {
                     downstream_session: downstream_session.to_owned(),
-                    backend: backend.to_owned(),
-                    upstream_id,
-                    session,
+                    route,
                     created: now,
                 },
             );
@@ -93,7 +127,6 @@ impl PendingRequests {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bytes::Bytes;
 
     fn session() -> Arc<LegacySession> {
         Arc::new(LegacySession {

@@ -295,6 +295,15 @@ async fn in_session(
     }
 }
 
+/// The client's whole answer as JSON text (result or error), for the gateway's own requests.
+fn env_bytes(env: &Envelope<'_>) -> String {
+    match (env.result(), env.error_raw()) {
+        (Some(result), _) => format!("{{\"result\":{}}}", result.get()),
+        (None, Some(error)) => format!("{{\"error\":{}}}", error.get()),
+        (None, None) => "{}".to_owned(),
+    }
+}
+
 /// A client's answer to a relayed backend request: back to the backend under its own id.
 async fn answer_backend(
     inner: &Arc<RouterInner>,
@@ -317,18 +326,30 @@ async fn answer_backend(
     let Some(pending) = inner.pending.take(id, session_id) else {
         return unknown();
     };
-    let Some(config) = ctx.vhost.backends.get(&pending.backend) else {
+    let (backend, upstream_id, upstream_session) = match pending.route {
+        crate::pending::Route::Local(answer) => {
+            // An MRTR input request the gateway asked on a modern backend's behalf.
+            let _ = answer.send(bytes::Bytes::copy_from_slice(env_bytes(env).as_bytes()));
+            return respond::accepted();
+        }
+        crate::pending::Route::Backend {
+            backend,
+            upstream_id,
+            session,
+        } => (backend, upstream_id, session),
+    };
+    let Some(config) = ctx.vhost.backends.get(&backend) else {
         return unknown();
     };
     let message = match (env.result(), env.error()) {
-        (Some(result), _) => mcp_core::encode_result(&pending.upstream_id, result),
-        (None, Some(error)) => mcp_core::encode_error(Some(&pending.upstream_id), &error),
+        (Some(result), _) => mcp_core::encode_result(&upstream_id, result),
+        (None, Some(error)) => mcp_core::encode_error(Some(&upstream_id), &error),
         (None, None) => return unknown(),
     };
     let caps = RawValue::from_string(record.client_capabilities.clone())
         .unwrap_or_else(|_| empty_object());
     let target = crate::upstream::Target {
-        name: &pending.backend,
+        name: &backend,
         config,
         downstream: &parts.headers,
         principal: &ctx.principal,
@@ -337,14 +358,14 @@ async fn answer_backend(
     };
     if let Err(e) = inner
         .upstream
-        .post_to_session(&target, &pending.session, message)
+        .post_to_session(&target, &upstream_session, message)
         .await
     {
-        tracing::info!(backend = %pending.backend, error = %e, "could not deliver a client's answer");
+        tracing::info!(backend = %backend, error = %e, "could not deliver a client's answer");
         return respond::error(
             StatusCode::BAD_GATEWAY,
             None,
-            &ErrorObject::internal(format!("Backend {} failed: {e}", pending.backend)),
+            &ErrorObject::internal(format!("Backend {backend} failed: {e}")),
         );
     }
     respond::accepted()

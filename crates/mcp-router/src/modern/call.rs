@@ -334,6 +334,28 @@ struct Finish {
     state_binding: Vec<String>,
 }
 
+/// Most MRTR rounds the gateway drives for a 2025 client before giving up.
+const MAX_BRIDGED_ROUNDS: usize = 8;
+/// How long the gateway waits for a 2025 client to answer its input requests.
+const BRIDGE_ANSWER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Turns a modern backend's MRTR `input_required` into real requests to a 2025 client (which
+/// does not speak MRTR) on the call's SSE stream, then retries the backend with the answers as
+/// `inputResponses` and the backend's `requestState` (DESIGN §4 bridging).
+struct Bridge {
+    /// The upstream params of the call, to retry with.
+    params: RawObject<'static>,
+    /// The upstream tool/prompt name or resource URI (for `Mcp-Name`).
+    name: String,
+    rounds: usize,
+    /// Requests to send the client before waiting.
+    queue: std::collections::VecDeque<Vec<u8>>,
+    /// (input key, where the client's answer arrives).
+    awaiting: Vec<(String, tokio::sync::oneshot::Receiver<Bytes>)>,
+    /// The backend's `requestState` of the current round.
+    request_state: Option<String>,
+}
+
 /// Relays one upstream call to the client.
 struct Relay {
     inner: Arc<RouterInner>,
@@ -358,6 +380,8 @@ struct Relay {
     cancel: Option<Arc<tokio::sync::Notify>>,
     /// This call's entry in the in-flight table, removed on drop.
     inflight_key: Option<(String, String)>,
+    /// MRTR bridging, for a 2025 client calling a modern backend.
+    bridge: Option<Bridge>,
 }
 
 enum Relayed {
@@ -428,7 +452,19 @@ async fn relay_call(
         .into_iter()
         .map(str::to_owned)
         .collect();
+    let bridge = (scope.era == Era::Legacy
+        && scope.session_id.is_some()
+        && reply.session.is_none())
+    .then(|| Bridge {
+        params: call.params.clone().into_owned(),
+        name: routed.upstream.clone(),
+        rounds: 0,
+        queue: std::collections::VecDeque::new(),
+        awaiting: Vec::new(),
+        request_state: None,
+    });
     let mut relay = Relay {
+        bridge,
         inner: Arc::clone(inner),
         downstream_id: id.clone(),
         upstream_id: reply.id,
@@ -604,6 +640,22 @@ impl Relay {
             return None;
         }
         loop {
+            if let Some(bridge) = self.bridge.as_mut() {
+                if let Some(request) = bridge.queue.pop_front() {
+                    return Some(Relayed::Notification(request));
+                }
+                if !bridge.awaiting.is_empty() {
+                    if let Err(error) = self.retry_with_answers().await {
+                        self.done = true;
+                        self.answered = true;
+                        return Some(Relayed::Final(encode_error(
+                            Some(&self.downstream_id),
+                            &error,
+                        )));
+                    }
+                    continue;
+                }
+            }
             let Some(next) = self.next_upstream().await else {
                 // The 2025 client sent notifications/cancelled: no response is expected.
                 self.done = true;
@@ -622,6 +674,9 @@ impl Relay {
             };
             match classify(&message, &self.upstream_id) {
                 Incoming::Final => {
+                    if self.bridge_input_required(&message) {
+                        continue;
+                    }
                     self.done = true;
                     self.answered = true;
                     return Some(Relayed::Final(self.finish(&message)));
@@ -646,6 +701,114 @@ impl Relay {
         tracing::info!(backend = %self.finish.backend, error = %e, "routed call failed mid-stream");
         let error = ErrorObject::internal(format!("Backend {} failed: {e}", self.finish.backend));
         Relayed::Final(encode_error(Some(&self.downstream_id), &error))
+    }
+
+    /// When bridging and the backend answered `input_required`: queues the input requests for the
+    /// client and returns `true` (the call goes on); otherwise `false`.
+    fn bridge_input_required(&mut self, message: &Bytes) -> bool {
+        let Some(session) = self.downstream_session.clone() else {
+            return false;
+        };
+        let Some(bridge) = self.bridge.as_mut() else {
+            return false;
+        };
+        let Ok(env) = Envelope::parse(message) else {
+            return false;
+        };
+        let Some(result) = env.result().and_then(|r| RawObject::from_raw(r).ok()) else {
+            return false;
+        };
+        if result.get_str("resultType").as_deref() != Some("input_required")
+            || bridge.rounds >= MAX_BRIDGED_ROUNDS
+        {
+            return false;
+        }
+        let requests: Vec<(String, Box<RawValue>)> = result
+            .get("inputRequests")
+            .and_then(|r| RawObject::from_raw(r).ok())
+            .map(|r| {
+                r.keys()
+                    .filter_map(|k| Some((k.to_owned(), r.get(k)?.to_owned())))
+                    .collect()
+            })
+            .unwrap_or_default();
+        bridge.rounds += 1;
+        bridge.request_state = result.get_str("requestState");
+        for (key, request) in requests {
+            let Ok(request) = RawObject::from_raw(&request) else {
+                continue;
+            };
+            let Some(method) = request.get_str("method") else {
+                continue;
+            };
+            let (id, answer) = self.inner.pending.register_local(&session);
+            let params = request.get("params").map(|p| p.to_owned());
+            let mut out = RawObject::new();
+            out.set_str("jsonrpc", "2.0");
+            out.set_str("id", &id);
+            out.set_str("method", &method);
+            if let Some(params) = params {
+                out.set_raw("params", params);
+            }
+            bridge.queue.push_back(out.to_json().into_bytes());
+            bridge.awaiting.push((key, answer));
+        }
+        true
+    }
+
+    /// Waits for the client's answers to this round's input requests and retries the backend
+    /// with them.
+    async fn retry_with_answers(&mut self) -> Result<(), ErrorObject> {
+        let Some(bridge) = self.bridge.as_mut() else {
+            return Ok(());
+        };
+        let awaiting = std::mem::take(&mut bridge.awaiting);
+        let mut responses = RawObject::new();
+        for (key, answer) in awaiting {
+            let answer = tokio::time::timeout(BRIDGE_ANSWER_TIMEOUT, answer)
+                .await
+                .map_err(|_| {
+                    ErrorObject::internal("The client did not answer the input request in time")
+                })?
+                .map_err(|_| ErrorObject::internal("The input request was dropped"))?;
+            let answer = RawObject::parse(std::str::from_utf8(&answer).unwrap_or("{}"))
+                .map_err(|_| ErrorObject::internal("Invalid answer to an input request"))?;
+            match answer.get("result") {
+                Some(result) => responses.set_raw(&key, result.to_owned()),
+                None => {
+                    return Err(ErrorObject::internal(format!(
+                        "The client refused the input request `{key}`"
+                    )));
+                }
+            }
+        }
+        let mut params = bridge.params.clone();
+        params.set_raw("inputResponses", responses.to_raw());
+        match &bridge.request_state {
+            Some(state) => params.set_str("requestState", state),
+            None => {
+                params.remove("requestState");
+            }
+        }
+        let name = bridge.name.clone();
+        let reply = {
+            let target = self.target.target();
+            let call = Call {
+                method: self.finish.method.as_str(),
+                params,
+                name: Some(&name),
+                progress_token: self.progress.as_ref().map(|(t, _)| t.as_str()),
+                hints: ToolHints::NONE,
+            };
+            self.inner.upstream.send(&target, &call).await
+        };
+        let reply = reply.map_err(|e| {
+            ErrorObject::internal(format!("Backend {} failed: {e}", self.finish.backend))
+        })?;
+        self.upstream_id = reply.id;
+        self.messages = reply.messages;
+        self.session = reply.session;
+        Ok(())
     }
 
     /// A backend request for a 2025 client, under a gateway id the client answers with (see

@@ -146,13 +146,41 @@ mod tests {
             "another session cannot answer"
         );
         let pending = table.take(&id, "s1").expect("the right session answers");
+        let Route::Backend {
+            backend,
+            upstream_id,
+            ..
+        } = pending.route
+        else {
+            panic!("a backend route");
+        };
         assert_eq!(
-            (pending.backend.as_str(), pending.upstream_id),
+            (backend.as_str(), upstream_id),
             ("beta", RequestId::from(7))
         );
         assert!(table.take(&id, "s1").is_none(), "answered once");
         let late = table.register("s1", "beta", RequestId::from(8), session());
         tokio::time::advance(Duration::from_secs(61)).await;
         assert!(table.take(&late, "s1").is_none());
+    }
+
+    #[tokio::test]
+    async fn local_requests_deliver_the_answer_to_the_gateway() {
+        let table = PendingRequests::new(Duration::from_secs(60), 10);
+        let (id, answer) = table.register_local("s1");
+        let Some(Pending {
+            route: Route::Local(sender),
+            ..
+        }) = table.take(&id, "s1")
+        else {
+            panic!("a local route");
+        };
+        sender
+            .send(Bytes::from_static(b"{\"result\":{}}"))
+            .expect("receiver alive");
+        assert_eq!(
+            answer.await.expect("answer"),
+            Bytes::from_static(b"{\"result\":{}}")
+        );
     }
 }

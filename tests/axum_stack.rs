@@ -25,7 +25,10 @@ async fn gateway_stack_runs_inside_an_axum_router() {
         .expect("config");
     store.insert("alice", config);
     let validator = JwtValidator::builder()
-        .issuer(Issuer::new(ISSUER).hmac_secret(b"test-secret-test-secret-test-sec", [Algorithm::HS256]))
+        .issuer(
+            Issuer::new(ISSUER)
+                .hmac_secret(b"test-secret-test-secret-test-sec", [Algorithm::HS256]),
+        )
         .audience(AUDIENCE)
         .build()
         .expect("validator");
@@ -38,20 +41,28 @@ async fn gateway_stack_runs_inside_an_axum_router() {
     let app = Router::new()
         .route("/health", get(|| async { "ok" }))
         .route_service("/servers/{vhost}/mcp", mcp);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
     let addr = listener.local_addr().expect("addr");
     tokio::spawn(async move { axum::serve(listener, app).await });
 
     let health = support::send(addr, "GET", "/health", &[]).await;
     assert_eq!(health.text(), "ok");
 
-    let (headers, body) = modern_request("tools/call", json!({"name": "alpha-echo", "arguments": {"text": "via axum"}}));
+    let (headers, body) = modern_request(
+        "tools/call",
+        json!({"name": "alpha-echo", "arguments": {"text": "via axum"}}),
+    );
     let auth = format!("Bearer {}", token("alice"));
     let mut all: Vec<(&str, &str)> = vec![("authorization", &auth)];
     all.extend(headers.iter().map(|(k, v)| (*k, v.as_str())));
     let reply = support::send_body(addr, "POST", "/servers/vh/mcp", &all, &body).await;
     assert_eq!(reply.status, 200, "{}", reply.text());
-    assert_eq!(reply.json()["result"]["content"][0]["text"], "alpha: via axum");
+    assert_eq!(
+        reply.json()["result"]["content"][0]["text"],
+        "alpha: via axum"
+    );
 
     // The foundation layers answer inside axum exactly as under plain hyper.
     let missing = support::send_body(addr, "POST", "/servers/vh/mcp", &[], &body).await;

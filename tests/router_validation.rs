@@ -342,6 +342,13 @@ async fn a_legacy_initialize_opens_a_session_instead_of_failing_validation() {
     assert_eq!(reply.status, 200, "{}", reply.text());
     let reply_body = reply.json();
     assert_eq!(reply_body["id"], 0);
-    assert_eq!(reply_body["result"]["protocolVersion"], "2025-11-25", "{reply_body}");
-    assert!(reply.header("mcp-session-id").is_some_and(|id| id.len() >= 32));
+    assert_eq!(
+        reply_body["result"]["protocolVersion"], "2025-11-25",
+        "{reply_body}"
+    );
+    assert!(
+        reply
+            .header("mcp-session-id")
+            .is_some_and(|id| id.len() >= 32)
+    );
 }

@@ -13,14 +13,23 @@
 //! - **Backends of either era**: each backend's era is probed once with `server/discover` and
 //!   cached per URL (re-probed after failures). Modern backends get stateless requests with
 //!   synthesised `_meta` and the standard headers; legacy (2025) backends get upstream sessions,
-//!   one per (principal, backend, client capability set), re-initialised transparently when the
-//!   backend forgets them (404).
+//!   one per (principal, backend URL, client capability set) shared by the caller's requests and
+//!   sessions, re-initialised transparently when the backend forgets them (404). Every backend URL
+//!   has a circuit breaker (`mcp-breaker`); a backend's `replicas` take over under `mcp-fallback`'s
+//!   replay rules; a failing backend's last good list/discover answer is served for a while,
+//!   marked stale.
+//! - **A 2026-07-28 client calling a 2025 backend** that sends a request mid-call (sampling,
+//!   elicitation): the gateway declines it (`-32601`) so the call ends instead of hanging; the
+//!   backend decides what its tool returns.
 //! - **2025 clients** (`initialize`, `Mcp-Session-Id`) get sessions on the same endpoint: a
 //!   session bound to the principal and virtual host, kept in a [`session::SessionStore`]; lists
 //!   and routed calls work as for modern clients (error codes of their era), `ping` and
-//!   `logging/setLevel` are answered by the gateway, DELETE ends the session. The server-to-client
-//!   GET stream, relaying backend requests (sampling, elicitation) to 2025 clients, resumable
-//!   streams and subscriptions are not served yet (GET is 405; backend requests are declined).
+//!   `logging/setLevel` are answered by the gateway, `notifications/cancelled` cancels the named
+//!   call, the GET stream merges the backends' streams (event ids, priming, `Last-Event-ID`
+//!   replay), backend requests (sampling, elicitation, roots) reach the client and its answers go
+//!   back, a modern backend's MRTR `input_required` becomes real requests, DELETE ends the session.
+//!   Not yet: 2026-07-28 `subscriptions/listen`, the tasks extension, and the gateway's own
+//!   `list_changed` notifications.
 //!
 //! Failures follow DESIGN §3: missing request facts are `Routing problem…` internal errors; a name
 //! that no configured backend prefix matches is `wrong tool name` / `wrong prompt name` /

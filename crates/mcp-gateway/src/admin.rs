@@ -1,0 +1,133 @@
+//! [`AdminService`]: the admin listener's endpoints.
+//!
+//! | path | answer |
+//! |---|---|
+//! | `GET /healthz` | `200 {"status":"ok"}` while the process serves (liveness) |
+//! | `GET /readyz` | `200 {"status":"ready","checks":{...}}`, or `503 {"status":"unready",...}` when the user config store is unreachable or the gateway is draining |
+//! | `GET /metrics` | Prometheus text format (see [`crate::metrics`](crate#metrics)) |
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http::{HeaderValue, Method, Request, Response, StatusCode, header};
+use http_body_util::{BodyExt, Full};
+use metrics_exporter_prometheus::PrometheusHandle;
+use serde_json::json;
+use tower_service::Service;
+
+use crate::body::GatewayBody;
+use crate::metadata::detail;
+use crate::metrics;
+use crate::store::UserStore;
+
+/// State behind the admin endpoints.
+pub(crate) struct AdminState {
+    pub(crate) store: UserStore,
+    pub(crate) metrics: Option<PrometheusHandle>,
+    pub(crate) draining: AtomicBool,
+}
+
+impl AdminState {
+    /// Live readiness: `(ready, JSON body)`.
+    pub(crate) async fn readiness(&self) -> (bool, serde_json::Value) {
+        let store = self.store.readiness().await;
+        metrics::record_store_ready(store.ready);
+        let draining = self.draining.load(Ordering::Acquire);
+        let ready = store.ready && !draining;
+        let body = json!({
+            "status": if ready { "ready" } else { "unready" },
+            "checks": {
+                "config_store": store.detail,
+                "draining": draining,
+            },
+        });
+        (ready, body)
+    }
+}
+
+/// The admin listener as a tower `Service` ([`Gateway::admin_service`](crate::Gateway::admin_service)).
+#[derive(Clone)]
+pub struct AdminService {
+    state: Arc<AdminState>,
+}
+
+impl std::fmt::Debug for AdminService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AdminService").finish_non_exhaustive()
+    }
+}
+
+impl AdminService {
+    pub(crate) fn new(state: Arc<AdminState>) -> Self {
+        Self { state }
+    }
+}
+
+type BoxFuture = Pin<Box<dyn Future<Output = Result<Response<GatewayBody>, Infallible>> + Send>>;
+
+impl<B> Service<Request<B>> for AdminService {
+    type Response = Response<GatewayBody>;
+    type Error = Infallible;
+    type Future = BoxFuture;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        let state = Arc::clone(&self.state);
+        let method = req.method().clone();
+        let path = req.uri().path().to_owned();
+        Box::pin(async move {
+            if method != Method::GET && method != Method::HEAD {
+                let mut res = detail(StatusCode::METHOD_NOT_ALLOWED, "Method not allowed");
+                res.headers_mut()
+                    .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+                return Ok(res);
+            }
+            let res = match path.as_str() {
+                "/healthz" => json_response(StatusCode::OK, &json!({ "status": "ok" })),
+                "/readyz" => {
+                    let (ready, body) = state.readiness().await;
+                    let status = if ready {
+                        StatusCode::OK
+                    } else {
+                        StatusCode::SERVICE_UNAVAILABLE
+                    };
+                    json_response(status, &body)
+                }
+                "/metrics" => {
+                    metrics::record_cache(state.store.stats());
+                    let text = metrics::render(state.metrics.as_ref());
+                    let mut res = Response::new(boxed(Bytes::from(text)));
+                    res.headers_mut().insert(
+                        header::CONTENT_TYPE,
+                        HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+                    );
+                    res
+                }
+                _ => detail(StatusCode::NOT_FOUND, "Not found"),
+            };
+            Ok(res)
+        })
+    }
+}
+
+fn boxed(bytes: Bytes) -> GatewayBody {
+    Full::new(bytes)
+        .map_err(|never| match never {})
+        .boxed_unsync()
+}
+
+fn json_response(status: StatusCode, body: &serde_json::Value) -> Response<GatewayBody> {
+    let mut res = Response::new(boxed(Bytes::from(body.to_string())));
+    *res.status_mut() = status;
+    res.headers_mut()
+        .insert(header::CONTENT_TYPE, mcp_core::APPLICATION_JSON);
+    res
+}

@@ -1,0 +1,197 @@
+//! `mcp-gateway`: the reference MCP gateway binary (DESIGN §8.2).
+//!
+//! ```text
+//! mcp-gateway serve --config gateway.toml          # run (also the default subcommand)
+//! mcp-gateway check-config --config gateway.toml   # validate process + user config, exit 2 on error
+//! mcp-gateway token --config gateway.toml --sub alice [--ttl 1h]   # mint a dev token
+//! mcp-gateway config-keys                          # every key, default and environment variable
+//! mcp-gateway --print-config [--config ...]        # effective configuration, secrets redacted
+//! ```
+//!
+//! Exit codes: 0 success, 1 runtime failure (a port in use, Redis unreachable for check-config),
+//! 2 invalid configuration or usage.
+
+// A command-line program: printing its results and errors to the terminal is its job.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+mod cli;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+use mcp_gateway::config::{EffectiveConfig, GatewayConfig};
+use mcp_gateway::token::{TokenRequest, mint};
+use mcp_gateway::{Gateway, GatewayError, check_config, hs256_secret};
+
+use crate::cli::{Cli, Command, TokenArgs};
+
+/// Invalid configuration or usage.
+const EXIT_CONFIG: u8 = 2;
+/// A failure at run time.
+const EXIT_RUNTIME: u8 = 1;
+
+/// The file read when neither `--config` nor `MCP_GATEWAY_CONFIG` names one, if it exists.
+const DEFAULT_CONFIG_FILE: &str = "gateway.toml";
+
+fn main() -> ExitCode {
+    // Explicitly, before anything can touch TLS: rustls must not guess the crypto provider.
+    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(code) => ExitCode::from(code),
+    }
+}
+
+fn run(cli: Cli) -> Result<(), u8> {
+    let command = cli.command.unwrap_or(Command::Serve);
+    if let Command::ConfigKeys = command {
+        print!("{}", mcp_gateway::config::reference_markdown());
+        return Ok(());
+    }
+    let file = config_file(cli.global.config.clone());
+    let effective =
+        EffectiveConfig::from_sources(file.as_deref(), std::env::vars(), &cli.global.overrides())
+            .map_err(|e| config_failure(&e))?;
+    let built = effective.build();
+    if cli.global.print_config {
+        print!("{}", effective.to_toml());
+        return built.map(|_| ()).map_err(|e| config_failure(&e));
+    }
+    let config = built.map_err(|e| config_failure(&e))?;
+    for warning in effective.warnings() {
+        eprintln!("mcp-gateway: warning: {warning}");
+    }
+    match command {
+        Command::Serve => serve(config, file),
+        Command::CheckConfig => check(&config, file),
+        Command::Token(args) => token(&config, &args),
+        Command::ConfigKeys => Ok(()),
+    }
+}
+
+/// `--config`, else `$MCP_GATEWAY_CONFIG`, else `./gateway.toml` when it exists.
+fn config_file(flag: Option<PathBuf>) -> Option<PathBuf> {
+    flag.or_else(|| {
+        std::env::var_os("MCP_GATEWAY_CONFIG")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    })
+    .or_else(|| {
+        let default = PathBuf::from(DEFAULT_CONFIG_FILE);
+        default.is_file().then_some(default)
+    })
+}
+
+fn config_failure(error: &impl std::fmt::Display) -> u8 {
+    eprintln!("mcp-gateway: invalid configuration:\n{error}");
+    EXIT_CONFIG
+}
+
+fn failure(error: &GatewayError) -> u8 {
+    if let GatewayError::Config(e) = error {
+        return config_failure(e);
+    }
+    eprintln!("mcp-gateway: {error}");
+    EXIT_RUNTIME
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, u8> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            eprintln!("mcp-gateway: cannot start the async runtime: {e}");
+            EXIT_RUNTIME
+        })
+}
+
+fn serve(config: GatewayConfig, file: Option<PathBuf>) -> Result<(), u8> {
+    if let Err(e) = mcp_gateway::init_tracing(&config.telemetry) {
+        eprintln!("mcp-gateway: {e}");
+        return Err(EXIT_CONFIG);
+    }
+    match &file {
+        Some(path) => {
+            tracing::info!(config = %path.display(), version = env!("CARGO_PKG_VERSION"), "starting")
+        }
+        None => tracing::info!(
+            version = env!("CARGO_PKG_VERSION"),
+            "starting with the built-in defaults (no configuration file)"
+        ),
+    }
+    runtime()?.block_on(async move {
+        let gateway = Gateway::from_config(config)
+            .await
+            .map_err(|e| failure(&e))?;
+        let bound = gateway.bind().await.map_err(|e| failure(&e))?;
+        bound
+            .serve(mcp_gateway::shutdown_signal())
+            .await
+            .map_err(|e| failure(&e))
+    })
+}
+
+fn check(config: &GatewayConfig, file: Option<PathBuf>) -> Result<(), u8> {
+    let report = runtime()?
+        .block_on(check_config(config, true))
+        .map_err(|e| failure(&e))?;
+    let file = file.map_or_else(
+        || "built-in defaults".to_owned(),
+        |p| p.display().to_string(),
+    );
+    println!(
+        "configuration OK: {file}; {} user configuration(s) checked in the {} store{}",
+        report.documents.subjects,
+        match config.config_store.kind {
+            mcp_gateway::config::StoreKind::File => "file",
+            mcp_gateway::config::StoreKind::Redis => "redis",
+        },
+        if report.hs256 {
+            "; HS256 secret present"
+        } else {
+            ""
+        },
+    );
+    Ok(())
+}
+
+fn token(config: &GatewayConfig, args: &TokenArgs) -> Result<(), u8> {
+    let secret = match hs256_secret(config, None) {
+        Ok(Some(secret)) => secret,
+        Ok(None) => {
+            let name = config
+                .auth
+                .jwt
+                .hs256_secret_env
+                .as_deref()
+                .unwrap_or("MCP_GATEWAY_JWT_SECRET");
+            eprintln!(
+                "mcp-gateway: no HS256 secret: set the environment variable {name} (named by auth.jwt.hs256_secret_env)"
+            );
+            return Err(EXIT_CONFIG);
+        }
+        Err(e) => return Err(config_failure(&e)),
+    };
+    let mut request = TokenRequest::new(args.sub.clone()).ttl(args.ttl);
+    if !args.scopes.is_empty() {
+        request = request.scopes(args.scopes.iter().cloned());
+    }
+    if let Some(aud) = &args.aud {
+        request = request.audience(aud.clone());
+    }
+    if let Some(iss) = &args.iss {
+        request = request.issuer(iss.clone());
+    }
+    match mint(config, &secret, &request) {
+        Ok(token) => {
+            println!("{token}");
+            Ok(())
+        }
+        Err(e) => {
+            eprintln!("mcp-gateway: {e}");
+            Err(EXIT_CONFIG)
+        }
+    }
+}

@@ -1,0 +1,628 @@
+//! [`EffectiveConfig::build`]: typed values and the checks that span several keys.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::Duration;
+
+use jsonwebtoken::Algorithm;
+use url::Url;
+
+use super::error::{ConfigError, Problems, Source};
+use super::layers::{EffectiveConfig, Value};
+use super::{
+    AuthConfig, GatewayConfig, JwtConfig, LimitsConfig, ListenConfig, LogFormat, RouterConfig,
+    SecurityConfig, SessionsConfig, StoreKind, TelemetryConfig, TlsFiles, UserStoreConfig,
+};
+
+/// Reads typed values out of an [`EffectiveConfig`], collecting problems.
+struct Reader<'a> {
+    config: &'a EffectiveConfig,
+    problems: Problems,
+}
+
+impl<'a> Reader<'a> {
+    fn source(&self, key: &str) -> Source {
+        self.config
+            .get(key)
+            .map_or(Source::Default, |(_, s)| s.clone())
+    }
+
+    fn fail(&mut self, key: &str, message: impl Into<String>) {
+        let source = self.source(key);
+        self.problems.push(&source, key, message);
+    }
+
+    /// A string, `None` when unset or empty.
+    fn opt_str(&self, key: &str) -> Option<&'a str> {
+        match self.config.get(key) {
+            Some((Value::Str(s), _)) if !s.trim().is_empty() => Some(s.as_str()),
+            _ => None,
+        }
+    }
+
+    fn str(&self, key: &str) -> &'a str {
+        self.opt_str(key).unwrap_or("")
+    }
+
+    fn int(&self, key: &str) -> u64 {
+        match self.config.get(key) {
+            Some((Value::Int(i), _)) => u64::try_from(*i).unwrap_or(0),
+            _ => 0,
+        }
+    }
+
+    /// An integer that must be at least 1.
+    fn positive(&mut self, key: &str) -> u64 {
+        let value = self.int(key);
+        if value == 0 {
+            self.fail(key, "must be at least 1");
+        }
+        value
+    }
+
+    fn usize(&mut self, key: &str, min: u64) -> usize {
+        let value = self.int(key);
+        if value < min {
+            self.fail(key, format!("must be at least {min}"));
+        }
+        usize::try_from(value).unwrap_or(usize::MAX)
+    }
+
+    fn bool(&self, key: &str) -> bool {
+        matches!(self.config.get(key), Some((Value::Bool(true), _)))
+    }
+
+    fn list(&self, key: &str) -> Vec<String> {
+        match self.config.get(key) {
+            Some((Value::List(items), _)) => items.clone(),
+            _ => Vec::new(),
+        }
+    }
+
+    fn is_set(&self, key: &str) -> bool {
+        self.config.get(key).is_some()
+    }
+
+    fn secs(&mut self, key: &str) -> Duration {
+        Duration::from_secs(self.int(key))
+    }
+
+    fn millis(&mut self, key: &str) -> Duration {
+        Duration::from_millis(self.int(key))
+    }
+
+    fn socket_addr(&mut self, key: &str) -> Option<SocketAddr> {
+        let text = self.opt_str(key)?;
+        match resolve_addr(text) {
+            Ok(addr) => Some(addr),
+            Err(message) => {
+                self.fail(key, message);
+                None
+            }
+        }
+    }
+
+    /// A path; a relative path written in a file is relative to that file's directory.
+    fn path(&self, key: &str) -> Option<PathBuf> {
+        let text = self.opt_str(key)?;
+        let path = PathBuf::from(text);
+        if path.is_absolute() {
+            return Some(path);
+        }
+        // Written in a file: relative to it. A default: relative to the configuration file, when
+        // there is one (users.json next to gateway.toml). Environment / command line: the cwd.
+        let base = match self.source(key) {
+            Source::File(file) => Some(file),
+            Source::Default => self.config.file.clone(),
+            _ => None,
+        };
+        Some(
+            base.as_deref()
+                .and_then(|file| file.parent())
+                .filter(|dir| !dir.as_os_str().is_empty())
+                .map_or_else(|| path.clone(), |dir| dir.join(&path)),
+        )
+    }
+
+    fn algorithms(&mut self, key: &str) -> Vec<Algorithm> {
+        let mut out = Vec::new();
+        for name in self.list(key) {
+            match Algorithm::from_str(name.trim()) {
+                Ok(alg @ (Algorithm::HS256 | Algorithm::HS384 | Algorithm::HS512)) => self.fail(
+                    key,
+                    format!(
+                        "{alg:?} is an HMAC algorithm; HMAC secrets come from auth.jwt.hs256_secret_env"
+                    ),
+                ),
+                Ok(alg) => {
+                    if !out.contains(&alg) {
+                        out.push(alg);
+                    }
+                }
+                Err(_) => self.fail(
+                    key,
+                    format!(
+                        "unknown algorithm `{name}` (RS256/384/512, PS256/384/512, ES256, ES384, EdDSA)"
+                    ),
+                ),
+            }
+        }
+        out
+    }
+}
+
+/// `host:port` with a literal IP or `localhost`.
+fn resolve_addr(text: &str) -> Result<SocketAddr, String> {
+    if let Ok(addr) = text.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    if let Some(port) = text.strip_prefix("localhost:")
+        && let Ok(port) = port.parse::<u16>()
+    {
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    Err(format!(
+        "`{text}` is not a socket address (expected IP:PORT, e.g. 127.0.0.1:8080 or [::1]:8080)"
+    ))
+}
+
+fn union(first: Option<&str>, rest: Vec<String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for item in first.map(str::to_owned).into_iter().chain(rest) {
+        let item = item.trim().to_owned();
+        if !item.is_empty() && !out.contains(&item) {
+            out.push(item);
+        }
+    }
+    out
+}
+
+fn env_var_name_ok(name: &str) -> bool {
+    !name.is_empty()
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+}
+
+impl EffectiveConfig {
+    /// The typed configuration.
+    ///
+    /// # Errors
+    ///
+    /// Every value that does not parse (addresses, URLs, algorithms, enums) and every
+    /// inconsistency between keys (a TLS certificate without key, no issuer, no audience, a store
+    /// kind without its settings, an unsupported session store), each naming its key and source.
+    pub fn build(&self) -> Result<GatewayConfig, ConfigError> {
+        let mut r = Reader {
+            config: self,
+            problems: Problems::default(),
+        };
+
+        // [listen]
+        let addr = r
+            .socket_addr("listen.addr")
+            .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8080)));
+        if r.opt_str("listen.addr").is_none() {
+            r.fail("listen.addr", "must be set");
+        }
+        let admin_addr = r.socket_addr("listen.admin_addr");
+        let tls = match (r.path("listen.tls_cert"), r.path("listen.tls_key")) {
+            (Some(cert), Some(key)) => Some(TlsFiles { cert, key }),
+            (None, None) => None,
+            (Some(_), None) => {
+                r.fail(
+                    "listen.tls_cert",
+                    "needs listen.tls_key (the certificate's private key)",
+                );
+                None
+            }
+            (None, Some(_)) => {
+                r.fail(
+                    "listen.tls_key",
+                    "needs listen.tls_cert (the certificate chain)",
+                );
+                None
+            }
+        };
+        let listen = ListenConfig {
+            addr,
+            admin_addr,
+            tls,
+        };
+
+        // [limits]
+        let limits = LimitsConfig {
+            max_body_bytes: r.usize("limits.max_body_bytes", 1),
+            max_mcp_headers: r.usize("limits.max_mcp_headers", 1),
+            max_mcp_header_bytes: r.usize("limits.max_mcp_header_bytes", 1),
+            header_read_timeout: Duration::from_millis(r.positive("limits.header_read_timeout_ms")),
+            max_connections: r.usize("limits.max_connections", 1),
+        };
+
+        // [auth.jwt]
+        let issuers = union(r.opt_str("auth.jwt.issuer"), r.list("auth.jwt.issuers"));
+        if issuers.is_empty() {
+            r.fail(
+                "auth.jwt.issuer",
+                "no issuer configured (set auth.jwt.issuer or auth.jwt.issuers)",
+            );
+        }
+        let audiences = union(r.opt_str("auth.jwt.audience"), r.list("auth.jwt.audiences"));
+        if audiences.is_empty() {
+            r.fail(
+                "auth.jwt.audience",
+                "no audience configured (the audience is always checked; set auth.jwt.audience or auth.jwt.audiences)",
+            );
+        }
+        let hs256_secret_env = r.opt_str("auth.jwt.hs256_secret_env").map(str::to_owned);
+        if let Some(name) = &hs256_secret_env
+            && !env_var_name_ok(name)
+        {
+            r.fail(
+                "auth.jwt.hs256_secret_env",
+                format!("`{name}` is not an environment variable name (the secret itself never goes in the configuration)"),
+            );
+        }
+        let algorithms = r.algorithms("auth.jwt.algorithms");
+        let algorithms_explicit = matches!(
+            self.get("auth.jwt.algorithms"),
+            Some((_, source)) if *source != Source::Default
+        );
+        if algorithms.is_empty() && r.is_set("auth.jwt.public_key_pem") {
+            r.fail(
+                "auth.jwt.algorithms",
+                "the public key must be bound to at least one algorithm",
+            );
+        }
+        let jwks_url = r.opt_str("auth.jwt.jwks_url").map(str::to_owned);
+        if let Some(url) = &jwks_url {
+            match Url::parse(url) {
+                Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => {}
+                _ => r.fail(
+                    "auth.jwt.jwks_url",
+                    "must be an absolute http:// or https:// URL",
+                ),
+            }
+        }
+        let jwt = JwtConfig {
+            issuers: issuers.clone(),
+            audiences,
+            hs256_secret_env,
+            public_key_pem: r.path("auth.jwt.public_key_pem"),
+            algorithms: algorithms.clone(),
+            jwks_algorithms: algorithms_explicit.then_some(algorithms),
+            jwks_url,
+            jwks_refresh: Duration::from_secs(r.positive("auth.jwt.jwks_refresh_s")),
+            leeway: r.secs("auth.jwt.leeway_s"),
+            required_scopes: union(None, r.list("auth.jwt.required_scopes")),
+        };
+
+        // [auth]
+        let public_url = match r.opt_str("auth.public_url") {
+            None => None,
+            Some(text) => match Url::parse(text) {
+                Ok(url)
+                    if matches!(url.scheme(), "http" | "https")
+                        && url.host().is_some()
+                        && url.query().is_none()
+                        && url.fragment().is_none() =>
+                {
+                    Some(url)
+                }
+                _ => {
+                    r.fail(
+                        "auth.public_url",
+                        format!("`{text}` must be an absolute http(s) URL without query or fragment, e.g. https://gw.example"),
+                    );
+                    None
+                }
+            },
+        };
+        let authorization_servers = if r.is_set("auth.authorization_servers") {
+            union(None, r.list("auth.authorization_servers"))
+        } else {
+            issuers
+        };
+        let auth = AuthConfig {
+            public_url,
+            authorization_servers,
+            scopes_supported: union(None, r.list("auth.scopes_supported")),
+            jwt,
+        };
+
+        // [config_store]
+        let kind = match r.str("config_store.kind") {
+            "file" => StoreKind::File,
+            "redis" => StoreKind::Redis,
+            other => {
+                r.fail(
+                    "config_store.kind",
+                    format!("unknown kind `{other}` (\"file\" or \"redis\")"),
+                );
+                StoreKind::File
+            }
+        };
+        let path = r.path("config_store.path").unwrap_or_default();
+        if kind == StoreKind::File && path.as_os_str().is_empty() {
+            r.fail("config_store.path", "the file store needs a path");
+        }
+        let redis_url = r.str("config_store.url").to_owned();
+        if kind == StoreKind::Redis {
+            match Url::parse(&redis_url) {
+                Ok(u) if matches!(u.scheme(), "redis" | "rediss" | "redis+unix" | "unix") => {}
+                _ => r.fail("config_store.url", "must be a redis:// (or rediss://) URL"),
+            }
+        }
+        let key_prefix = r.str("config_store.key_prefix").to_owned();
+        if kind == StoreKind::Redis
+            && (key_prefix.is_empty()
+                || key_prefix
+                    .chars()
+                    .any(|c| c.is_whitespace() || c.is_control()))
+        {
+            r.fail(
+                "config_store.key_prefix",
+                "must be non-empty, without whitespace or control characters",
+            );
+        }
+        let poll = r.int("config_store.poll_interval_ms");
+        let config_store = UserStoreConfig {
+            kind,
+            path,
+            redis_url,
+            key_prefix,
+            poll_interval: (poll > 0).then(|| Duration::from_millis(poll)),
+            pool_size: r.usize("config_store.pool_size", 1),
+            cache_max_entries: r.positive("config_store.cache_max_entries"),
+            cache_ttl: r.secs("config_store.cache_ttl_s"),
+            cache_negative_ttl: r.secs("config_store.cache_negative_ttl_s"),
+        };
+
+        // [sessions]
+        let sessions = SessionsConfig {
+            idle_timeout: Duration::from_secs(r.positive("sessions.idle_timeout_s")),
+            max_sessions: r.usize("sessions.max_sessions", 1),
+            max_per_principal: r.usize("sessions.max_per_principal", 1),
+        };
+        match r.str("sessions.kind") {
+            "local" => {}
+            kind @ ("redis" | "sealed") => r.fail(
+                "sessions.kind",
+                format!(
+                    "the {kind} session store is not in this build of mcp-gateway (only \"local\"); remove this setting"
+                ),
+            ),
+            other => r.fail(
+                "sessions.kind",
+                format!("unknown kind `{other}` (\"local\"; \"redis\" and \"sealed\" are not in this build)"),
+            ),
+        }
+
+        // [breaker]
+        let defaults = mcp_breaker::BreakerConfig::default();
+        let breaker = mcp_breaker::BreakerConfig {
+            consecutive_failures: u32::try_from(r.int("breaker.consecutive_failures"))
+                .unwrap_or(u32::MAX),
+            open_ms: r.int("breaker.open_ms"),
+            max_open_ms: r
+                .is_set("breaker.max_open_ms")
+                .then(|| r.int("breaker.max_open_ms")),
+            half_open_probes: u32::try_from(r.int("breaker.half_open_probes")).unwrap_or(u32::MAX),
+            ..defaults
+        };
+        if let Err(e) = breaker.validate() {
+            // The message names the field (`breaker.<field>: ...`).
+            let text = e.to_string();
+            let (key, message) = match text.split_once(": ") {
+                Some((key, message)) if key.starts_with("breaker.") => {
+                    (key.to_owned(), message.to_owned())
+                }
+                _ => ("breaker".to_owned(), text.clone()),
+            };
+            let key = if crate::config::keys::find(&key).is_some() {
+                key
+            } else {
+                "breaker".to_owned()
+            };
+            r.fail(&key, message);
+        }
+
+        // [backends]
+        let stdio = r.list("backends.stdio_allowed_commands");
+        if !stdio.is_empty() {
+            r.fail(
+                "backends.stdio_allowed_commands",
+                "stdio backends are not in this build of mcp-gateway; the list must be empty",
+            );
+        }
+
+        // [security]
+        let allowed_origins = r.list("security.allowed_origins");
+        for origin in &allowed_origins {
+            let ok = origin == "*"
+                || Url::parse(origin).is_ok_and(|u| {
+                    u.host().is_some() && matches!(u.path(), "" | "/") && u.query().is_none()
+                });
+            if !ok {
+                r.fail(
+                    "security.allowed_origins",
+                    format!("`{origin}` is not an origin (scheme://host[:port], or \"*\")"),
+                );
+            }
+        }
+        let security = SecurityConfig { allowed_origins };
+
+        // [router]
+        let sealing_secret_env = r.opt_str("router.sealing_secret_env").map(str::to_owned);
+        if let Some(name) = &sealing_secret_env
+            && !env_var_name_ok(name)
+        {
+            r.fail(
+                "router.sealing_secret_env",
+                format!("`{name}` is not an environment variable name"),
+            );
+        }
+        let router = RouterConfig {
+            sealing_secret_env,
+            fanout_deadline: Duration::from_millis(r.positive("router.fanout_deadline_ms")),
+            max_name_len: r.usize("router.max_name_len", 1),
+            instructions: r.opt_str("router.instructions").map(str::to_owned),
+            request_state_ttl: Duration::from_secs(r.positive("router.request_state_ttl_s")),
+            stale_if_error: r.secs("router.stale_if_error_s"),
+            upstream_connect_timeout: r.millis("router.upstream_connect_timeout_ms"),
+        };
+        if router.upstream_connect_timeout.is_zero() {
+            r.fail("router.upstream_connect_timeout_ms", "must be at least 1");
+        }
+
+        // [telemetry]
+        let log_format = match r.str("telemetry.log_format") {
+            "pretty" => LogFormat::Pretty,
+            "json" => LogFormat::Json,
+            other => {
+                r.fail(
+                    "telemetry.log_format",
+                    format!("unknown format `{other}` (\"pretty\" or \"json\")"),
+                );
+                LogFormat::Pretty
+            }
+        };
+        let log_level = r.str("telemetry.log_level").to_owned();
+        if let Err(e) = tracing_subscriber::EnvFilter::builder().parse(&log_level) {
+            r.fail(
+                "telemetry.log_level",
+                format!("`{log_level}` is not a tracing filter: {e}"),
+            );
+        }
+        let telemetry = TelemetryConfig {
+            log_format,
+            log_level,
+            access_log: r.bool("telemetry.access_log"),
+        };
+
+        let shutdown_drain = r.secs("shutdown_drain_s");
+        let sources: BTreeMap<&'static str, Source> = self
+            .values
+            .iter()
+            .map(|(key, entry)| (*key, entry.source.clone()))
+            .collect();
+        r.problems.into_result()?;
+        Ok(GatewayConfig {
+            listen,
+            limits,
+            auth,
+            config_store,
+            sessions,
+            breaker,
+            security,
+            router,
+            telemetry,
+            shutdown_drain,
+            sources,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    fn errors(toml: &str) -> Vec<String> {
+        GatewayConfig::from_toml_str(toml)
+            .expect_err("invalid")
+            .problems()
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn defaults_build() {
+        let c = GatewayConfig::default();
+        assert_eq!(c.listen.addr, SocketAddr::from(([127, 0, 0, 1], 8080)));
+        assert_eq!(
+            c.listen.admin_addr,
+            Some(SocketAddr::from(([127, 0, 0, 1], 9090)))
+        );
+        assert_eq!(c.auth.jwt.issuers, ["https://issuer.example"]);
+        assert_eq!(c.auth.jwt.audiences, ["mcp-gateway"]);
+        assert_eq!(
+            c.auth.jwt.hs256_secret_env.as_deref(),
+            Some("MCP_GATEWAY_JWT_SECRET")
+        );
+        assert_eq!(c.auth.jwt.algorithms, [Algorithm::RS256]);
+        assert_eq!(c.auth.jwt.jwks_algorithms, None);
+        assert_eq!(c.auth.authorization_servers, ["https://issuer.example"]);
+        assert_eq!(c.config_store.kind, StoreKind::File);
+        assert_eq!(c.config_store.path, PathBuf::from("users.json"));
+        assert_eq!(c.security.allowed_origins, ["http://localhost"]);
+        assert_eq!(c.shutdown_drain, Duration::from_secs(30));
+        assert_eq!(c.telemetry.log_format, LogFormat::Pretty);
+        assert_eq!(c.source_of("listen.addr"), Source::Default);
+        // The documented [breaker] defaults are the breaker crate's.
+        assert_eq!(c.breaker, mcp_breaker::BreakerConfig::default());
+        assert_eq!(c.sessions.idle_timeout, Duration::from_secs(1800));
+    }
+
+    #[test]
+    fn cross_key_problems_are_reported_together() {
+        let e = errors(
+            "[listen]\naddr = \"nowhere\"\ntls_cert = \"c.pem\"\n[auth.jwt]\nissuer = \"\"\nalgorithms = [\"HS256\", \"XX1\"]\n[config_store]\nkind = \"mongo\"\n[sessions]\nkind = \"sealed\"\n[backends]\nstdio_allowed_commands = [\"npx\"]\n[security]\nallowed_origins = [\"localhost\"]\n[telemetry]\nlog_format = \"xml\"\n[breaker]\nhalf_open_probes = 0\n",
+        );
+        let joined = e.join("\n");
+        for needle in [
+            "configuration: listen.addr: `nowhere` is not a socket address",
+            "listen.tls_cert: needs listen.tls_key",
+            "auth.jwt.issuer: no issuer configured",
+            "auth.jwt.algorithms: HS256 is an HMAC algorithm",
+            "auth.jwt.algorithms: unknown algorithm `XX1`",
+            "config_store.kind: unknown kind `mongo`",
+            "sessions.kind: the sealed session store is not in this build",
+            "backends.stdio_allowed_commands: stdio backends are not in this build",
+            "security.allowed_origins: `localhost` is not an origin",
+            "telemetry.log_format: unknown format `xml`",
+            "configuration: breaker.half_open_probes: ",
+        ] {
+            assert!(joined.contains(needle), "missing {needle:?} in\n{joined}");
+        }
+    }
+
+    #[test]
+    fn relative_paths_follow_the_file() {
+        let c = EffectiveConfig::from_toml_str(
+            "[config_store]\npath = \"users.json\"\n[auth.jwt]\npublic_key_pem = \"/abs/k.pem\"\n",
+            "/etc/mcp/gateway.toml",
+        )
+        .expect("valid")
+        .build()
+        .expect("valid");
+        assert_eq!(c.config_store.path, PathBuf::from("/etc/mcp/users.json"));
+        assert_eq!(
+            c.auth.jwt.public_key_pem.as_deref(),
+            Some(Path::new("/abs/k.pem"))
+        );
+        let c = GatewayConfig::from_toml_str(
+            "[auth]\npublic_url = \"https://gw.example/base\"\nauthorization_servers = [\"https://as.example\"]\n[auth.jwt]\nalgorithms = [\"ES256\"]\naudiences = [\"mcp-gateway\", \"other\"]\n",
+        )
+        .expect("valid");
+        assert_eq!(c.auth.authorization_servers, ["https://as.example"]);
+        assert_eq!(c.auth.jwt.audiences, ["mcp-gateway", "other"]);
+        assert_eq!(c.auth.jwt.jwks_algorithms, Some(vec![Algorithm::ES256]));
+        assert_eq!(
+            c.auth.public_url.as_ref().map(Url::as_str),
+            Some("https://gw.example/base")
+        );
+    }
+
+    #[test]
+    fn empty_admin_addr_disables_and_localhost_resolves() {
+        let c =
+            GatewayConfig::from_toml_str("[listen]\naddr = \"localhost:0\"\nadmin_addr = \"\"\n")
+                .expect("valid");
+        assert_eq!(c.listen.admin_addr, None);
+        assert_eq!(c.listen.addr, SocketAddr::from(([127, 0, 0, 1], 0)));
+    }
+}

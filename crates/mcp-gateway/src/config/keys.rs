@@ -1,0 +1,611 @@
+//! The table of every process configuration key: the single source used by the file and
+//! environment loaders, validation, `--print-config` and the README reference.
+//!
+//! The environment rule is the same for every key: `MCP_GATEWAY_` followed by the key with `.`
+//! replaced by `_`, upper-cased (`listen.addr` -> `MCP_GATEWAY_LISTEN_ADDR`,
+//! `auth.jwt.issuer` -> `MCP_GATEWAY_AUTH_JWT_ISSUER`). See [`env_name`].
+
+/// The prefix of every environment variable that overrides a key.
+pub const ENV_PREFIX: &str = "MCP_GATEWAY_";
+
+/// The type of a key's value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ValueKind {
+    /// A string (in the environment: taken as is).
+    String,
+    /// A non-negative integer.
+    Integer,
+    /// `true` or `false` (in the environment also `1`/`0`, `yes`/`no`, `on`/`off`).
+    Bool,
+    /// A list of strings (in the environment: comma-separated, empty for an empty list).
+    StringList,
+}
+
+impl ValueKind {
+    /// How the type is written in documentation.
+    pub const fn describe(self) -> &'static str {
+        match self {
+            Self::String => "string",
+            Self::Integer => "integer",
+            Self::Bool => "bool",
+            Self::StringList => "list of strings",
+        }
+    }
+}
+
+/// A key's default value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DefaultValue {
+    /// No default: the key is unset unless configured.
+    Unset,
+    /// A string.
+    Str(&'static str),
+    /// An integer.
+    Int(i64),
+    /// A bool.
+    Bool(bool),
+    /// A list of strings.
+    List(&'static [&'static str]),
+}
+
+/// Whether this build of the gateway honours a key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Support {
+    /// Honoured.
+    Supported,
+    /// Named by the operator contract but not in this build: any value is rejected with this
+    /// feature name in the message.
+    NotInThisBuild(&'static str),
+}
+
+/// One configuration key.
+#[derive(Clone, Copy, Debug)]
+pub struct KeySpec {
+    /// The dotted key, e.g. `listen.addr`.
+    pub key: &'static str,
+    /// Its value type.
+    pub kind: ValueKind,
+    /// Its default.
+    pub default: DefaultValue,
+    /// Whether the value can hold a secret (a URL with a password): `--print-config` redacts the
+    /// password part.
+    pub secret: bool,
+    /// Whether this build honours it.
+    pub support: Support,
+    /// One line of documentation.
+    pub doc: &'static str,
+}
+
+impl KeySpec {
+    /// The section part of the key (`auth.jwt` for `auth.jwt.issuer`, `""` for a top-level key).
+    pub fn section(&self) -> &'static str {
+        self.key.rsplit_once('.').map_or("", |(section, _)| section)
+    }
+
+    /// The last part of the key (`issuer` for `auth.jwt.issuer`).
+    pub fn leaf(&self) -> &'static str {
+        self.key.rsplit_once('.').map_or(self.key, |(_, leaf)| leaf)
+    }
+
+    /// The environment variable that overrides the key.
+    pub fn env_name(&self) -> String {
+        env_name(self.key)
+    }
+}
+
+/// The environment variable that overrides `key`: `MCP_GATEWAY_` + key with `.` -> `_`,
+/// upper-cased.
+///
+/// ```
+/// assert_eq!(mcp_gateway::config::env_name("listen.addr"), "MCP_GATEWAY_LISTEN_ADDR");
+/// assert_eq!(mcp_gateway::config::env_name("auth.jwt.issuer"), "MCP_GATEWAY_AUTH_JWT_ISSUER");
+/// ```
+pub fn env_name(key: &str) -> String {
+    let mut name = String::with_capacity(ENV_PREFIX.len() + key.len());
+    name.push_str(ENV_PREFIX);
+    name.extend(key.chars().map(|c| {
+        if c == '.' {
+            '_'
+        } else {
+            c.to_ascii_uppercase()
+        }
+    }));
+    name
+}
+
+/// Looks a key up.
+pub(crate) fn find(key: &str) -> Option<&'static KeySpec> {
+    KEYS.iter().find(|spec| spec.key == key)
+}
+
+/// Every section name (`listen`, `auth`, `auth.jwt`, ...), in table order, without duplicates.
+pub(crate) fn sections() -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    for spec in KEYS {
+        let section = spec.section();
+        if section.is_empty() {
+            continue;
+        }
+        // Parents first (`auth` before `auth.jwt`).
+        for (i, c) in section.char_indices() {
+            if c == '.' {
+                let parent = &section[..i];
+                if !out.contains(&parent) {
+                    out.push(parent);
+                }
+            }
+        }
+        if !out.contains(&section) {
+            out.push(section);
+        }
+    }
+    out
+}
+
+/// The configuration reference as a Markdown table (key, type, default, environment variable,
+/// description); the README's table is this text.
+pub fn reference_markdown() -> String {
+    let mut out = String::from(
+        "| key | type | default | environment variable | description |\n|---|---|---|---|---|\n",
+    );
+    for spec in KEYS {
+        let default = match spec.default {
+            DefaultValue::Unset => "(unset)".to_owned(),
+            DefaultValue::Str(s) => format!("`{s:?}`"),
+            DefaultValue::Int(i) => format!("`{i}`"),
+            DefaultValue::Bool(b) => format!("`{b}`"),
+            DefaultValue::List(items) => format!("`{items:?}`"),
+        };
+        let doc = match spec.support {
+            Support::Supported => spec.doc.to_owned(),
+            Support::NotInThisBuild(feature) => {
+                format!("{}; **not in this build** ({feature}): rejected", spec.doc)
+            }
+        };
+        out.push_str(&format!(
+            "| `{}` | {} | {} | `{}` | {} |\n",
+            spec.key,
+            spec.kind.describe(),
+            default.replace('|', "\\|"),
+            spec.env_name(),
+            doc.replace('|', "\\|"),
+        ));
+    }
+    out
+}
+
+use DefaultValue::{Bool, Int, List, Str, Unset};
+use Support::{NotInThisBuild, Supported};
+use ValueKind::{Bool as B, Integer as I, String as S, StringList as L};
+
+const PLUGINS: &str = "plugins ([plugins], mcp-plugins)";
+const SHARED_SESSIONS: &str = "shared session stores (sessions.kind \"redis\" or \"sealed\")";
+
+const fn key(
+    key: &'static str,
+    kind: ValueKind,
+    default: DefaultValue,
+    doc: &'static str,
+) -> KeySpec {
+    KeySpec {
+        key,
+        kind,
+        default,
+        secret: false,
+        support: Supported,
+        doc,
+    }
+}
+
+const fn secret(mut spec: KeySpec) -> KeySpec {
+    spec.secret = true;
+    spec
+}
+
+const fn unsupported(mut spec: KeySpec, feature: &'static str) -> KeySpec {
+    spec.support = NotInThisBuild(feature);
+    spec
+}
+
+/// Every key, grouped by section, in the order the README and `--print-config` show them.
+pub static KEYS: &[KeySpec] = &[
+    key(
+        "shutdown_drain_s",
+        I,
+        Int(30),
+        "on SIGTERM/SIGINT: stop accepting, then wait at most this long for in-flight requests and streams",
+    ),
+    // [listen]
+    key(
+        "listen.addr",
+        S,
+        Str("127.0.0.1:8080"),
+        "MCP endpoint listener: http(s)://addr/servers/{vhost}/mcp (port 0 picks a free port)",
+    ),
+    key(
+        "listen.admin_addr",
+        S,
+        Str("127.0.0.1:9090"),
+        "admin listener (/metrics /healthz /readyz), plain HTTP; \"\" disables it",
+    ),
+    key(
+        "listen.tls_cert",
+        S,
+        Unset,
+        "PEM certificate chain: serve TLS (HTTP/1.1 and h2 via ALPN) on listen.addr; needs listen.tls_key",
+    ),
+    key(
+        "listen.tls_key",
+        S,
+        Unset,
+        "PEM private key (PKCS#8, PKCS#1 or SEC1) for listen.tls_cert",
+    ),
+    // [limits]
+    key(
+        "limits.max_body_bytes",
+        I,
+        Int(4 * 1024 * 1024),
+        "largest request body; larger ones get 413",
+    ),
+    key(
+        "limits.max_mcp_headers",
+        I,
+        Int(64),
+        "most Mcp-* request headers; more get 431",
+    ),
+    key(
+        "limits.max_mcp_header_bytes",
+        I,
+        Int(8192),
+        "largest value of one Mcp-* request header; larger get 431",
+    ),
+    key(
+        "limits.header_read_timeout_ms",
+        I,
+        Int(10_000),
+        "time allowed for a client to send the request head (and finish the TLS handshake)",
+    ),
+    key(
+        "limits.max_connections",
+        I,
+        Int(10_000),
+        "most open client connections on listen.addr; further clients wait in the accept backlog",
+    ),
+    // [auth]
+    key(
+        "auth.public_url",
+        S,
+        Unset,
+        "external base URL (e.g. https://gw.example) for RFC 9728 `resource` and `resource_metadata`; unset: from the request's Host header",
+    ),
+    key(
+        "auth.authorization_servers",
+        L,
+        Unset,
+        "RFC 9728 authorization_servers; unset: the configured issuers",
+    ),
+    key(
+        "auth.scopes_supported",
+        L,
+        List(&[]),
+        "RFC 9728 scopes_supported",
+    ),
+    // [auth.jwt]
+    key(
+        "auth.jwt.issuer",
+        S,
+        Str("https://issuer.example"),
+        "accepted token issuer (iss); combined with auth.jwt.issuers",
+    ),
+    key(
+        "auth.jwt.issuers",
+        L,
+        List(&[]),
+        "more accepted issuers, each verified with the same keys",
+    ),
+    key(
+        "auth.jwt.audience",
+        S,
+        Str("mcp-gateway"),
+        "accepted audience (aud, always checked); combined with auth.jwt.audiences",
+    ),
+    key(
+        "auth.jwt.audiences",
+        L,
+        List(&[]),
+        "more accepted audiences",
+    ),
+    key(
+        "auth.jwt.hs256_secret_env",
+        S,
+        Str("MCP_GATEWAY_JWT_SECRET"),
+        "name of the environment variable holding the HS256 secret (also used by `mcp-gateway token`); \"\" disables HS256",
+    ),
+    key(
+        "auth.jwt.public_key_pem",
+        S,
+        Unset,
+        "path of a PEM public key (RSA, EC P-256/P-384, Ed25519) bound to auth.jwt.algorithms",
+    ),
+    key(
+        "auth.jwt.algorithms",
+        L,
+        List(&["RS256"]),
+        "algorithms accepted with auth.jwt.public_key_pem (and, when set explicitly, with auth.jwt.jwks_url keys)",
+    ),
+    secret(key(
+        "auth.jwt.jwks_url",
+        S,
+        Unset,
+        "JWKS URL (http or https), fetched on first use, cached, refreshed, kid-selected",
+    )),
+    key(
+        "auth.jwt.jwks_refresh_s",
+        I,
+        Int(300),
+        "age after which the JWKS is refreshed in the background",
+    ),
+    key(
+        "auth.jwt.leeway_s",
+        I,
+        Int(30),
+        "clock skew tolerated on exp and nbf",
+    ),
+    key(
+        "auth.jwt.required_scopes",
+        L,
+        List(&[]),
+        "scopes every token must carry (403 insufficient_scope otherwise)",
+    ),
+    // [config_store]
+    key(
+        "config_store.kind",
+        S,
+        Str("file"),
+        "where user configs live: \"file\" or \"redis\"",
+    ),
+    key(
+        "config_store.path",
+        S,
+        Str("users.json"),
+        "file store: JSON or TOML { \"users\": { \"<sub>\": <UserConfig> } }, reloaded on change",
+    ),
+    secret(key(
+        "config_store.url",
+        S,
+        Str("redis://127.0.0.1:6379"),
+        "redis store: server URL (a password in it is redacted by --print-config)",
+    )),
+    key(
+        "config_store.key_prefix",
+        S,
+        Str("mcpgw"),
+        "redis store: keys are <key_prefix>:user:<sub>",
+    ),
+    key(
+        "config_store.poll_interval_ms",
+        I,
+        Int(1000),
+        "file store: how often the file is checked for changes; 0 disables reloading",
+    ),
+    key(
+        "config_store.pool_size",
+        I,
+        Int(16),
+        "redis store: pooled connections",
+    ),
+    key(
+        "config_store.cache_max_entries",
+        I,
+        Int(10_000),
+        "user config cache: most cached subjects",
+    ),
+    key(
+        "config_store.cache_ttl_s",
+        I,
+        Int(60),
+        "user config cache: lifetime of an entry (a safety net: stores invalidate on change)",
+    ),
+    key(
+        "config_store.cache_negative_ttl_s",
+        I,
+        Int(5),
+        "user config cache: lifetime of a \"no configuration\" answer",
+    ),
+    // [sessions]
+    key(
+        "sessions.kind",
+        S,
+        Str("local"),
+        "where 2025 clients' sessions live; this build has \"local\" only (\"redis\" and \"sealed\" are rejected): the local store needs sticky routing across nodes",
+    ),
+    key(
+        "sessions.idle_timeout_s",
+        I,
+        Int(1800),
+        "local store: a session unused this long is forgotten (the client re-initializes)",
+    ),
+    key(
+        "sessions.max_sessions",
+        I,
+        Int(100_000),
+        "local store: most sessions at once",
+    ),
+    key(
+        "sessions.max_per_principal",
+        I,
+        Int(1000),
+        "local store: most sessions of one principal at once",
+    ),
+    unsupported(
+        secret(key("sessions.url", S, Unset, "redis session store URL")),
+        SHARED_SESSIONS,
+    ),
+    unsupported(
+        key(
+            "sessions.keys_env",
+            S,
+            Unset,
+            "sealed session key ring environment variable",
+        ),
+        SHARED_SESSIONS,
+    ),
+    // [breaker]
+    key(
+        "breaker.consecutive_failures",
+        I,
+        Int(5),
+        "per backend URL: failures in a row that open its breaker (a backend's \"breaker\" object overrides any breaker key)",
+    ),
+    key(
+        "breaker.open_ms",
+        I,
+        Int(5000),
+        "first open period; it grows on repeated trips, jittered",
+    ),
+    key(
+        "breaker.max_open_ms",
+        I,
+        Unset,
+        "cap of the open period; unset: max(60000, open_ms)",
+    ),
+    key(
+        "breaker.half_open_probes",
+        I,
+        Int(1),
+        "probe calls admitted at once when the open period ends",
+    ),
+    // [backends]
+    key(
+        "backends.stdio_allowed_commands",
+        L,
+        List(&[]),
+        "commands a user config may spawn as stdio backends; must stay empty in this build (no stdio backends)",
+    ),
+    // [security]
+    key(
+        "security.allowed_origins",
+        L,
+        List(&["http://localhost"]),
+        "accepted browser Origin values (an entry without port matches every port); requests without Origin are accepted; [\"*\"] accepts any",
+    ),
+    // [plugins]
+    unsupported(
+        key("plugins.config", S, Unset, "plugin document path"),
+        PLUGINS,
+    ),
+    // [router]
+    key(
+        "router.sealing_secret_env",
+        S,
+        Unset,
+        "name of the environment variable holding the secret that seals cursors and requestState; unset: random per process (set it when several nodes share clients)",
+    ),
+    key(
+        "router.fanout_deadline_ms",
+        I,
+        Int(10_000),
+        "longest wait for one backend during a fan-out (discover, lists)",
+    ),
+    key(
+        "router.max_name_len",
+        I,
+        Int(128),
+        "longest public tool/prompt name listed (many LLM hosts need 64)",
+    ),
+    key(
+        "router.instructions",
+        S,
+        Unset,
+        "the gateway's own instructions in server/discover",
+    ),
+    key(
+        "router.request_state_ttl_s",
+        I,
+        Int(600),
+        "how long a wrapped MRTR requestState stays valid",
+    ),
+    key(
+        "router.stale_if_error_s",
+        I,
+        Int(60),
+        "when a backend fails during a list or server/discover, serve its last good answer to the same caller if younger than this (marked degraded); 0 turns it off",
+    ),
+    key(
+        "router.upstream_connect_timeout_ms",
+        I,
+        Int(5000),
+        "TCP connect timeout towards backends",
+    ),
+    // [telemetry]
+    key(
+        "telemetry.log_format",
+        S,
+        Str("pretty"),
+        "\"pretty\" (human) or \"json\" (one object per line), on stderr",
+    ),
+    key(
+        "telemetry.log_level",
+        S,
+        Str("info"),
+        "tracing filter, e.g. \"info\" or \"info,mcp_router=debug\"",
+    ),
+    key(
+        "telemetry.access_log",
+        B,
+        Bool(true),
+        "log one info line per request (method, virtual host, status, latency)",
+    ),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn env_names_are_unique_and_follow_the_rule() {
+        let mut seen = std::collections::HashSet::new();
+        for spec in KEYS {
+            let name = spec.env_name();
+            assert!(name.starts_with(ENV_PREFIX));
+            assert!(
+                name.chars()
+                    .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'),
+                "{name}"
+            );
+            assert!(seen.insert(name.clone()), "duplicate env name {name}");
+        }
+        assert_eq!(
+            find("listen.admin_addr").map(KeySpec::env_name).as_deref(),
+            Some("MCP_GATEWAY_LISTEN_ADMIN_ADDR")
+        );
+    }
+
+    #[test]
+    fn keys_are_unique_and_defaults_match_kinds() {
+        let mut seen = std::collections::HashSet::new();
+        for spec in KEYS {
+            assert!(seen.insert(spec.key), "duplicate key {}", spec.key);
+            let ok = matches!(
+                (spec.kind, spec.default),
+                (_, Unset)
+                    | (ValueKind::String, Str(_))
+                    | (ValueKind::Integer, Int(_))
+                    | (ValueKind::Bool, Bool(_))
+                    | (ValueKind::StringList, List(_))
+            );
+            assert!(ok, "{} default does not match its kind", spec.key);
+        }
+    }
+
+    #[test]
+    fn sections_list_parents_first() {
+        let sections = sections();
+        let auth = sections.iter().position(|s| *s == "auth");
+        let jwt = sections.iter().position(|s| *s == "auth.jwt");
+        assert!(auth < jwt && auth.is_some());
+        assert!(sections.contains(&"breaker"));
+        assert!(sections.contains(&"plugins"));
+        assert!(!sections.contains(&""));
+    }
+}

@@ -1,0 +1,286 @@
+//! The process configuration of the reference gateway (DESIGN §8.2).
+//!
+//! One TOML file, then `MCP_GATEWAY_*` environment variables, then command-line flags, in that
+//! precedence ([`EffectiveConfig`]); every key, its type, default and environment name is in
+//! [`KEYS`] (printed by `mcp-gateway config-keys`, reproduced in the README). The environment rule:
+//! `MCP_GATEWAY_` + the key with `.` replaced by `_`, upper-cased ([`env_name`]).
+//!
+//! Relative paths written in a file (`config_store.path`, `listen.tls_cert`, `listen.tls_key`,
+//! `auth.jwt.public_key_pem`), and the default `config_store.path` when a file is used, are
+//! relative to that file's directory; paths from the environment or the command line are relative
+//! to the working directory.
+//!
+//! Sections and values this build cannot honour are rejected, never ignored: `[plugins]`,
+//! `sessions.kind` other than `"local"`, `sessions.url`, `sessions.keys_env`, and a non-empty
+//! `backends.stdio_allowed_commands`.
+//!
+//! ```
+//! use std::time::Duration;
+//! use mcp_gateway::GatewayConfig;
+//!
+//! let config = GatewayConfig::from_toml_str(r#"
+//!     [listen]
+//!     addr = "127.0.0.1:0"
+//!     admin_addr = ""
+//!     [auth.jwt]
+//!     issuers = ["https://a.example", "https://b.example"]
+//!     leeway_s = 5
+//! "#).unwrap();
+//! assert_eq!(config.listen.admin_addr, None);
+//! assert_eq!(config.auth.jwt.issuers, ["https://issuer.example", "https://a.example", "https://b.example"]);
+//! assert_eq!(config.auth.jwt.leeway, Duration::from_secs(5));
+//! assert_eq!(config.limits.max_body_bytes, 4 * 1024 * 1024);
+//!
+//! let err = GatewayConfig::from_toml_str("[sessions]\nkind = \"redis\"\n").unwrap_err();
+//! assert!(err.to_string().contains("not in this build"), "{err}");
+//! ```
+
+mod build;
+mod error;
+mod keys;
+mod layers;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use jsonwebtoken::Algorithm;
+use url::Url;
+
+pub use error::{ConfigError, Problem, Source};
+pub use keys::{
+    DefaultValue, ENV_PREFIX, KEYS, KeySpec, Support, ValueKind, env_name, reference_markdown,
+};
+pub use layers::{EffectiveConfig, Override, Value};
+
+/// The typed process configuration. Build it from TOML ([`from_toml_str`](Self::from_toml_str)),
+/// from layered sources ([`EffectiveConfig::build`]), or start from [`Default`] and set fields.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct GatewayConfig {
+    /// `[listen]`.
+    pub listen: ListenConfig,
+    /// `[limits]`.
+    pub limits: LimitsConfig,
+    /// `[auth]` and `[auth.jwt]`.
+    pub auth: AuthConfig,
+    /// `[config_store]`.
+    pub config_store: UserStoreConfig,
+    /// `[sessions]` (the local store of 2025 client sessions).
+    pub sessions: SessionsConfig,
+    /// `[breaker]`: circuit breaker defaults of every backend URL (a backend's `breaker` object in
+    /// the user configuration overrides single keys).
+    pub breaker: mcp_breaker::BreakerConfig,
+    /// `[security]`.
+    pub security: SecurityConfig,
+    /// `[router]`.
+    pub router: RouterConfig,
+    /// `[telemetry]`.
+    pub telemetry: TelemetryConfig,
+    /// `shutdown_drain_s`: longest wait for in-flight requests and streams on shutdown.
+    pub shutdown_drain: Duration,
+    /// Where each key came from, for error messages.
+    pub(crate) sources: BTreeMap<&'static str, Source>,
+}
+
+/// `[listen]`: where the gateway accepts connections.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ListenConfig {
+    /// `addr`: the MCP endpoint listener.
+    pub addr: SocketAddr,
+    /// `admin_addr`: the admin listener (`None`: disabled).
+    pub admin_addr: Option<SocketAddr>,
+    /// `tls_cert` + `tls_key`: serve TLS on `addr`.
+    pub tls: Option<TlsFiles>,
+}
+
+/// PEM files of the TLS listener.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TlsFiles {
+    /// Certificate chain (leaf first).
+    pub cert: PathBuf,
+    /// Private key.
+    pub key: PathBuf,
+}
+
+/// `[limits]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LimitsConfig {
+    /// `max_body_bytes`: larger request bodies get 413.
+    pub max_body_bytes: usize,
+    /// `max_mcp_headers`: more `Mcp-*` headers get 431.
+    pub max_mcp_headers: usize,
+    /// `max_mcp_header_bytes`: a longer `Mcp-*` header value gets 431.
+    pub max_mcp_header_bytes: usize,
+    /// `header_read_timeout_ms`: time to receive a request head (and complete a TLS handshake).
+    pub header_read_timeout: Duration,
+    /// `max_connections`: most open client connections.
+    pub max_connections: usize,
+}
+
+/// `[auth]`: RFC 9728 metadata and token validation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AuthConfig {
+    /// `public_url`: the gateway's external base URL; `None`: derived from each request's `Host`.
+    pub public_url: Option<Url>,
+    /// `authorization_servers` (defaults to the issuers).
+    pub authorization_servers: Vec<String>,
+    /// `scopes_supported`.
+    pub scopes_supported: Vec<String>,
+    /// `[auth.jwt]`.
+    pub jwt: JwtConfig,
+}
+
+/// `[auth.jwt]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct JwtConfig {
+    /// `issuer` + `issuers`, without duplicates.
+    pub issuers: Vec<String>,
+    /// `audience` + `audiences`, without duplicates.
+    pub audiences: Vec<String>,
+    /// `hs256_secret_env`: the environment variable holding the HS256 secret (`None`: no HS256).
+    pub hs256_secret_env: Option<String>,
+    /// `public_key_pem`: a PEM public key file.
+    pub public_key_pem: Option<PathBuf>,
+    /// `algorithms`: what the PEM key verifies.
+    pub algorithms: Vec<Algorithm>,
+    /// `algorithms` when set explicitly: also restricts JWKS keys.
+    pub jwks_algorithms: Option<Vec<Algorithm>>,
+    /// `jwks_url`.
+    pub jwks_url: Option<String>,
+    /// `jwks_refresh_s`.
+    pub jwks_refresh: Duration,
+    /// `leeway_s`.
+    pub leeway: Duration,
+    /// `required_scopes`.
+    pub required_scopes: Vec<String>,
+}
+
+/// `config_store.kind`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StoreKind {
+    /// A JSON or TOML file, reloaded on change.
+    File,
+    /// Redis.
+    Redis,
+}
+
+/// `[config_store]`: where user configurations come from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct UserStoreConfig {
+    /// `kind`.
+    pub kind: StoreKind,
+    /// `path` (file store).
+    pub path: PathBuf,
+    /// `url` (redis store).
+    pub redis_url: String,
+    /// `key_prefix` (redis store).
+    pub key_prefix: String,
+    /// `poll_interval_ms` (file store; `None`: not watched).
+    pub poll_interval: Option<Duration>,
+    /// `pool_size` (redis store).
+    pub pool_size: usize,
+    /// `cache_max_entries`.
+    pub cache_max_entries: u64,
+    /// `cache_ttl_s`.
+    pub cache_ttl: Duration,
+    /// `cache_negative_ttl_s`.
+    pub cache_negative_ttl: Duration,
+}
+
+/// `[sessions]`: limits of the local store of 2025 client sessions.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SessionsConfig {
+    /// `idle_timeout_s`.
+    pub idle_timeout: Duration,
+    /// `max_sessions`.
+    pub max_sessions: usize,
+    /// `max_per_principal`.
+    pub max_per_principal: usize,
+}
+
+/// `[security]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SecurityConfig {
+    /// `allowed_origins` (`["*"]`: any).
+    pub allowed_origins: Vec<String>,
+}
+
+/// `[router]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RouterConfig {
+    /// `sealing_secret_env`: the environment variable holding the sealing secret.
+    pub sealing_secret_env: Option<String>,
+    /// `fanout_deadline_ms`.
+    pub fanout_deadline: Duration,
+    /// `max_name_len`.
+    pub max_name_len: usize,
+    /// `instructions`.
+    pub instructions: Option<String>,
+    /// `request_state_ttl_s`.
+    pub request_state_ttl: Duration,
+    /// `stale_if_error_s` (zero: off).
+    pub stale_if_error: Duration,
+    /// `upstream_connect_timeout_ms`.
+    pub upstream_connect_timeout: Duration,
+}
+
+/// `telemetry.log_format`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Pretty,
+    /// One JSON object per line.
+    Json,
+}
+
+/// `[telemetry]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TelemetryConfig {
+    /// `log_format`.
+    pub log_format: LogFormat,
+    /// `log_level` (a tracing filter directive).
+    pub log_level: String,
+    /// `access_log`: one info line per request.
+    pub access_log: bool,
+}
+
+impl GatewayConfig {
+    /// Parses a TOML document over the defaults (no environment, no command line).
+    ///
+    /// # Errors
+    ///
+    /// Every problem, each naming its key.
+    pub fn from_toml_str(text: &str) -> Result<Self, ConfigError> {
+        EffectiveConfig::from_toml_str(text, "configuration")?.build()
+    }
+
+    /// Where `key`'s value came from ([`Source::Code`] when unknown or set in code).
+    pub fn source_of(&self, key: &str) -> Source {
+        self.sources.get(key).cloned().unwrap_or(Source::Code)
+    }
+
+    /// A configuration problem attributed to `key`'s source.
+    pub(crate) fn problem(&self, key: &str, message: impl Into<String>) -> ConfigError {
+        ConfigError::new(self.source_of(key), key, message)
+    }
+}
+
+impl Default for GatewayConfig {
+    /// The documented defaults (every key of [`KEYS`] at its default).
+    fn default() -> Self {
+        EffectiveConfig::defaults()
+            .build()
+            .expect("the built-in defaults are a valid configuration")
+    }
+}

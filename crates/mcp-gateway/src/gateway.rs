@@ -1,0 +1,444 @@
+//! [`Gateway`]: builds the stack from a [`GatewayConfig`], binds the listeners and serves until a
+//! shutdown future completes, then drains.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use hyper_util::server::graceful::GracefulShutdown;
+use mcp_claims::{ClaimsLayer, JwtValidator};
+use mcp_config_store::{ConfigStoreLayer, UserConfigStore, VirtualHostConfigLayer};
+use mcp_router::session::{LocalSessionLimits, LocalSessionStore};
+use mcp_router::{McpRouter, UpstreamOptions};
+use mcp_vhost::VhostLayer;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+use tokio_rustls::TlsAcceptor;
+use tower_layer::Layer;
+
+use crate::admin::{AdminService, AdminState};
+use crate::auth;
+use crate::config::GatewayConfig;
+use crate::error::GatewayError;
+use crate::limits::{RequestLimits, origin_policy};
+use crate::metadata::ResourceMetadata;
+use crate::metrics;
+use crate::routed::Routed;
+use crate::server::{AcceptLoop, Builders};
+use crate::service::{GatewayService, McpStack, Shared};
+use crate::store::UserStore;
+use crate::tls;
+
+/// How often the background task refreshes the store readiness gauge and the metrics upkeep.
+const MONITOR_INTERVAL: Duration = Duration::from_secs(5);
+/// Most stale-if-error answers kept (the router's default).
+const STALE_ENTRIES: usize = 10_000;
+/// How long admin connections get to finish after the drain.
+const ADMIN_DRAIN: Duration = Duration::from_secs(1);
+
+/// A gateway built from its configuration, not yet listening.
+///
+/// See the [crate docs](crate) for an example.
+pub struct Gateway {
+    config: Arc<GatewayConfig>,
+    service: GatewayService,
+    admin: Arc<AdminState>,
+    tls: Option<TlsAcceptor>,
+}
+
+impl std::fmt::Debug for Gateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gateway")
+            .field("addr", &self.config.listen.addr)
+            .field("admin_addr", &self.config.listen.admin_addr)
+            .field("tls", &self.tls.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds a [`Gateway`] with settings that do not come from the configuration file: secrets given
+/// directly, your own user config store, or your own token validator.
+#[must_use]
+pub struct GatewayBuilder {
+    config: GatewayConfig,
+    hs256_secret: Option<Vec<u8>>,
+    sealing_secret: Option<Vec<u8>>,
+    store: Option<Arc<dyn UserConfigStore>>,
+    validator: Option<JwtValidator>,
+}
+
+impl std::fmt::Debug for GatewayBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never print secrets.
+        f.debug_struct("GatewayBuilder")
+            .field("config", &self.config)
+            .field("hs256_secret", &self.hs256_secret.as_ref().map(|_| "<set>"))
+            .field("custom_store", &self.store.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl GatewayBuilder {
+    /// The HS256 secret, instead of the environment variable named by
+    /// `auth.jwt.hs256_secret_env`.
+    pub fn hs256_secret(mut self, secret: impl Into<Vec<u8>>) -> Self {
+        self.hs256_secret = Some(secret.into());
+        self
+    }
+
+    /// The secret sealing cursors and `requestState`, instead of `router.sealing_secret_env`.
+    pub fn sealing_secret(mut self, secret: impl Into<Vec<u8>>) -> Self {
+        self.sealing_secret = Some(secret.into());
+        self
+    }
+
+    /// Serve user configurations from `store` instead of `[config_store]` (e.g. a
+    /// `mcp_config_store::MemoryStore`); the gateway still puts its cache in front.
+    pub fn user_store(mut self, store: impl UserConfigStore) -> Self {
+        self.store = Some(Arc::new(store));
+        self
+    }
+
+    /// Validate tokens with `validator` instead of building one from `[auth.jwt]`.
+    pub fn validator(mut self, validator: JwtValidator) -> Self {
+        self.validator = Some(validator);
+        self
+    }
+
+    /// Builds the stack: token validator, user config store (a file store is read and checked
+    /// now), router. Needs a Tokio runtime.
+    ///
+    /// # Errors
+    ///
+    /// [`GatewayError::Config`] for an invalid key or user configuration file (naming the file and
+    /// key), [`GatewayError::Store`] when Redis refuses the connection.
+    pub async fn build(self) -> Result<Gateway, GatewayError> {
+        let config = Arc::new(self.config);
+        let validator = match self.validator {
+            Some(v) => v,
+            None => auth::build_validator(&config, self.hs256_secret.as_deref())?,
+        };
+        let tls = match &config.listen.tls {
+            Some(files) => Some(tls::acceptor(&config, files)?),
+            None => None,
+        };
+        let sealing = auth::sealing_secret(&config, self.sealing_secret.as_deref())?;
+        let store = match self.store {
+            Some(store) => UserStore::custom(store, &config),
+            None => UserStore::open(&config).await?,
+        };
+        let router = build_router(&config, sealing.as_deref());
+        let metadata = Arc::new(ResourceMetadata::from_config(&config));
+        let mcp = build_stack(validator, store.shared(), router, Arc::clone(&metadata));
+        let shared = Arc::new(Shared {
+            limits: RequestLimits::from_config(&config),
+            metadata,
+            access_log: config.telemetry.access_log,
+        });
+        let admin = Arc::new(AdminState {
+            store,
+            metrics: metrics::handle(),
+            draining: AtomicBool::new(false),
+        });
+        Ok(Gateway {
+            service: GatewayService::new(mcp, shared),
+            config,
+            admin,
+            tls,
+        })
+    }
+}
+
+fn build_router(config: &GatewayConfig, sealing: Option<&[u8]>) -> McpRouter {
+    let r = &config.router;
+    let mut builder = McpRouter::builder()
+        .server_info("mcp-gateway", env!("CARGO_PKG_VERSION"))
+        .fanout_deadline(r.fanout_deadline)
+        .max_name_len(r.max_name_len)
+        .max_body_bytes(config.limits.max_body_bytes)
+        .origins(origin_policy(&config.security.allowed_origins))
+        .request_state_ttl(r.request_state_ttl)
+        .upstream(UpstreamOptions {
+            connect_timeout: r.upstream_connect_timeout,
+            ..UpstreamOptions::default()
+        })
+        .breaker_defaults(config.breaker.clone())
+        .stale_if_error(r.stale_if_error, STALE_ENTRIES)
+        .session_store(Arc::new(LocalSessionStore::new(LocalSessionLimits {
+            idle_timeout: config.sessions.idle_timeout,
+            max_sessions: config.sessions.max_sessions,
+            max_per_principal: config.sessions.max_per_principal,
+        })));
+    if let Some(text) = &r.instructions {
+        builder = builder.instructions(text.clone());
+    }
+    match sealing {
+        Some(secret) => builder = builder.sealing_secret(secret),
+        None => tracing::info!(
+            "router.sealing_secret_env is not set: cursors and requestState are sealed with a random per-process key (set it when several gateway nodes serve the same clients)"
+        ),
+    }
+    builder.build()
+}
+
+/// vhost -> claims -> config store -> virtual host config -> router.
+fn build_stack(
+    validator: JwtValidator,
+    store: Arc<dyn UserConfigStore>,
+    router: McpRouter,
+    metadata: Arc<ResourceMetadata>,
+) -> McpStack {
+    let claims = ClaimsLayer::new(validator)
+        .resource_metadata_fn(move |parts: &http::request::Parts| metadata.url_for_request(parts));
+    let routed = Routed::new(router);
+    let vhost_config = VirtualHostConfigLayer::new().layer(routed);
+    let config_store = ConfigStoreLayer::from_shared(store).layer(vhost_config);
+    VhostLayer::new().layer(claims.layer(config_store))
+}
+
+impl Gateway {
+    /// Builds a gateway from `config` (secrets from the environment variables it names).
+    ///
+    /// # Errors
+    ///
+    /// See [`GatewayBuilder::build`].
+    pub async fn from_config(config: GatewayConfig) -> Result<Self, GatewayError> {
+        Self::builder(config).build().await
+    }
+
+    /// A builder, for secrets and stores that do not come from the configuration.
+    pub fn builder(config: GatewayConfig) -> GatewayBuilder {
+        GatewayBuilder {
+            config,
+            hs256_secret: None,
+            sealing_secret: None,
+            store: None,
+            validator: None,
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &GatewayConfig {
+        &self.config
+    }
+
+    /// The MCP endpoint as a tower service (limits, RFC 9728 metadata, layers, router), to mount
+    /// in your own server.
+    pub fn service(&self) -> GatewayService {
+        self.service.clone()
+    }
+
+    /// The admin endpoints (`/metrics`, `/healthz`, `/readyz`) as a tower service.
+    pub fn admin_service(&self) -> AdminService {
+        AdminService::new(Arc::clone(&self.admin))
+    }
+
+    /// Binds `listen.addr` and `listen.admin_addr`.
+    ///
+    /// # Errors
+    ///
+    /// [`GatewayError::Bind`] naming the listener and address.
+    pub async fn bind(self) -> Result<BoundGateway, GatewayError> {
+        let addr = self.config.listen.addr;
+        let mcp = TcpListener::bind(addr)
+            .await
+            .map_err(|source| GatewayError::Bind {
+                listener: "mcp",
+                addr,
+                source,
+            })?;
+        let admin = match self.config.listen.admin_addr {
+            Some(addr) => {
+                Some(
+                    TcpListener::bind(addr)
+                        .await
+                        .map_err(|source| GatewayError::Bind {
+                            listener: "admin",
+                            addr,
+                            source,
+                        })?,
+                )
+            }
+            None => None,
+        };
+        let local = mcp.local_addr()?;
+        let admin_local = admin.as_ref().map(TcpListener::local_addr).transpose()?;
+        let admin_text = admin_local.map_or_else(|| "disabled".to_owned(), |a| a.to_string());
+        tracing::info!(
+            addr = %local,
+            admin_addr = %admin_text,
+            tls = self.tls.is_some(),
+            "listening"
+        );
+        Ok(BoundGateway {
+            gateway: self,
+            mcp,
+            admin,
+            local,
+            admin_local,
+        })
+    }
+
+    /// Binds and serves until `shutdown` completes, then drains (see [`BoundGateway::serve`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`bind`](Self::bind).
+    pub async fn serve(
+        self,
+        shutdown: impl Future<Output = ()> + Send,
+    ) -> Result<(), GatewayError> {
+        self.bind().await?.serve(shutdown).await
+    }
+}
+
+/// A gateway whose listeners are bound (the ports are known) but not yet accepting.
+pub struct BoundGateway {
+    gateway: Gateway,
+    mcp: TcpListener,
+    admin: Option<TcpListener>,
+    local: SocketAddr,
+    admin_local: Option<SocketAddr>,
+}
+
+impl std::fmt::Debug for BoundGateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BoundGateway")
+            .field("local_addr", &self.local)
+            .field("admin_addr", &self.admin_local)
+            .finish_non_exhaustive()
+    }
+}
+
+impl BoundGateway {
+    /// The MCP listener's address (with the real port when configured as 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// The admin listener's address, when enabled.
+    pub fn admin_addr(&self) -> Option<SocketAddr> {
+        self.admin_local
+    }
+
+    /// `http(s)://<local addr>/servers/<vhost>/mcp`.
+    pub fn endpoint_url(&self, vhost: &str) -> String {
+        let scheme = if self.gateway.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        format!("{scheme}://{}/servers/{vhost}/mcp", self.local)
+    }
+
+    /// The gateway.
+    pub fn gateway(&self) -> &Gateway {
+        &self.gateway
+    }
+
+    /// Serves until `shutdown` completes. Then: stop accepting, mark `/readyz` unready, let
+    /// in-flight requests and streams finish for at most `shutdown_drain_s`, close what is left,
+    /// stop the admin listener, return `Ok`.
+    ///
+    /// # Errors
+    ///
+    /// None today; the `Result` leaves room for listener failures.
+    pub async fn serve(
+        self,
+        shutdown: impl Future<Output = ()> + Send,
+    ) -> Result<(), GatewayError> {
+        let Self {
+            gateway,
+            mcp,
+            admin,
+            ..
+        } = self;
+        let config = Arc::clone(&gateway.config);
+        let builders = Arc::new(Builders::new(config.limits.header_read_timeout));
+
+        let graceful = Arc::new(GracefulShutdown::new());
+        let (stop_mcp, stop_mcp_rx) = watch::channel(false);
+        let mcp_loop = AcceptLoop {
+            name: "mcp",
+            listener: mcp,
+            tls: gateway.tls.clone(),
+            service: gateway.service.clone(),
+            builders: Arc::clone(&builders),
+            graceful: Arc::clone(&graceful),
+            max_connections: config.limits.max_connections,
+        };
+        let mcp_task = tokio::spawn(mcp_loop.run(stop_mcp_rx));
+
+        let admin_graceful = Arc::new(GracefulShutdown::new());
+        let (stop_admin, stop_admin_rx) = watch::channel(false);
+        let admin_task = admin.map(|listener| {
+            let admin_loop = AcceptLoop {
+                name: "admin",
+                listener,
+                tls: None,
+                service: gateway.admin_service(),
+                builders: Arc::clone(&builders),
+                graceful: Arc::clone(&admin_graceful),
+                max_connections: 256,
+            };
+            tokio::spawn(admin_loop.run(stop_admin_rx))
+        });
+
+        let monitor = {
+            let state = Arc::clone(&gateway.admin);
+            tokio::spawn(async move {
+                loop {
+                    // Refreshes the store readiness gauge.
+                    let _ = state.readiness().await;
+                    metrics::record_cache(state.store.stats());
+                    if let Some(handle) = &state.metrics {
+                        handle.run_upkeep();
+                    }
+                    tokio::time::sleep(MONITOR_INTERVAL).await;
+                }
+            })
+        };
+
+        shutdown.await;
+        let drain = config.shutdown_drain;
+        tracing::info!(
+            drain_s = drain.as_secs(),
+            "shutdown requested: no new connections, draining in-flight requests"
+        );
+        gateway.admin.draining.store(true, Ordering::Release);
+        let _ = stop_mcp.send(true);
+        let mut connections = mcp_task.await.unwrap_or_else(|_| JoinSet::new());
+        match Arc::into_inner(graceful) {
+            Some(graceful) => {
+                if tokio::time::timeout(drain, graceful.shutdown())
+                    .await
+                    .is_ok()
+                {
+                    tracing::info!("drained: every in-flight request finished");
+                } else {
+                    tracing::warn!(
+                        open = connections.len(),
+                        "drain deadline reached; closing the remaining connections"
+                    );
+                }
+            }
+            None => tracing::warn!("connection watchers still shared; skipping the drain"),
+        }
+        connections.abort_all();
+
+        let _ = stop_admin.send(true);
+        if let Some(task) = admin_task {
+            let mut admin_connections = task.await.unwrap_or_else(|_| JoinSet::new());
+            if let Some(graceful) = Arc::into_inner(admin_graceful) {
+                let _ = tokio::time::timeout(ADMIN_DRAIN, graceful.shutdown()).await;
+            }
+            admin_connections.abort_all();
+        }
+        monitor.abort();
+        tracing::info!("stopped");
+        Ok(())
+    }
+}

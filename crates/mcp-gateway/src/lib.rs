@@ -1,0 +1,185 @@
+//! # mcp-gateway
+//!
+//! The reference MCP gateway: assembles the layer crates into one service from a
+//! [`GatewayConfig`], serves it on TCP or TLS listeners (HTTP/1.1 and h2), with an admin listener
+//! (`/metrics`, `/healthz`, `/readyz`), RFC 9728 protected resource metadata, request limits,
+//! structured logs and graceful shutdown. The `mcp-gateway` binary is a thin CLI over this
+//! library (`serve`, `check-config`, `token`, `config-keys`).
+//!
+//! ```text
+//! request ─▶ limits (403 Origin, 431 Mcp-* headers, 413 body) ─┬─▶ /.well-known/oauth-protected-resource[/servers/{vhost}/mcp]  (RFC 9728)
+//!                                                              └─▶ VhostLayer ─▶ ClaimsLayer ─▶ ConfigStoreLayer ─▶ VirtualHostConfigLayer ─▶ McpRouter
+//!                                                                  (400)         (401/403)      (400/500/503)       (404)                     (JSON-RPC)
+//! ```
+//!
+//! ## Embedding
+//!
+//! Build a gateway from a configuration, then either take the tower service
+//! ([`Gateway::service`]) into your own server, or let the gateway listen
+//! ([`Gateway::bind`] / [`Gateway::serve`]) until a shutdown future completes:
+//!
+//! ```
+//! use bytes::Bytes;
+//! use http::{Request, StatusCode, header};
+//! use http_body_util::{BodyExt, Full};
+//! use mcp_config_store::{MemoryStore, UserConfig};
+//! use mcp_gateway::token::{TokenRequest, mint};
+//! use mcp_gateway::{Gateway, GatewayConfig};
+//! use tower::ServiceExt;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+//! let config = GatewayConfig::from_toml_str(r#"
+//!     [listen]
+//!     addr = "127.0.0.1:0"        # port 0: any free port
+//!     admin_addr = "127.0.0.1:0"
+//!     [auth.jwt]
+//!     issuer = "https://issuer.example"
+//!     audience = "mcp-gateway"
+//! "#)?;
+//! let secret = b"a-long-random-development-secret";
+//! let alice = UserConfig::from_json_str(
+//!     r#"{"virtual_hosts":{"vh1":{"backends":{"weather":{"url":"http://127.0.0.1:9/mcp"}}}}}"#,
+//! )?;
+//! let gateway = Gateway::builder(config)
+//!     .hs256_secret(secret.to_vec())                           // instead of MCP_GATEWAY_JWT_SECRET
+//!     .user_store(MemoryStore::new().with_user("alice", alice)) // instead of [config_store]
+//!     .build()
+//!     .await?;
+//!
+//! // The whole stack as one tower service.
+//! let service = gateway.service();
+//! let request = |path: &str, token: Option<&str>| {
+//!     let mut builder = Request::post(path).header(header::HOST, "gw.test");
+//!     if let Some(token) = token {
+//!         builder = builder.header(header::AUTHORIZATION, format!("Bearer {token}"));
+//!     }
+//!     builder.body(Full::<Bytes>::default())
+//! };
+//!
+//! // No token: 401 with an RFC 9728 challenge pointing at the virtual host's metadata.
+//! let res = service.clone().oneshot(request("/servers/vh1/mcp", None)?).await?;
+//! assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+//! assert_eq!(
+//!     res.headers()[header::WWW_AUTHENTICATE],
+//!     "Bearer error=\"invalid_token\", resource_metadata=\
+//!      \"http://gw.test/.well-known/oauth-protected-resource/servers/vh1/mcp\""
+//! );
+//!
+//! // A valid token for a virtual host alice does not have: 404 with the exact body.
+//! let token = mint(gateway.config(), secret, &TokenRequest::new("alice"))?;
+//! let res = service.clone().oneshot(request("/servers/vh2/mcp", Some(&token))?).await?;
+//! assert_eq!(res.status(), StatusCode::NOT_FOUND);
+//! let body = res.into_body().collect().await?.to_bytes();
+//! assert_eq!(body, r#"{"detail":"Server not found"}"#);
+//!
+//! // Or let the gateway listen: bind, read the real addresses, serve until shutdown.
+//! let bound = gateway.bind().await?;
+//! assert_ne!(bound.local_addr().port(), 0);
+//! assert!(bound.endpoint_url("vh1").ends_with("/servers/vh1/mcp"));
+//! let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+//! let server = tokio::spawn(bound.serve(async move {
+//!     let _ = stopped.await;
+//! }));
+//! let _ = stop.send(()); // e.g. on SIGTERM: see `mcp_gateway::shutdown_signal`
+//! server.await??;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! ## Listeners
+//!
+//! - `listen.addr`: plain TCP, or TLS with `listen.tls_cert` + `listen.tls_key` (rustls with the
+//!   aws-lc-rs provider, ALPN `h2` and `http/1.1`). HTTP/1.1 and HTTP/2 on the same port
+//!   (hyper-util auto), `TCP_NODELAY` on every socket, `limits.header_read_timeout_ms` for the
+//!   request head (and the TLS handshake), at most `limits.max_connections` open connections
+//!   (further clients wait in the backlog).
+//! - `listen.admin_addr`: plain HTTP, [`AdminService`].
+//! - Shutdown ([`BoundGateway::serve`]): stop accepting, `/readyz` turns unready, in-flight
+//!   requests and streams get `shutdown_drain_s` to finish (hyper-util `GracefulShutdown`: idle
+//!   keep-alive connections close at once, HTTP/2 gets GOAWAY), then the rest is closed.
+//!
+//! ## Request limits and responses
+//!
+//! | check | answer |
+//! |---|---|
+//! | `Origin` present and not in `security.allowed_origins` | 403 `{"detail":"Origin not allowed"}` (before authentication; the router re-checks) |
+//! | more than `limits.max_mcp_headers` `Mcp-*` headers, or one longer than `limits.max_mcp_header_bytes` | 431 `{"detail":"Too many Mcp-* headers"}` / `{"detail":"Mcp-* header too large"}` |
+//! | `Content-Length` over `limits.max_body_bytes` | 413 `{"detail":"Request body too large"}` (a chunked body is cut by the router: 413 with a JSON-RPC error) |
+//!
+//! Then the DESIGN §3.1 rows of each layer (400 path, 401 token, 400/500/503 store, 404 virtual
+//! host), then the router's JSON-RPC answers.
+//!
+//! ## Metrics
+//!
+//! Prometheus text on the admin listener's `/metrics`. The first gateway built in a process
+//! installs its recorder as the global `metrics` recorder (so the layer crates' metrics land there
+//! too); when the embedding application installed one before, the gateway records into that one.
+//!
+//! | metric | type | labels |
+//! |---|---|---|
+//! | `mcp_gateway_requests_total` | counter | `method` (the MCP method of `Mcp-Method`, `-` without), `vhost` (only once the router answered, else `-`: a path segment of an unauthenticated client never becomes a label), `status`, `outcome` (`ok`, `client_error`, `server_error`) |
+//! | `mcp_gateway_request_duration_seconds` | histogram, time to response head | `method`, `vhost`, `outcome` |
+//! | `mcp_gateway_requests_in_flight` | gauge | |
+//! | `mcp_gateway_connections_open` | gauge | `listener` (`mcp`, `admin`) |
+//! | `mcp_gateway_config_cache_hits_total`, `_misses_total`, `_load_errors_total` | counter | |
+//! | `mcp_gateway_config_store_ready` | gauge (1/0), refreshed every 5 s and by `/readyz` | |
+//! | `mcp_gateway_build_info` | gauge (1) | `version` |
+//! | `mcp_breaker_state`, `mcp_breaker_calls_total`, `mcp_breaker_rejections_total`, `mcp_breaker_transitions_total`, ... | the router's per-backend circuit breakers (`mcp-breaker`) | `breaker`, ... |
+//!
+//! ## Logs
+//!
+//! [`init_tracing`]: stderr, `telemetry.log_format` `pretty` or `json`, `telemetry.log_level`
+//! (default `info`). Each request runs in a `request` span (HTTP method, path, MCP method) and,
+//! with `telemetry.access_log`, ends with one `request` event carrying the virtual host, status and
+//! latency. Tokens, secrets and bodies are never logged.
+//!
+//! ## Modules
+//!
+//! | module | what it holds |
+//! |---|---|
+//! | [`config`] | [`GatewayConfig`], the key table [`config::KEYS`], layered loading ([`config::EffectiveConfig`]) |
+//! | [`token`] | development tokens ([`token::mint`]) |
+//! | [`users`] | user configuration checks beyond the store's validation |
+//! | [`routed`] | [`routed::RoutedVhost`], the response extension naming the virtual host that answered |
+//! | `gateway` | [`Gateway`], [`GatewayBuilder`], [`BoundGateway`] |
+//! | `service` | [`GatewayService`] |
+//! | `admin` | [`AdminService`] |
+//! | `auth` | [`build_validator`], [`hs256_secret`] |
+//! | `store` | [`check_documents`] |
+//! | `telemetry`, `shutdown` | [`init_tracing`], [`shutdown_signal`] |
+
+mod admin;
+mod auth;
+mod body;
+mod check;
+pub mod config;
+mod error;
+mod gateway;
+mod limits;
+mod metadata;
+mod metrics;
+pub mod routed;
+mod server;
+mod service;
+mod shutdown;
+mod store;
+mod telemetry;
+mod tls;
+pub mod token;
+pub mod users;
+
+pub use admin::AdminService;
+pub use auth::{build_validator, hs256_secret};
+pub use body::{BoxError, GatewayBody};
+pub use check::{CheckReport, check_config};
+pub use config::{ConfigError, GatewayConfig};
+pub use error::GatewayError;
+pub use gateway::{BoundGateway, Gateway, GatewayBuilder};
+pub use limits::{
+    DETAIL_BODY_TOO_LARGE, DETAIL_MCP_HEADER_TOO_LARGE, DETAIL_ORIGIN, DETAIL_TOO_MANY_MCP_HEADERS,
+};
+pub use service::{GatewayService, McpStack, ResponseFuture, StackBody};
+pub use shutdown::shutdown_signal;
+pub use store::{DocumentReport, check_documents};
+pub use telemetry::init_tracing;

@@ -1,0 +1,176 @@
+//! Prometheus metrics through the `metrics` facade; the table of metrics is in the
+//! [crate docs](crate#metrics).
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use mcp_config_store::CacheStats;
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+
+pub(crate) const REQUESTS: &str = "mcp_gateway_requests_total";
+pub(crate) const DURATION: &str = "mcp_gateway_request_duration_seconds";
+pub(crate) const IN_FLIGHT: &str = "mcp_gateway_requests_in_flight";
+pub(crate) const CONNECTIONS: &str = "mcp_gateway_connections_open";
+pub(crate) const CACHE_HITS: &str = "mcp_gateway_config_cache_hits_total";
+pub(crate) const CACHE_MISSES: &str = "mcp_gateway_config_cache_misses_total";
+pub(crate) const CACHE_ERRORS: &str = "mcp_gateway_config_cache_load_errors_total";
+pub(crate) const STORE_READY: &str = "mcp_gateway_config_store_ready";
+pub(crate) const BUILD_INFO: &str = "mcp_gateway_build_info";
+
+/// Latency buckets in seconds: sub-millisecond gateway overhead up to long streamed calls.
+const BUCKETS: &[f64] = &[
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+    60.0,
+];
+
+static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
+
+/// The process's Prometheus handle, installing the recorder on first use; `None` when another
+/// recorder was installed before.
+pub(crate) fn handle() -> Option<PrometheusHandle> {
+    HANDLE
+        .get_or_init(|| {
+            let builder = PrometheusBuilder::new();
+            let builder = match builder.set_buckets_for_metric(Matcher::Full(DURATION.to_owned()), BUCKETS) {
+                Ok(b) => b,
+                Err(e) => {
+                    tracing::warn!(error = %e, "invalid histogram buckets; using summaries");
+                    PrometheusBuilder::new()
+                }
+            };
+            match builder.install_recorder() {
+                Ok(handle) => {
+                    describe();
+                    metrics::gauge!(BUILD_INFO, "version" => env!("CARGO_PKG_VERSION")).set(1.0);
+                    Some(handle)
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "a global metrics recorder is already installed; the gateway's metrics go to it and its /metrics stays empty");
+                    None
+                }
+            }
+        })
+        .clone()
+}
+
+fn describe() {
+    metrics::describe_counter!(
+        REQUESTS,
+        "HTTP requests answered, by MCP method, virtual host, status and outcome"
+    );
+    metrics::describe_histogram!(
+        DURATION,
+        metrics::Unit::Seconds,
+        "Time from request to response head"
+    );
+    metrics::describe_gauge!(IN_FLIGHT, "Requests whose response head is not sent yet");
+    metrics::describe_gauge!(CONNECTIONS, "Open client connections by listener");
+    metrics::describe_counter!(
+        CACHE_HITS,
+        "User config cache hits (including single-flight waiters)"
+    );
+    metrics::describe_counter!(CACHE_MISSES, "User config cache misses (store reads)");
+    metrics::describe_counter!(
+        CACHE_ERRORS,
+        "User config loads that ended in a store error"
+    );
+    metrics::describe_gauge!(STORE_READY, "1 when the user config store is reachable");
+    metrics::describe_gauge!(BUILD_INFO, "Always 1; the version label tells the build");
+}
+
+/// `ok` (1xx-3xx), `client_error` (4xx), `server_error` (5xx).
+pub(crate) fn outcome(status: u16) -> &'static str {
+    match status {
+        500.. => "server_error",
+        400..=499 => "client_error",
+        _ => "ok",
+    }
+}
+
+/// Records one answered request.
+pub(crate) fn record_request(method: &'static str, vhost: &str, status: u16, latency: Duration) {
+    let outcome = outcome(status);
+    metrics::counter!(
+        REQUESTS,
+        "method" => method,
+        "vhost" => vhost.to_owned(),
+        "status" => status.to_string(),
+        "outcome" => outcome
+    )
+    .increment(1);
+    metrics::histogram!(
+        DURATION,
+        "method" => method,
+        "vhost" => vhost.to_owned(),
+        "outcome" => outcome
+    )
+    .record(latency.as_secs_f64());
+}
+
+/// Copies the cache counters into their metrics.
+pub(crate) fn record_cache(stats: CacheStats) {
+    metrics::counter!(CACHE_HITS).absolute(stats.hits);
+    metrics::counter!(CACHE_MISSES).absolute(stats.misses);
+    metrics::counter!(CACHE_ERRORS).absolute(stats.load_errors);
+}
+
+/// Records the store's readiness.
+pub(crate) fn record_store_ready(ready: bool) {
+    metrics::gauge!(STORE_READY).set(if ready { 1.0 } else { 0.0 });
+}
+
+/// Counts a request in flight until dropped.
+pub(crate) struct InFlight(());
+
+impl InFlight {
+    pub(crate) fn start() -> Self {
+        metrics::gauge!(IN_FLIGHT).increment(1.0);
+        Self(())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        metrics::gauge!(IN_FLIGHT).decrement(1.0);
+    }
+}
+
+/// Counts an open connection until dropped.
+pub(crate) struct OpenConnection(&'static str);
+
+impl OpenConnection {
+    pub(crate) fn start(listener: &'static str) -> Self {
+        metrics::gauge!(CONNECTIONS, "listener" => listener).increment(1.0);
+        Self(listener)
+    }
+}
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        metrics::gauge!(CONNECTIONS, "listener" => self.0).decrement(1.0);
+    }
+}
+
+/// The Prometheus text of every metric.
+pub(crate) fn render(handle: Option<&PrometheusHandle>) -> String {
+    match handle {
+        Some(handle) => {
+            handle.run_upkeep();
+            handle.render()
+        }
+        None => "# The embedding application installed its own metrics recorder; the gateway's metrics are exported there.\n".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outcomes() {
+        assert_eq!(outcome(200), "ok");
+        assert_eq!(outcome(202), "ok");
+        assert_eq!(outcome(404), "client_error");
+        assert_eq!(outcome(503), "server_error");
+    }
+}

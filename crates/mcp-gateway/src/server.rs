@@ -1,0 +1,207 @@
+//! Accept loops: TCP or TLS, `TCP_NODELAY`, a connection limit, HTTP/1.1 and h2 (by ALPN on TLS,
+//! by the h2 preface on plain TCP), a header-read timeout that also bounds the TLS handshake and
+//! the first bytes of a connection (so idle connections cannot hold connection slots), and
+//! graceful shutdown (hyper-util `GracefulShutdown`).
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::{Request, Response};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::{GracefulShutdown, Watcher};
+use hyper_util::service::TowerToHyperService;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Semaphore, watch};
+use tokio::task::JoinSet;
+use tokio_rustls::TlsAcceptor;
+use tower_service::Service;
+
+use crate::body::GatewayBody;
+use crate::metrics::OpenConnection;
+
+/// The connection builders: HTTP/1.1 only and h2 only, chosen per connection by ALPN (TLS) or by
+/// sniffing the first bytes for the h2 preface (plain TCP, h2c with prior knowledge).
+pub(crate) struct Builders {
+    h1: auto::Builder<TokioExecutor>,
+    h2: auto::Builder<TokioExecutor>,
+    /// Time allowed for the request head; also bounds the TLS handshake and the sniffing.
+    header_read_timeout: Duration,
+}
+
+impl Builders {
+    pub(crate) fn new(header_read_timeout: Duration) -> Self {
+        let configure = |mut builder: auto::Builder<TokioExecutor>| {
+            builder
+                .http1()
+                .timer(TokioTimer::new())
+                .header_read_timeout(header_read_timeout)
+                .keep_alive(true);
+            builder.http2().timer(TokioTimer::new());
+            builder
+        };
+        Self {
+            h1: configure(auto::Builder::new(TokioExecutor::new()).http1_only()),
+            h2: configure(auto::Builder::new(TokioExecutor::new()).http2_only()),
+            header_read_timeout,
+        }
+    }
+
+    fn for_protocol(&self, protocol: Protocol) -> &auto::Builder<TokioExecutor> {
+        match protocol {
+            Protocol::Http1 => &self.h1,
+            Protocol::Http2 => &self.h2,
+        }
+    }
+}
+
+/// The HTTP version a connection speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Protocol {
+    Http1,
+    Http2,
+}
+
+/// The client connection preface of HTTP/2 (RFC 9113 §3.4).
+const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// Peeks at the first bytes (without consuming them) until they either are the h2 preface or
+/// cannot be; `None` when the client sends nothing decisive within `limit` or goes away.
+async fn sniff(stream: &TcpStream, limit: Duration) -> Option<Protocol> {
+    let decide = async {
+        let mut buf = [0u8; 24];
+        loop {
+            let n = stream.peek(&mut buf).await.ok()?;
+            if n == 0 {
+                return None;
+            }
+            if buf[..n] != H2_PREFACE[..n] {
+                return Some(Protocol::Http1);
+            }
+            if n == H2_PREFACE.len() {
+                return Some(Protocol::Http2);
+            }
+            // A prefix of the preface: wait for more bytes.
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    };
+    tokio::time::timeout(limit, decide).await.ok().flatten()
+}
+
+/// One listener's settings.
+pub(crate) struct AcceptLoop<S> {
+    pub(crate) name: &'static str,
+    pub(crate) listener: TcpListener,
+    pub(crate) tls: Option<TlsAcceptor>,
+    pub(crate) service: S,
+    pub(crate) builders: Arc<Builders>,
+    pub(crate) graceful: Arc<GracefulShutdown>,
+    pub(crate) max_connections: usize,
+}
+
+impl<S> AcceptLoop<S>
+where
+    S: Service<Request<Incoming>, Response = Response<GatewayBody>, Error = Infallible>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+{
+    /// Accepts until `stop` turns true (or its sender is dropped); returns the connection tasks
+    /// still running, so the caller can abort them after the drain deadline.
+    pub(crate) async fn run(self, mut stop: watch::Receiver<bool>) -> JoinSet<()> {
+        let limit = Arc::new(Semaphore::new(self.max_connections.max(1)));
+        let mut connections = JoinSet::new();
+        loop {
+            while connections.try_join_next().is_some() {}
+            if *stop.borrow() {
+                break;
+            }
+            let permit = tokio::select! {
+                biased;
+                _ = stop.changed() => break,
+                permit = Arc::clone(&limit).acquire_owned() => match permit {
+                    Ok(permit) => permit,
+                    Err(_) => break,
+                },
+            };
+            let (stream, peer) = tokio::select! {
+                biased;
+                _ = stop.changed() => break,
+                accepted = self.listener.accept() => match accepted {
+                    Ok(accepted) => accepted,
+                    Err(e) => {
+                        // E.g. out of file descriptors: back off instead of spinning.
+                        tracing::warn!(listener = self.name, error = %e, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                },
+            };
+            if let Err(e) = stream.set_nodelay(true) {
+                tracing::debug!(listener = self.name, error = %e, "cannot set TCP_NODELAY");
+            }
+            let watcher = self.graceful.watcher();
+            let service = TowerToHyperService::new(self.service.clone());
+            let builders = Arc::clone(&self.builders);
+            let tls = self.tls.clone();
+            let name = self.name;
+            connections.spawn(async move {
+                let _permit = permit;
+                let _open = OpenConnection::start(name);
+                let limit = builders.header_read_timeout;
+                match tls {
+                    None => match sniff(&stream, limit).await {
+                        Some(protocol) => {
+                            let builder = builders.for_protocol(protocol);
+                            serve(builder, TokioIo::new(stream), service, watcher).await;
+                        }
+                        None => {
+                            tracing::debug!(listener = name, %peer, "no request within the header read timeout");
+                        }
+                    },
+                    Some(acceptor) => {
+                        match tokio::time::timeout(limit, acceptor.accept(stream)).await {
+                            Ok(Ok(stream)) => {
+                                let protocol = match stream.get_ref().1.alpn_protocol() {
+                                    Some(b"h2") => Protocol::Http2,
+                                    _ => Protocol::Http1,
+                                };
+                                let builder = builders.for_protocol(protocol);
+                                serve(builder, TokioIo::new(stream), service, watcher).await;
+                            }
+                            Ok(Err(e)) => {
+                                tracing::debug!(listener = name, %peer, error = %e, "TLS handshake failed");
+                            }
+                            Err(_) => {
+                                tracing::debug!(listener = name, %peer, "TLS handshake timed out");
+                            }
+                        }
+                    }
+                }
+            });
+        }
+        connections
+    }
+}
+
+async fn serve<I, S>(
+    builder: &auto::Builder<TokioExecutor>,
+    io: TokioIo<I>,
+    service: TowerToHyperService<S>,
+    watcher: Watcher,
+) where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    S: Service<Request<Incoming>, Response = Response<GatewayBody>, Error = Infallible>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+{
+    let connection = builder.serve_connection(io, service);
+    if let Err(e) = watcher.watch(connection).await {
+        tracing::debug!(error = %e, "connection ended with an error");
+    }
+}

@@ -1,0 +1,344 @@
+//! The user configuration store of `[config_store]`: a watched file or Redis, behind the
+//! single-flight cache; its readiness for `/readyz`, and the full document check of
+//! `mcp-gateway check-config`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use deadpool_redis::redis;
+use mcp_config_store::{
+    CacheStats, CachedStore, FileStore, FileStoreError, RedisStore, RedisStoreConfig,
+    RedisStoreError, UserConfig, UserConfigStore,
+};
+use serde_json::{Value, json};
+
+use crate::config::{ConfigError, GatewayConfig, Problem, Source, StoreKind};
+use crate::error::GatewayError;
+use crate::users::{UserConfigFinding, check_document, unsupported_features};
+
+/// How long a readiness probe waits for the store.
+const READINESS_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// What backs the cache.
+enum Backing {
+    File(FileStore),
+    Redis,
+    Custom,
+}
+
+/// The gateway's user configuration store: the cache in front of the configured store.
+#[derive(Clone)]
+pub(crate) struct UserStore {
+    cached: CachedStore<Arc<dyn UserConfigStore>>,
+    backing: Arc<Backing>,
+}
+
+/// A store's state for `/readyz`.
+pub(crate) struct Readiness {
+    pub(crate) ready: bool,
+    pub(crate) detail: Value,
+}
+
+/// The result of checking every stored user configuration.
+#[derive(Debug, Default)]
+pub struct DocumentReport {
+    /// How many subjects were checked.
+    pub subjects: usize,
+    /// Warnings (overlapping backend names), with the document they are in.
+    pub warnings: Vec<(Source, UserConfigFinding)>,
+}
+
+impl UserStore {
+    /// Opens the configured store. A file store is read and checked now (an invalid or unsupported
+    /// document fails the start); a Redis store does not need Redis to be up.
+    pub(crate) async fn open(config: &GatewayConfig) -> Result<Self, GatewayError> {
+        let (store, backing): (Arc<dyn UserConfigStore>, Backing) = match config.config_store.kind {
+            StoreKind::File => {
+                let file = open_file(config).await?;
+                let doc = file.document();
+                let (errors, warnings) = check_document(&doc, &config.breaker);
+                let source = Source::File(file.path().to_path_buf());
+                if let Some(e) = findings_error(&source, errors) {
+                    return Err(e.into());
+                }
+                for warning in warnings {
+                    tracing::warn!(file = %file.path().display(), warning = %warning, "user configuration warning");
+                }
+                (Arc::new(file.clone()), Backing::File(file))
+            }
+            StoreKind::Redis => {
+                let redis = open_redis(config).await?;
+                (Arc::new(redis), Backing::Redis)
+            }
+        };
+        Ok(Self::wrap(store, backing, config))
+    }
+
+    /// A store provided by an integrator.
+    pub(crate) fn custom(store: Arc<dyn UserConfigStore>, config: &GatewayConfig) -> Self {
+        Self::wrap(store, Backing::Custom, config)
+    }
+
+    fn wrap(store: Arc<dyn UserConfigStore>, backing: Backing, config: &GatewayConfig) -> Self {
+        let c = &config.config_store;
+        let cached = CachedStore::builder(store)
+            .max_capacity(c.cache_max_entries)
+            .ttl(c.cache_ttl)
+            .negative_ttl(c.cache_negative_ttl)
+            .build();
+        Self {
+            cached,
+            backing: Arc::new(backing),
+        }
+    }
+
+    /// The cache, as the store the config layer reads.
+    pub(crate) fn shared(&self) -> Arc<dyn UserConfigStore> {
+        Arc::new(self.cached.clone())
+    }
+
+    /// Cache hit/miss/error counters.
+    pub(crate) fn stats(&self) -> CacheStats {
+        self.cached.stats()
+    }
+
+    /// The store's kind for reports.
+    pub(crate) fn kind(&self) -> &'static str {
+        match *self.backing {
+            Backing::File(_) => "file",
+            Backing::Redis => "redis",
+            Backing::Custom => "custom",
+        }
+    }
+
+    /// Whether the store can serve now (Redis reachable; a file store always can, reporting a
+    /// rejected reload as a detail).
+    pub(crate) async fn readiness(&self) -> Readiness {
+        let kind = self.kind();
+        let checked = tokio::time::timeout(READINESS_TIMEOUT, self.cached.check()).await;
+        let mut detail = match checked {
+            Ok(Ok(())) => json!({ "status": "ok", "kind": kind }),
+            Ok(Err(e)) => {
+                return Readiness {
+                    ready: false,
+                    detail: json!({ "status": "unavailable", "kind": kind, "error": e.message() }),
+                };
+            }
+            Err(_) => {
+                return Readiness {
+                    ready: false,
+                    detail: json!({ "status": "unavailable", "kind": kind, "error": "readiness check timed out" }),
+                };
+            }
+        };
+        if let Backing::File(file) = &*self.backing
+            && let Some(error) = file.last_error()
+        {
+            // Still serving the last good document: ready, but say why edits are not applied.
+            detail["last_reload_error"] = Value::String(error.to_string());
+        }
+        Readiness {
+            ready: true,
+            detail,
+        }
+    }
+}
+
+async fn open_file(config: &GatewayConfig) -> Result<FileStore, ConfigError> {
+    let path = &config.config_store.path;
+    let mut builder = FileStore::builder(path);
+    builder = match config.config_store.poll_interval {
+        Some(interval) => builder.poll_interval(interval),
+        None => builder.no_watch(),
+    };
+    builder.open().await.map_err(|e| match e {
+        FileStoreError::Invalid { path, error } => {
+            let source = Source::File(path);
+            let problems = error
+                .errors()
+                .iter()
+                .map(|field| Problem {
+                    source: source.clone(),
+                    key: field.path().to_owned(),
+                    message: match (field.line(), field.column()) {
+                        (Some(line), Some(column)) => {
+                            format!("{} (line {line}, column {column})", field.message())
+                        }
+                        (Some(line), None) => format!("{} (line {line})", field.message()),
+                        _ => field.message().to_owned(),
+                    },
+                })
+                .collect();
+            ConfigError::from_problems(problems).unwrap_or_else(|| {
+                ConfigError::new(source, "", "invalid user configuration document")
+            })
+        }
+        FileStoreError::Io { path, source } => config.problem(
+            "config_store.path",
+            format!(
+                "cannot read the user configuration file {}: {source}",
+                path.display()
+            ),
+        ),
+        other => config.problem("config_store.path", other.to_string()),
+    })
+}
+
+async fn open_redis(config: &GatewayConfig) -> Result<RedisStore, GatewayError> {
+    let c = &config.config_store;
+    let redis_config = RedisStoreConfig {
+        key_prefix: c.key_prefix.clone(),
+        pool_size: c.pool_size,
+        ..RedisStoreConfig::new(c.redis_url.clone())
+    };
+    RedisStore::connect(redis_config)
+        .await
+        .map_err(|e| match e {
+            RedisStoreError::InvalidUrl(reason) => config
+                .problem("config_store.url", format!("invalid Redis URL: {reason}"))
+                .into(),
+            RedisStoreError::InvalidPrefix(_) => config
+                .problem(
+                    "config_store.key_prefix",
+                    "must be non-empty, without whitespace or control characters",
+                )
+                .into(),
+            other => GatewayError::Store(other.to_string()),
+        })
+}
+
+fn findings_error(source: &Source, findings: Vec<UserConfigFinding>) -> Option<ConfigError> {
+    ConfigError::from_problems(
+        findings
+            .into_iter()
+            .map(|f| Problem {
+                source: source.clone(),
+                key: f.path,
+                message: f.message,
+            })
+            .collect(),
+    )
+}
+
+/// Reads and checks every user configuration of the configured store (what
+/// `mcp-gateway check-config` does): the file store's document, or every `<prefix>:user:*` key in
+/// Redis. Unsupported features are errors; warnings are returned.
+///
+/// # Errors
+///
+/// [`GatewayError::Config`] for invalid or unsupported documents (every problem, with the document
+/// and field path), [`GatewayError::Store`] when Redis cannot be reached.
+pub async fn check_documents(config: &GatewayConfig) -> Result<DocumentReport, GatewayError> {
+    match config.config_store.kind {
+        StoreKind::File => {
+            let file = open_file(config).await?;
+            let doc = file.document();
+            let (errors, warnings) = check_document(&doc, &config.breaker);
+            let source = Source::File(file.path().to_path_buf());
+            if let Some(e) = findings_error(&source, errors) {
+                return Err(e.into());
+            }
+            Ok(DocumentReport {
+                subjects: doc.users.len(),
+                warnings: warnings.into_iter().map(|w| (source.clone(), w)).collect(),
+            })
+        }
+        StoreKind::Redis => check_redis(config).await,
+    }
+}
+
+async fn check_redis(config: &GatewayConfig) -> Result<DocumentReport, GatewayError> {
+    let store = open_redis(config).await?;
+    store
+        .check()
+        .await
+        .map_err(|e| GatewayError::Store(format!("Redis is not reachable: {}", e.message())))?;
+    let mut conn = store
+        .pool()
+        .get()
+        .await
+        .map_err(|e| GatewayError::Store(format!("Redis is not reachable: {e}")))?;
+    let key_prefix = format!("{}:user:", config.config_store.key_prefix);
+    let pattern = format!("{}*", glob_escape(&key_prefix));
+    let redis_err = |e: redis::RedisError| GatewayError::Store(format!("Redis: {e}"));
+    let mut keys: Vec<String> = Vec::new();
+    let mut cursor: u64 = 0;
+    loop {
+        let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("MATCH")
+            .arg(&pattern)
+            .arg("COUNT")
+            .arg(200)
+            .query_async(&mut conn)
+            .await
+            .map_err(redis_err)?;
+        keys.extend(batch);
+        cursor = next;
+        if cursor == 0 {
+            break;
+        }
+    }
+    keys.sort();
+    keys.dedup();
+    let mut report = DocumentReport::default();
+    let mut problems = Vec::new();
+    for key in keys {
+        let Some(subject) = key.strip_prefix(&key_prefix) else {
+            continue;
+        };
+        let source = Source::Document(format!("redis key {key}"));
+        let value: Option<String> = redis::cmd("GET")
+            .arg(&key)
+            .query_async(&mut conn)
+            .await
+            .map_err(redis_err)?;
+        let Some(text) = value else { continue };
+        report.subjects += 1;
+        match UserConfig::from_json_str(&text) {
+            Ok(user) => {
+                for finding in unsupported_features("", &user, &config.breaker) {
+                    problems.push(Problem {
+                        source: source.clone(),
+                        key: finding.path,
+                        message: finding.message,
+                    });
+                }
+                for warning in user.warnings() {
+                    report.warnings.push((
+                        source.clone(),
+                        UserConfigFinding {
+                            path: warning.path().to_owned(),
+                            message: warning.message().to_owned(),
+                        },
+                    ));
+                }
+            }
+            Err(e) => {
+                for field in e.errors() {
+                    problems.push(Problem {
+                        source: source.clone(),
+                        key: field.path().to_owned(),
+                        message: field.message().to_owned(),
+                    });
+                }
+            }
+        }
+        let _ = subject;
+    }
+    match ConfigError::from_problems(problems) {
+        Some(e) => Err(e.into()),
+        None => Ok(report),
+    }
+}
+
+fn glob_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}

@@ -1,0 +1,147 @@
+//! Checks of user configurations beyond the store's own validation: features of the user config
+//! model that this build of the gateway cannot honour, backend `breaker` overrides that do not
+//! apply, and overlapping backend names (a warning when serving, an error for
+//! `mcp-gateway check-config`, DESIGN §5).
+
+use mcp_breaker::BreakerConfig;
+use mcp_config_store::{Transport, UserConfig, UsersDocument};
+
+/// One finding in a user configuration document: the field path and the problem.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UserConfigFinding {
+    /// Path of the field, e.g. `users.alice.virtual_hosts.vh1.backends.b.command`.
+    pub path: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl std::fmt::Display for UserConfigFinding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.path, self.message)
+    }
+}
+
+/// Features of the user configuration model that this build does not serve (stdio backends, the
+/// 2024-11-05 SSE transport), and backend `breaker` overrides that do not apply over `breaker`
+/// (the process's `[breaker]` defaults); using them is an error (never silently ignored).
+pub fn unsupported_features(
+    prefix: &str,
+    config: &UserConfig,
+    breaker: &BreakerConfig,
+) -> Vec<UserConfigFinding> {
+    let mut out = Vec::new();
+    let unsupported = |path: String, feature: &str| UserConfigFinding {
+        path,
+        message: format!("not in this build of mcp-gateway ({feature})"),
+    };
+    for (vhost_id, vhost) in &config.virtual_hosts {
+        let vh = join(&join(prefix, "virtual_hosts"), vhost_id);
+        if vhost.sse_downstream {
+            out.push(unsupported(
+                join(&vh, "sse_downstream"),
+                "the 2024-11-05 SSE transport for clients",
+            ));
+        }
+        for (name, backend) in &vhost.backends {
+            let b = join(&join(&vh, "backends"), name);
+            if backend.command.is_some() {
+                out.push(unsupported(join(&b, "command"), "stdio backends"));
+            }
+            if let Some(overrides) = &backend.breaker
+                && let Err(e) = breaker.with_overrides(overrides)
+            {
+                out.push(UserConfigFinding {
+                    path: join(&b, "breaker"),
+                    message: e.to_string(),
+                });
+            }
+            if backend.transport == Transport::Sse {
+                out.push(unsupported(
+                    join(&b, "transport"),
+                    "the 2024-11-05 SSE transport towards backends",
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// The errors ([`unsupported_features`]) and the warnings (overlapping backend names) of a users
+/// document.
+pub fn check_document(
+    doc: &UsersDocument,
+    breaker: &BreakerConfig,
+) -> (Vec<UserConfigFinding>, Vec<UserConfigFinding>) {
+    let mut errors = Vec::new();
+    for (subject, config) in &doc.users {
+        errors.extend(unsupported_features(
+            &join("users", subject),
+            config,
+            breaker,
+        ));
+    }
+    let warnings = doc
+        .warnings()
+        .into_iter()
+        .map(|w| UserConfigFinding {
+            path: w.path().to_owned(),
+            message: w.message().to_owned(),
+        })
+        .collect();
+    (errors, warnings)
+}
+
+fn join(prefix: &str, key: &str) -> String {
+    let simple = !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-'));
+    let key = if simple {
+        key.to_owned()
+    } else {
+        serde_json::to_string(key).unwrap_or_else(|_| key.to_owned())
+    };
+    if prefix.is_empty() {
+        key
+    } else {
+        format!("{prefix}.{key}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_unsupported_features_with_paths() {
+        let doc = UsersDocument::from_json_str(
+            r#"{"users":{"alice":{"virtual_hosts":{"vh":{"sse_downstream":true,"backends":{
+                "a":{"url":"http://127.0.0.1:1/mcp","replicas":["http://127.0.0.1:2/mcp"],"transport":"sse"},
+                "a-b":{"command":"npx"},
+                "c":{"url":"http://127.0.0.1:3/mcp","breaker":{"open_ms":1}},
+                "d":{"url":"http://127.0.0.1:4/mcp","breaker":{"opne_ms":1}}}}}}}}"#,
+        )
+        .expect("valid document");
+        let (errors, warnings) = check_document(&doc, &BreakerConfig::default());
+        let text: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        assert_eq!(text.len(), 4, "{text:?}");
+        assert_eq!(
+            text[0],
+            "users.alice.virtual_hosts.vh.sse_downstream: not in this build of mcp-gateway (the 2024-11-05 SSE transport for clients)"
+        );
+        assert_eq!(
+            text[1],
+            "users.alice.virtual_hosts.vh.backends.a.transport: not in this build of mcp-gateway (the 2024-11-05 SSE transport towards backends)"
+        );
+        assert_eq!(
+            text[2],
+            "users.alice.virtual_hosts.vh.backends.a-b.command: not in this build of mcp-gateway (stdio backends)"
+        );
+        assert!(
+            text[3].starts_with("users.alice.virtual_hosts.vh.backends.d.breaker: "),
+            "{text:?}"
+        );
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].message.contains("a-b"), "{warnings:?}");
+    }
+}

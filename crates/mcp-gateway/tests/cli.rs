@@ -1,0 +1,380 @@
+//! The operator contract of the binary (DESIGN §8.2): `check-config` (exit codes, messages naming
+//! the file and key, unsupported features), `token` (accepted by the same gateway; another
+//! secret's token rejected), `--print-config` (precedence, redaction), `config-keys` (the README
+//! reference is its output), serve refusing a broken configuration before binding.
+
+mod support;
+
+use serde_json::json;
+use support::{
+    GatewayProcess, SECRET, base_config, modern, run_cli, send, users_json, workdir, write,
+};
+
+fn alice_users() -> String {
+    users_json(&[(
+        "alice",
+        "vh1",
+        &[("alpha", "http://127.0.0.1:9/mcp".to_owned())],
+    )])
+}
+
+#[test]
+fn check_config_accepts_a_valid_configuration() {
+    let dir = workdir("cli-ok");
+    write(dir.path(), "users.json", &alice_users());
+    let config = write(dir.path(), "gateway.toml", &base_config(""));
+    let config = config.to_str().expect("utf-8 path");
+    let (code, out, err) = run_cli(
+        &["check-config", "--config", config],
+        &[("MCP_GATEWAY_JWT_SECRET", SECRET)],
+    );
+    assert_eq!(code, 0, "stdout: {out}\nstderr: {err}");
+    assert!(out.contains("configuration OK"), "{out}");
+    assert!(
+        out.contains("1 user configuration(s) checked in the file store"),
+        "{out}"
+    );
+}
+
+#[test]
+fn check_config_names_the_file_and_key_of_process_config_errors() {
+    let dir = workdir("cli-bad-process");
+    write(dir.path(), "users.json", &alice_users());
+    let path = write(
+        dir.path(),
+        "gateway.toml",
+        &base_config("\n[limits]\nmax_conections = 5\nmax_body_bytes = \"big\"\n"),
+    );
+    let config = path.to_str().expect("utf-8 path");
+    let (code, out, err) = run_cli(
+        &["check-config", "--config", config],
+        &[("MCP_GATEWAY_JWT_SECRET", SECRET)],
+    );
+    assert_eq!(code, 2, "stdout: {out}\nstderr: {err}");
+    assert!(
+        err.contains(&format!(
+            "{config}: limits.max_conections: unknown key (keys of [limits]: max_body_bytes"
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "{config}: limits.max_body_bytes: expected a non-negative integer, found the string \"big\""
+        )),
+        "{err}"
+    );
+
+    // An environment override is named as such.
+    write(dir.path(), "gateway.toml", &base_config(""));
+    let (code, _, err) = run_cli(
+        &["check-config", "--config", config],
+        &[
+            ("MCP_GATEWAY_JWT_SECRET", SECRET),
+            ("MCP_GATEWAY_LISTEN_ADDR", "not-an-address"),
+        ],
+    );
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("environment variable MCP_GATEWAY_LISTEN_ADDR: listen.addr: `not-an-address` is not a socket address"),
+        "{err}"
+    );
+
+    // No verification key at all.
+    let (code, _, err) = run_cli(&["check-config", "--config", config], &[]);
+    assert_eq!(code, 2);
+    assert!(err.contains("auth.jwt: no token verification key: set the environment variable MCP_GATEWAY_JWT_SECRET"), "{err}");
+}
+
+#[test]
+fn check_config_names_the_path_of_user_config_errors() {
+    let dir = workdir("cli-bad-users");
+    let users = write(
+        dir.path(),
+        "users.json",
+        r#"{"users":{"alice":{"virtual_hosts":{"vh1":{"backends":{"weather":{"url":"weather"}}}}}}}"#,
+    );
+    let config = write(dir.path(), "gateway.toml", &base_config(""));
+    let (code, out, err) = run_cli(
+        &["check-config", "--config", config.to_str().expect("path")],
+        &[("MCP_GATEWAY_JWT_SECRET", SECRET)],
+    );
+    assert_eq!(code, 2, "stdout: {out}\nstderr: {err}");
+    assert!(
+        err.contains(&format!(
+            "{}: users.alice.virtual_hosts.vh1.backends.weather.url: relative URL without a base",
+            users.display()
+        )),
+        "{err}"
+    );
+
+    // Overlapping backend names: a warning when serving, an error for check-config.
+    write(
+        dir.path(),
+        "users.json",
+        &users_json(&[(
+            "alice",
+            "vh1",
+            &[
+                ("a", "http://127.0.0.1:9/mcp".to_owned()),
+                ("a-b", "http://127.0.0.1:9/mcp".to_owned()),
+            ],
+        )]),
+    );
+    let (code, _, err) = run_cli(
+        &["check-config", "--config", config.to_str().expect("path")],
+        &[("MCP_GATEWAY_JWT_SECRET", SECRET)],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("users.alice.virtual_hosts.vh1.backends"),
+        "{err}"
+    );
+    assert!(err.contains("an error for check-config"), "{err}");
+
+    // A user-config feature this build does not serve.
+    write(
+        dir.path(),
+        "users.json",
+        r#"{"users":{"alice":{"virtual_hosts":{"vh1":{"backends":{"tool":{"command":"npx"}}}}}}}"#,
+    );
+    let (code, _, err) = run_cli(
+        &["check-config", "--config", config.to_str().expect("path")],
+        &[("MCP_GATEWAY_JWT_SECRET", SECRET)],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("users.alice.virtual_hosts.vh1.backends.tool.command: not in this build of mcp-gateway (stdio backends)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn unsupported_features_are_rejected_with_their_message() {
+    let dir = workdir("cli-unsupported");
+    write(dir.path(), "users.json", &alice_users());
+    let cases = [
+        (
+            "\n[sessions]\nkind = \"redis\"\n",
+            vec![
+                "sessions.kind: the redis session store is not in this build of mcp-gateway (only \"local\")",
+            ],
+        ),
+        (
+            "\n[sessions]\nurl = \"redis://127.0.0.1:6379\"\n",
+            vec![
+                "sessions.url: shared session stores (sessions.kind \"redis\" or \"sealed\") is not in this build of mcp-gateway",
+            ],
+        ),
+        (
+            "\n[sessions]\nkind = \"sealed\"\n",
+            vec!["sessions.kind: the sealed session store is not in this build"],
+        ),
+        (
+            "\n[plugins]\nconfig = \"plugins.toml\"\n",
+            vec!["plugins: plugins ([plugins], mcp-plugins) is not in this build"],
+        ),
+        (
+            "\n[backends]\nstdio_allowed_commands = [\"npx\"]\n",
+            vec!["backends.stdio_allowed_commands: stdio backends are not in this build"],
+        ),
+    ];
+    for (extra, needles) in cases {
+        let config = write(dir.path(), "gateway.toml", &base_config(extra));
+        let config = config.to_str().expect("path");
+        for command in ["check-config", "serve"] {
+            let (code, _, err) = run_cli(
+                &[command, "--config", config],
+                &[("MCP_GATEWAY_JWT_SECRET", SECRET)],
+            );
+            assert_eq!(code, 2, "{command} {extra}: {err}");
+            for needle in &needles {
+                assert!(
+                    err.contains(needle),
+                    "{command}: missing {needle:?} in\n{err}"
+                );
+            }
+            assert!(!err.contains("listening"), "refused before binding: {err}");
+        }
+    }
+}
+
+#[test]
+fn breaker_defaults_are_validated() {
+    let dir = workdir("cli-breaker");
+    write(dir.path(), "users.json", &alice_users());
+    let config = write(
+        dir.path(),
+        "gateway.toml",
+        &base_config(
+            "\n[breaker]\nconsecutive_failures = 3\nopen_ms = 2000\nhalf_open_probes = 2\n",
+        ),
+    );
+    let config = config.to_str().expect("path");
+    let (code, out, err) = run_cli(
+        &["check-config", "--config", config],
+        &[("MCP_GATEWAY_JWT_SECRET", SECRET)],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, _, err) = run_cli(
+        &[
+            "check-config",
+            "--config",
+            config,
+            "--set",
+            "breaker.half_open_probes=0",
+        ],
+        &[("MCP_GATEWAY_JWT_SECRET", SECRET)],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("command line --set breaker.half_open_probes: breaker.half_open_probes: "),
+        "{err}"
+    );
+}
+
+#[test]
+fn print_config_shows_precedence_and_redacts_secrets() {
+    let dir = workdir("cli-print");
+    let config = write(
+        dir.path(),
+        "gateway.toml",
+        "[listen]\naddr = \"127.0.0.1:7000\"\nadmin_addr = \"127.0.0.1:7001\"\n[config_store]\nkind = \"redis\"\nurl = \"redis://user:hunter2@127.0.0.1:6379/0\"\n",
+    );
+    let config = config.to_str().expect("path");
+    let (code, out, err) = run_cli(
+        &[
+            "--config",
+            config,
+            "--print-config",
+            "--listen",
+            "127.0.0.1:7100",
+            "--set",
+            "limits.max_connections=7",
+        ],
+        &[
+            ("MCP_GATEWAY_LISTEN_ADDR", "127.0.0.1:7200"),
+            ("MCP_GATEWAY_LISTEN_ADMIN_ADDR", "127.0.0.1:7201"),
+            ("MCP_GATEWAY_JWT_SECRET", SECRET),
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("addr = \"127.0.0.1:7100\"  # command line --listen"),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "admin_addr = \"127.0.0.1:7201\"  # environment variable MCP_GATEWAY_LISTEN_ADMIN_ADDR"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("max_connections = 7  # command line --set limits.max_connections"),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("kind = \"redis\"  # {config}")),
+        "{out}"
+    );
+    assert!(
+        out.contains("url = \"redis://user:REDACTED@127.0.0.1:6379/0\""),
+        "{out}"
+    );
+    assert!(!out.contains("hunter2"), "{out}");
+    assert!(!out.contains(SECRET), "{out}");
+    assert!(out.contains("leeway_s = 30  # default"), "{out}");
+}
+
+#[test]
+fn config_keys_is_the_readme_reference() {
+    let (code, out, _) = run_cli(&["config-keys"], &[]);
+    assert_eq!(code, 0);
+    for spec in mcp_gateway::config::KEYS {
+        assert!(out.contains(&format!("| `{}` |", spec.key)), "{}", spec.key);
+        assert!(out.contains(&spec.env_name()), "{}", spec.key);
+    }
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
+        .expect("README.md");
+    assert!(
+        readme.contains(&out),
+        "README.md must contain the output of `mcp-gateway config-keys` verbatim (regenerate it)"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn token_command_mints_what_the_gateway_accepts() {
+    let dir = workdir("cli-token");
+    write(dir.path(), "users.json", &alice_users());
+    let gw = GatewayProcess::start(dir.path(), &base_config(""), &[]).await;
+    let config = dir.path().join("gateway.toml");
+    let config = config.to_str().expect("path");
+
+    let (code, token, err) = run_cli(
+        &["token", "--config", config, "--sub", "alice", "--ttl", "1h"],
+        &[("MCP_GATEWAY_JWT_SECRET", SECRET)],
+    );
+    assert_eq!(code, 0, "{err}");
+    let token = token.trim();
+    assert_eq!(token.split('.').count(), 3, "{token}");
+    // Accepted: the request gets past authentication and reaches the virtual host layer.
+    let auth = format!("Bearer {token}");
+    send(
+        gw.addr,
+        "POST",
+        "/servers/nope/mcp",
+        &[("authorization", &auth)],
+        "{}",
+    )
+    .await
+    .assert_detail(404, "Server not found");
+    // Reaches the router for a configured virtual host (the backend is down: a JSON-RPC answer).
+    let reply = modern(gw.addr, "alice", "vh1", "tools/list", json!({}), &[]).await;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+
+    // The same command with another secret: rejected by the gateway.
+    let (code, other, _) = run_cli(
+        &["token", "--config", config, "--sub", "alice"],
+        &[(
+            "MCP_GATEWAY_JWT_SECRET",
+            "a-completely-different-secret-value!",
+        )],
+    );
+    assert_eq!(code, 0);
+    let auth = format!("Bearer {}", other.trim());
+    send(
+        gw.addr,
+        "POST",
+        "/servers/vh1/mcp",
+        &[("authorization", &auth)],
+        "{}",
+    )
+    .await
+    .assert_detail(401, "Invalid token signature");
+
+    // Expired tokens cannot be minted, and there is no token without a secret.
+    let (code, _, err) = run_cli(
+        &["token", "--config", config, "--sub", "alice", "--ttl", "0s"],
+        &[],
+    );
+    assert_eq!(code, 2, "{err}");
+    let (code, _, err) = run_cli(&["token", "--config", config, "--sub", "alice"], &[]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("set the environment variable MCP_GATEWAY_JWT_SECRET"),
+        "{err}"
+    );
+}
+
+#[test]
+fn serve_refuses_a_broken_user_file_before_binding() {
+    let dir = workdir("cli-serve-broken");
+    write(dir.path(), "users.json", "{ not json");
+    let config = write(dir.path(), "gateway.toml", &base_config(""));
+    let (code, _, err) = run_cli(
+        &["serve", "--config", config.to_str().expect("path")],
+        &[("MCP_GATEWAY_JWT_SECRET", SECRET)],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("users.json"), "{err}");
+    assert!(!err.contains("\"listening\""), "{err}");
+}

@@ -1,0 +1,108 @@
+//! Graceful shutdown of the process: SIGTERM during a long streaming tool call stops new
+//! connections at once, lets the call stream to its end within the drain deadline, then the
+//! process exits 0.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use mcp_test_backends::{BackendSpec, TestBackend};
+use serde_json::json;
+use support::{GatewayProcess, base_config, bearer, modern_meta, modern_request, sse_messages};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_drains_a_streaming_call_and_exits_zero() {
+    let alpha = TestBackend::start(BackendSpec::modern("alpha")).await;
+    let dir = support::workdir("gw-shutdown");
+    support::write(
+        dir.path(),
+        "users.json",
+        &support::users_json(&[("alice", "vh1", &[("alpha", alpha.url())])]),
+    );
+    let config = base_config("").replace("shutdown_drain_s = 10", "shutdown_drain_s = 20");
+    let mut gw = GatewayProcess::start(dir.path(), &config, &[]).await;
+
+    // A 30-step call, 100 ms apart, streaming progress.
+    let mut meta = modern_meta();
+    meta["progressToken"] = json!("p1");
+    let (headers, body) = modern_request(
+        "tools/call",
+        json!({"name": "alpha-slow", "arguments": {"steps": 30, "delay_ms": 100}, "_meta": meta}),
+    );
+    let mut request = http::Request::post(gw.url("vh1")).header("authorization", bearer("alice"));
+    for (name, value) in &headers {
+        request = request.header(*name, value);
+    }
+    let request = request.body(Full::new(Bytes::from(body))).expect("request");
+    let client: Client<HttpConnector, Full<Bytes>> =
+        Client::builder(TokioExecutor::new()).build_http();
+    let response = client.request(request).await.expect("call accepted");
+    assert_eq!(response.status(), 200);
+    assert!(
+        response.headers()["content-type"]
+            .to_str()
+            .expect("ascii")
+            .starts_with("text/event-stream"),
+        "a progress-streaming call answers with SSE"
+    );
+    let mut body = response.into_body();
+    let mut received = Vec::new();
+    // Wait for the first event, then signal.
+    while !String::from_utf8_lossy(&received).contains("\n\n") {
+        let frame = tokio::time::timeout(Duration::from_secs(10), body.frame())
+            .await
+            .expect("first event within 10 s")
+            .expect("stream open")
+            .expect("frame");
+        if let Ok(data) = frame.into_data() {
+            received.extend_from_slice(&data);
+        }
+    }
+    let signalled = Instant::now();
+    gw.sigterm();
+
+    // New connections are refused soon after the signal, while the call still streams.
+    let addr = gw.addr;
+    let refused = support::poll_until(Duration::from_secs(2), || async move {
+        tokio::net::TcpStream::connect(addr).await.is_err()
+    })
+    .await;
+    assert!(refused, "the listener still accepts after SIGTERM");
+
+    // The call streams to its end.
+    while let Some(frame) = tokio::time::timeout(Duration::from_secs(15), body.frame())
+        .await
+        .expect("the stream keeps going during the drain")
+    {
+        if let Ok(data) = frame.expect("frame").into_data() {
+            received.extend_from_slice(&data);
+        }
+    }
+    let messages = sse_messages(&String::from_utf8_lossy(&received));
+    let progress = messages
+        .iter()
+        .filter(|m| m["method"] == "notifications/progress")
+        .count();
+    assert!(progress >= 20, "{progress} progress events: {messages:?}");
+    let last = messages.last().expect("a final response");
+    assert_eq!(
+        last["result"]["content"][0]["text"], "alpha: done",
+        "{last}"
+    );
+    assert!(
+        signalled.elapsed() > Duration::from_secs(1),
+        "the call was cut short"
+    );
+
+    let status = gw.wait(Duration::from_secs(20)).await;
+    assert_eq!(status.code(), Some(0), "{}", gw.logs());
+    let logs = gw.logs();
+    assert!(logs.contains("drained"), "{logs}");
+    assert_eq!(alpha.calls_finished("slow"), 1);
+    assert_eq!(alpha.calls_cancelled("slow"), 0);
+}

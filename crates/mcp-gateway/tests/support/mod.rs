@@ -1,0 +1,418 @@
+//! Shared helpers of the process tests: start the `mcp-gateway` binary with a temp config, read
+//! its JSON logs, stop it with signals, send raw HTTP requests, speak 2026-07-28.
+
+#![allow(dead_code, unreachable_pub)] // each test binary uses a different subset
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use http::{HeaderMap, Request, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use jsonwebtoken::{Algorithm, EncodingKey, Header, encode};
+use mcp_test_support::TempDir;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+use tokio::sync::mpsc;
+
+pub const SECRET: &str = "e2e-secret-e2e-secret-e2e-secret-e2e";
+pub const ISSUER: &str = "https://issuer.test";
+pub const AUDIENCE: &str = "mcp-gateway";
+
+/// The binary under test.
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_mcp-gateway")
+}
+
+/// A fresh temp directory.
+pub fn workdir(name: &str) -> TempDir {
+    TempDir::new(name).expect("temp dir")
+}
+
+/// Writes `text` to `dir/name` and returns the path.
+pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("write file");
+    path
+}
+
+/// The gateway.toml every process test starts from; `extra` is appended (more sections).
+pub fn base_config(extra: &str) -> String {
+    format!(
+        r#"shutdown_drain_s = 10
+
+[listen]
+addr = "127.0.0.1:0"
+admin_addr = "127.0.0.1:0"
+
+[auth.jwt]
+issuer = "{ISSUER}"
+audience = "{AUDIENCE}"
+leeway_s = 5
+
+[config_store]
+kind = "file"
+path = "users.json"
+poll_interval_ms = 100
+
+[telemetry]
+log_format = "json"
+{extra}"#
+    )
+}
+
+/// One user entry of [`users_json`]: subject, virtual host, `(backend name, url)` pairs.
+pub type UserEntry<'a> = (&'a str, &'a str, &'a [(&'a str, String)]);
+
+/// `{"users": {sub: {"virtual_hosts": {vhost: {"backends": {name: {"url": url}}}}}}}`.
+pub fn users_json(entries: &[UserEntry<'_>]) -> String {
+    let mut users = serde_json::Map::new();
+    for (sub, vhost, backends) in entries {
+        let mut b = serde_json::Map::new();
+        for (name, url) in *backends {
+            b.insert(
+                (*name).to_owned(),
+                json!({ "url": url, "timeout_ms": 10000 }),
+            );
+        }
+        let user = users
+            .entry((*sub).to_owned())
+            .or_insert_with(|| json!({ "virtual_hosts": {} }));
+        user["virtual_hosts"][*vhost] = json!({ "backends": b });
+    }
+    json!({ "users": users }).to_string()
+}
+
+/// Seconds since the epoch.
+pub fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("clock after 1970")
+        .as_secs()
+}
+
+/// An HS256 token with `claims`, signed with `secret`.
+pub fn token_with(claims: Value, alg: Algorithm, secret: &[u8]) -> String {
+    encode(
+        &Header::new(alg),
+        &claims,
+        &EncodingKey::from_secret(secret).expect("hmac key"),
+    )
+    .expect("encode")
+}
+
+/// A valid token for `sub`.
+pub fn token(sub: &str) -> String {
+    token_with(
+        json!({"iss": ISSUER, "aud": AUDIENCE, "sub": sub, "exp": now() + 600}),
+        Algorithm::HS256,
+        SECRET.as_bytes(),
+    )
+}
+
+/// `Bearer <token for sub>`.
+pub fn bearer(sub: &str) -> String {
+    format!("Bearer {}", token(sub))
+}
+
+/// A running `mcp-gateway serve` process; killed when dropped.
+pub struct GatewayProcess {
+    child: Child,
+    pub addr: SocketAddr,
+    pub admin: Option<SocketAddr>,
+    logs: Arc<Mutex<Vec<String>>>,
+}
+
+impl GatewayProcess {
+    /// Writes `config` as `dir/gateway.toml` and starts `mcp-gateway serve --config` on it with
+    /// the test secret in `MCP_GATEWAY_JWT_SECRET`; waits for the `listening` log line.
+    pub async fn start(dir: &Path, config: &str, env: &[(&str, &str)]) -> Self {
+        let path = write(dir, "gateway.toml", config);
+        let mut command = Command::new(bin());
+        command
+            .arg("serve")
+            .arg("--config")
+            .arg(&path)
+            .env("MCP_GATEWAY_JWT_SECRET", SECRET)
+            .env("MCP_GATEWAY_TELEMETRY_LOG_FORMAT", "json")
+            .env_remove("MCP_GATEWAY_CONFIG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        for (k, v) in env {
+            command.env(k, v);
+        }
+        let mut child = command.spawn().expect("spawn mcp-gateway");
+        let stderr = child.stderr.take().expect("stderr piped");
+        let logs = Arc::new(Mutex::new(Vec::new()));
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let sink = Arc::clone(&logs);
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                if let Ok(event) = serde_json::from_str::<Value>(&line)
+                    && event["message"] == "listening"
+                {
+                    let _ = tx.send(event);
+                }
+                sink.lock().expect("logs").push(line);
+            }
+        });
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let event = loop {
+            match tokio::time::timeout(Duration::from_millis(100), rx.recv()).await {
+                Ok(Some(event)) => break event,
+                Ok(None) | Err(_) => {
+                    if let Ok(Some(status)) = child.try_wait() {
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        panic!(
+                            "mcp-gateway exited ({status}) before listening:\n{}",
+                            logs.lock().expect("logs").join("\n")
+                        );
+                    }
+                    assert!(
+                        Instant::now() < deadline,
+                        "mcp-gateway did not listen within 60 s:\n{}",
+                        logs.lock().expect("logs").join("\n")
+                    );
+                }
+            }
+        };
+        let addr = event["addr"]
+            .as_str()
+            .and_then(|a| a.parse().ok())
+            .expect("listening line has addr");
+        let admin = event["admin_addr"].as_str().and_then(|a| a.parse().ok());
+        Self {
+            child,
+            addr,
+            admin,
+            logs,
+        }
+    }
+
+    /// Every log line so far.
+    pub fn logs(&self) -> String {
+        self.logs.lock().expect("logs").join("\n")
+    }
+
+    /// Sends SIGTERM.
+    pub fn sigterm(&self) {
+        let pid = self.child.id().expect("running child has a pid");
+        let status = std::process::Command::new("kill")
+            .arg("-TERM")
+            .arg(pid.to_string())
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill -TERM {pid} failed");
+    }
+
+    /// Waits for the process to exit.
+    pub async fn wait(&mut self, limit: Duration) -> ExitStatus {
+        match tokio::time::timeout(limit, self.child.wait()).await {
+            Ok(status) => status.expect("wait"),
+            Err(_) => panic!(
+                "mcp-gateway did not exit within {limit:?}:\n{}",
+                self.logs()
+            ),
+        }
+    }
+
+    /// `http://<addr>/servers/<vhost>/mcp`.
+    pub fn url(&self, vhost: &str) -> String {
+        format!("http://{}/servers/{vhost}/mcp", self.addr)
+    }
+}
+
+/// Runs the binary with `args` (and `env`) to completion: `(exit code, stdout, stderr)`.
+pub fn run_cli(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let mut command = std::process::Command::new(bin());
+    command
+        .args(args)
+        .env_remove("MCP_GATEWAY_CONFIG")
+        .env_remove("MCP_GATEWAY_JWT_SECRET")
+        .stdin(Stdio::null());
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    let out = command.output().expect("run mcp-gateway");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A received response, fully read.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+impl Reply {
+    pub fn text(&self) -> &str {
+        std::str::from_utf8(&self.body).expect("utf-8 body")
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .get(name)
+            .map(|v| v.to_str().expect("ascii header"))
+    }
+
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.text()))
+    }
+
+    /// The JSON messages of an SSE body, or the JSON body itself.
+    pub fn messages(&self) -> Vec<Value> {
+        if self
+            .header("content-type")
+            .is_some_and(|c| c.starts_with("text/event-stream"))
+        {
+            sse_messages(self.text())
+        } else {
+            vec![self.json()]
+        }
+    }
+
+    /// Asserts a `{"detail": ...}` answer.
+    pub fn assert_detail(&self, status: u16, detail: &str) {
+        assert_eq!(self.status.as_u16(), status, "body: {}", self.text());
+        assert_eq!(self.header("content-type"), Some("application/json"));
+        assert_eq!(self.text(), json!({ "detail": detail }).to_string());
+    }
+}
+
+/// The JSON data of each SSE event in `text`.
+pub fn sse_messages(text: &str) -> Vec<Value> {
+    text.split("\n\n")
+        .filter_map(|event| {
+            let data: Vec<&str> = event
+                .lines()
+                .filter_map(|l| {
+                    l.strip_prefix("data:")
+                        .map(|d| d.strip_prefix(' ').unwrap_or(d))
+                })
+                .collect();
+            (!data.is_empty()).then(|| data.join("\n"))
+        })
+        .filter(|d| !d.trim().is_empty())
+        .map(|d| serde_json::from_str(&d).expect("SSE data is JSON"))
+        .collect()
+}
+
+/// Sends one request with `body`; `headers` are `(name, value)` pairs.
+pub async fn send(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Reply {
+    let client: Client<HttpConnector, Full<Bytes>> =
+        Client::builder(TokioExecutor::new()).build_http();
+    let mut req = Request::builder()
+        .method(method)
+        .uri(format!("http://{addr}{path}"));
+    for (name, value) in headers {
+        req = req.header(*name, *value);
+    }
+    let req = req
+        .body(Full::new(Bytes::from(body.to_owned())))
+        .expect("request");
+    let res = tokio::time::timeout(Duration::from_secs(20), client.request(req))
+        .await
+        .expect("no answer within 20 s")
+        .expect("request failed");
+    let (parts, body) = res.into_parts();
+    let body = body.collect().await.expect("body").to_bytes();
+    Reply {
+        status: parts.status,
+        headers: parts.headers,
+        body,
+    }
+}
+
+/// `_meta` of a well-formed 2026-07-28 request.
+pub fn modern_meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "gateway-tests", "version": "0"},
+    })
+}
+
+/// Headers and body of a well-formed 2026-07-28 request (`_meta` added unless present).
+pub fn modern_request(method: &str, mut params: Value) -> (Vec<(&'static str, String)>, String) {
+    if params.get("_meta").is_none() {
+        params["_meta"] = modern_meta();
+    }
+    let mut headers = vec![
+        ("accept", "application/json, text/event-stream".to_owned()),
+        ("content-type", "application/json".to_owned()),
+        ("mcp-protocol-version", "2026-07-28".to_owned()),
+        ("mcp-method", method.to_owned()),
+    ];
+    let name = match method {
+        "tools/call" | "prompts/get" => params["name"].as_str(),
+        "resources/read" => params["uri"].as_str(),
+        _ => None,
+    };
+    if let Some(name) = name {
+        headers.push(("mcp-name", name.to_owned()));
+    }
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    (headers, body.to_string())
+}
+
+/// A 2026-07-28 request for `sub` to `/servers/{vhost}/mcp`, plus `extra` headers.
+pub async fn modern(
+    addr: SocketAddr,
+    sub: &str,
+    vhost: &str,
+    method: &str,
+    params: Value,
+    extra: &[(&str, &str)],
+) -> Reply {
+    let (headers, body) = modern_request(method, params);
+    let auth = bearer(sub);
+    let mut all: Vec<(&str, &str)> = vec![("authorization", &auth)];
+    all.extend(headers.iter().map(|(k, v)| (*k, v.as_str())));
+    all.extend_from_slice(extra);
+    send(addr, "POST", &format!("/servers/{vhost}/mcp"), &all, &body).await
+}
+
+/// GETs `path` on the admin listener.
+pub async fn admin_get(process: &GatewayProcess, path: &str) -> Reply {
+    send(process.admin.expect("admin listener"), "GET", path, &[], "").await
+}
+
+/// Polls `check` every 50 ms until it holds or `limit` passes.
+pub async fn poll_until<F, Fut>(limit: Duration, mut check: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + limit;
+    loop {
+        if check().await {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

@@ -3,7 +3,7 @@
 //! | path | answer |
 //! |---|---|
 //! | `GET /healthz` | `200 {"status":"ok"}` while the process serves (liveness) |
-//! | `GET /readyz` | `200 {"status":"ready","checks":{...}}`, or `503 {"status":"unready",...}` when the user config store is unreachable or the gateway is draining |
+//! | `GET /readyz` | `200 {"status":"ready","checks":{...}}`, or `503 {"status":"unready",...}` when the user config store is unreachable or the gateway is draining; `checks.backends` lists every backend URL called so far with its circuit breaker state (detail only: an open breaker does not make the gateway unready) |
 //! | `GET /metrics` | Prometheus text format (see [`crate::metrics`](crate#metrics)) |
 
 use std::convert::Infallible;
@@ -30,6 +30,8 @@ pub(crate) struct AdminState {
     pub(crate) store: UserStore,
     pub(crate) metrics: Option<PrometheusHandle>,
     pub(crate) draining: AtomicBool,
+    /// The router's circuit breakers, shown in the readiness detail.
+    pub(crate) breakers: mcp_breaker::BreakerRegistry,
 }
 
 impl AdminState {
@@ -44,9 +46,31 @@ impl AdminState {
             "checks": {
                 "config_store": store.detail,
                 "draining": draining,
+                "backends": self.backend_detail(),
             },
         });
         (ready, body)
+    }
+}
+
+impl AdminState {
+    /// Every backend URL the router has called, with its breaker state. An open breaker does not
+    /// make the gateway unready (the other backends still serve); it is detail for operators.
+    fn backend_detail(&self) -> Vec<serde_json::Value> {
+        self.breakers
+            .snapshots()
+            .into_iter()
+            .map(|(key, snapshot)| {
+                // Registry keys are "<backend name>\0<url>" (see mcp-router's upstream module).
+                let (name, url) = key.split_once('\u{0}').unwrap_or((&key, ""));
+                json!({
+                    "backend": name,
+                    "url": url,
+                    "breaker": snapshot.state.as_str(),
+                    "trips": snapshot.trips,
+                })
+            })
+            .collect()
     }
 }
 

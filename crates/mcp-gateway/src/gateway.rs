@@ -131,6 +131,7 @@ impl GatewayBuilder {
             None => UserStore::open(&config).await?,
         };
         let router = build_router(&config, sealing.as_deref());
+        let breakers = router.breakers().clone();
         let metadata = Arc::new(ResourceMetadata::from_config(&config));
         let mcp = build_stack(validator, store.shared(), router, Arc::clone(&metadata));
         let shared = Arc::new(Shared {
@@ -142,6 +143,7 @@ impl GatewayBuilder {
             store,
             metrics: metrics::handle(),
             draining: AtomicBool::new(false),
+            breakers,
         });
         Ok(Gateway {
             service: GatewayService::new(mcp, shared),

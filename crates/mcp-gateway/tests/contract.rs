@@ -282,6 +282,18 @@ allowed_origins = ["http://localhost"]
     assert_eq!(ready.status, 200, "{}", ready.text());
     assert_eq!(ready.json()["status"], "ready");
     assert_eq!(ready.json()["checks"]["config_store"]["status"], "ok");
+    // The backends called so far, with their circuit breaker states.
+    let backends = ready.json()["checks"]["backends"].clone();
+    let backends = backends.as_array().expect("backend detail");
+    assert!(!backends.is_empty(), "{}", ready.text());
+    assert!(
+        backends.iter().all(|b| b["breaker"] == "closed"
+            && b["url"]
+                .as_str()
+                .is_some_and(|u| u.starts_with("http://127.0.0.1:"))),
+        "{}",
+        ready.text()
+    );
     let metrics = admin_get(&gw, "/metrics").await;
     assert_eq!(metrics.status, 200);
     let text = metrics.text();

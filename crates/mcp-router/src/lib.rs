@@ -84,6 +84,7 @@ mod cursor;
 mod degraded;
 mod inflight;
 mod legacy;
+mod log_level;
 mod modern;
 pub mod naming;
 mod origin;

@@ -37,6 +37,7 @@ use mcp_fallback::ToolHints;
 
 use crate::body::McpBody;
 use crate::context::{self, RequestContext};
+use crate::log_level;
 use crate::modern::{self, list};
 use crate::respond;
 use crate::router::RouterInner;
@@ -381,21 +382,9 @@ fn with_log_level(meta: Option<&RawValue>, level: Option<&str>) -> Option<Box<Ra
     let mut obj = meta
         .and_then(|m| RawObject::from_raw(m).ok())
         .unwrap_or_default();
-    obj.set_str(LOG_LEVEL, level);
+    obj.set_str(log_level::META_KEY, level);
     Some(obj.to_raw())
 }
-
-const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
-const LEVELS: [&str; 8] = [
-    "debug",
-    "info",
-    "notice",
-    "warning",
-    "error",
-    "critical",
-    "alert",
-    "emergency",
-];
 
 /// `logging/setLevel`: kept in the session (stamped on modern backends' requests) and sent to the
 /// legacy backends (their upstream session is shared by the caller's sessions, so the last level
@@ -409,7 +398,7 @@ async fn set_level(
 ) -> Response<McpBody> {
     let Some(level) = params
         .get_str("level")
-        .filter(|l| LEVELS.contains(&l.as_str()))
+        .filter(|l| log_level::severity(l).is_some())
     else {
         return respond::error(
             StatusCode::OK,

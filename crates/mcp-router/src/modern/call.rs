@@ -35,6 +35,7 @@ use super::request_state;
 use mcp_fallback::ToolHints;
 
 use crate::body::{self, McpBody};
+use crate::log_level;
 use crate::modern::list::ListShape;
 use crate::naming::{ItemKind, Namer, Resolution, Target as NameTarget};
 use crate::respond;
@@ -114,20 +115,7 @@ async fn prepare<'a>(
             .map_err(|e| ErrorObject::invalid_params(format!("Invalid requestState ({e})")))?;
         params.set_str("requestState", &inner_state);
     }
-    let owned = RawObject::parse(&params.to_json())
-        .map(detach)
-        .unwrap_or_default();
-    Ok((routed, owned))
-}
-
-fn detach(obj: RawObject<'_>) -> RawObject<'static> {
-    let mut out = RawObject::new();
-    for key in obj.keys() {
-        if let Some(v) = obj.get(key) {
-            out.set_raw(key, v.to_owned());
-        }
-    }
-    out
+    Ok((routed, params.into_owned()))
 }
 
 fn completion_slot(
@@ -366,7 +354,7 @@ struct Relay {
     target: OwnedTarget,
     /// (upstream token, the client's token as raw JSON).
     progress: Option<(String, Box<RawValue>)>,
-    /// Severity index (see [`LOG_LEVELS`]) of the lowest log level relayed; `None`: no log
+    /// Severity index (see [`crate::log_level::LEVELS`]) of the lowest log level relayed; `None`: no log
     /// messages at all.
     log_threshold: Option<usize>,
     finish: Finish,
@@ -500,24 +488,6 @@ async fn relay_call(
     }
 }
 
-/// `_meta` key of a 2026-07-28 request's log level.
-const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
-/// Log levels, least severe first (RFC 5424 order, as MCP uses them).
-const LOG_LEVELS: [&str; 8] = [
-    "debug",
-    "info",
-    "notice",
-    "warning",
-    "error",
-    "critical",
-    "alert",
-    "emergency",
-];
-
-fn severity(level: &str) -> Option<usize> {
-    LOG_LEVELS.iter().position(|l| *l == level)
-}
-
 /// Which log messages the client gets: a modern client only those its `_meta` `logLevel` asks for
 /// (none without it; an unknown level relays everything rather than guess); a legacy client's
 /// level is its session's business, so everything passes here.
@@ -528,8 +498,8 @@ fn log_threshold(scope: &Scope<'_>) -> Option<usize> {
     let level = scope
         .meta
         .and_then(|m| RawObject::from_raw(m).ok())
-        .and_then(|m| m.get_str(LOG_LEVEL))?;
-    Some(severity(&level).unwrap_or(0))
+        .and_then(|m| m.get_str(log_level::META_KEY))?;
+    Some(log_level::severity(&level).unwrap_or(0))
 }
 
 fn backend_error(id: &RequestId, backend: &str, e: &UpstreamError) -> Response<McpBody> {
@@ -843,7 +813,7 @@ impl Relay {
                 .and_then(|p| p.get_str("level"));
             if level
                 .as_deref()
-                .and_then(severity)
+                .and_then(log_level::severity)
                 .is_some_and(|s| s < threshold)
             {
                 return None;

@@ -279,21 +279,10 @@ fn rename_items(
             degraded.item(&public, problem.reason());
             continue;
         }
-        let mut owned = owned_object(item);
+        let mut owned = item.into_owned();
         owned.set_str(shape.name_key, &public);
         merged.push((public, page.backend.clone(), owned));
     }
-}
-
-/// Detaches a parsed object from its source text.
-fn owned_object(obj: RawObject<'_>) -> RawObject<'static> {
-    let mut out = RawObject::new();
-    for key in obj.keys() {
-        if let Some(value) = obj.get(key) {
-            out.set_raw(key, value.to_owned());
-        }
-    }
-    out
 }
 
 /// Leaves out every item whose public name appears for more than one backend.

@@ -722,3 +722,60 @@ async fn a_modern_backends_input_required_becomes_real_requests_for_a_legacy_cli
     assert!(calls[2].json().expect("json")["params"]["inputResponses"]["color"].is_object());
     client.cancel().await.expect("close");
 }
+
+#[tokio::test]
+async fn an_ambiguous_call_cleans_up_the_sessions_backends_which_come_back_lazily() {
+    let a = TestBackend::start(BackendSpec::legacy("a")).await;
+    let ab = TestBackend::start(BackendSpec::legacy("a-b")).await;
+    // `a`'s prompt `greet` is exposed as `a-b-greet`, which is also `a-b`'s `greet`.
+    let config = support::gateway::vhost_config(json!({"backends": {
+        "a": {"url": a.url(), "timeout_ms": 5000, "aliases": {"a-b-greet": "greet"}},
+        "a-b": {"url": ab.url(), "timeout_ms": 5000}}}));
+    let gw = Gateway::start(&[("alice", config)]).await;
+    let session = initialize(&gw, "alice").await;
+    let deletes = |b: &TestBackend| b.requests().iter().filter(|r| r.method == "DELETE").count();
+
+    let reply = post(
+        &gw,
+        "alice",
+        "vh",
+        Some(&session),
+        request(
+            1,
+            "prompts/get",
+            json!({"name": "a-b-greet", "arguments": {"who": "x"}}),
+        ),
+    )
+    .await;
+    assert_eq!(
+        reply.json()["error"],
+        json!({"code": -32600, "message": "ambiguous name: a-b-greet (several backends expose it)"})
+    );
+    // Cleaned up: both upstream sessions of this (only) downstream session were ended.
+    assert_eq!((deletes(&a), deletes(&ab)), (1, 1));
+
+    // The next call re-establishes the backends.
+    let call = post(
+        &gw,
+        "alice",
+        "vh",
+        Some(&session),
+        request(
+            2,
+            "tools/call",
+            json!({"name": "a-b-echo", "arguments": {"text": "again"}}),
+        ),
+    )
+    .await;
+    assert_eq!(
+        call.json()["result"]["content"][0]["text"],
+        "a-b: again",
+        "{}",
+        call.text()
+    );
+    assert_eq!(
+        ab.requests_for("initialize").len(),
+        2,
+        "a fresh upstream session"
+    );
+}

@@ -72,6 +72,42 @@ async fn join_backend(
     })
 }
 
+/// Retries, lazily, the backends a session recorded unavailable (failed at initialize, or
+/// cleaned up after an ambiguous call): those that answer now join the session record.
+pub(crate) async fn revive(scope: &Scope<'_>, record: &SessionRecord, session_id: &str) {
+    let missing: Vec<&str> = record
+        .backends
+        .iter()
+        .filter(|b| !b.is_available())
+        .map(|b| b.name.as_str())
+        .collect();
+    if missing.is_empty() {
+        return;
+    }
+    let joined = join_all(missing.iter().filter_map(|name| {
+        let (name, config) = scope.ctx.vhost.backends.get_key_value(*name)?;
+        Some(async move { join_backend(scope, name, config).await })
+    }))
+    .await;
+    let revived: Vec<BackendSession> = joined
+        .into_iter()
+        .filter_map(Result::ok)
+        .map(|j| j.entry)
+        .collect();
+    if revived.is_empty() {
+        return;
+    }
+    let mut updated = record.clone();
+    for entry in revived {
+        if let Some(slot) = updated.backends.iter_mut().find(|b| b.name == entry.name) {
+            *slot = entry;
+        }
+    }
+    if let Err(e) = scope.inner.sessions.update(session_id, updated).await {
+        tracing::warn!(error = %e, "session store failure while reviving backends");
+    }
+}
+
 /// What `initialize` produced: the session record and the `InitializeResult`.
 pub(crate) struct Initialized {
     pub(crate) record: SessionRecord,

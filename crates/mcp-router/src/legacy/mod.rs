@@ -179,6 +179,34 @@ fn empty_object() -> Box<RawValue> {
     RawValue::from_string("{}".to_owned()).unwrap_or_else(|_| RawValue::NULL.to_owned())
 }
 
+/// DESIGN §3.3: a call on a name that several backends expose is refused, and the session's
+/// backend entries are cleaned up: each is released (its upstream session ends when no other
+/// session of the caller uses it) and recorded unavailable, so the next call re-establishes it.
+pub(crate) async fn clean_up_backends(scope: &Scope<'_>, session_id: &str) {
+    let Ok(Some(record)) = scope.inner.sessions.get(session_id).await else {
+        return;
+    };
+    let mut cleaned = (*record).clone();
+    for entry in &mut cleaned.backends {
+        if let (Some(url), Some(config)) = (
+            entry.url.as_deref().and_then(|u| url::Url::parse(u).ok()),
+            scope.ctx.vhost.backends.get(&entry.name),
+        ) {
+            scope
+                .inner
+                .upstream
+                .release(&scope.target(&entry.name, config), &url)
+                .await;
+        }
+        entry.era = None;
+        entry.upstream_session_id = None;
+        entry.url = None;
+    }
+    if let Err(e) = scope.inner.sessions.update(session_id, cleaned).await {
+        tracing::warn!(error = %e, "session store failure while cleaning up backends");
+    }
+}
+
 /// DELETE: ends the downstream session, and every upstream session no other downstream session
 /// of this caller still uses.
 async fn end_session(
@@ -275,6 +303,9 @@ async fn in_session(
         era: Era::Legacy,
         session_id: Some(session_id),
     };
+    if method != Method::Ping {
+        initialize::revive(&scope, record, session_id).await;
+    }
     match method {
         Method::Ping => respond::json(StatusCode::OK, encode_result(id, &empty_object())),
         Method::LoggingSetLevel => set_level(&scope, record, session_id, &params, id).await,

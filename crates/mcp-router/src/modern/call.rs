@@ -204,9 +204,14 @@ async fn resolve<'a>(
                     .next()
                     .and_then(found)
                     .ok_or_else(|| wrong_name(scope, what, public)),
-                _ => Err(ErrorObject::invalid_request(format!(
-                    "ambiguous name: {public} (several backends expose it)"
-                ))),
+                _ => {
+                    if let Some(session) = scope.session_id {
+                        crate::legacy::clean_up_backends(scope, session).await;
+                    }
+                    Err(ErrorObject::invalid_request(format!(
+                        "ambiguous name: {public} (several backends expose it)"
+                    )))
+                }
             }
         }
     }

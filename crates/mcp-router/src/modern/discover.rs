@@ -1,9 +1,9 @@
 //! `server/discover`: the gateway's own answer, with capabilities merged from every backend.
 //!
 //! A capability family (`tools`, `prompts`, `resources`, `completions`, `logging`) is advertised when
-//! any backend has it; `extensions` are merged by key. Until the gateway relays list-changed
-//! notifications and subscriptions, it does not advertise `listChanged`/`subscribe`, and it does not
-//! advertise the tasks extension, which it does not route yet. Instructions of the backends are
+//! any backend has it, with `listChanged`/`subscribe` true when any backend's is (the gateway relays
+//! them: `subscriptions/listen` for 2026-07-28 clients, the GET stream for 2025 sessions);
+//! `extensions` are merged by key, except the tasks extension, which the gateway does not route yet. Instructions of the backends are
 //! joined under a heading per backend. `ttlMs` is the smallest of the modern backends' (legacy
 //! backends contribute 0); `cacheScope` is `private`. A backend that fails is answered from its
 //! last good description for the same caller within the stale-if-error window (marked stale).
@@ -124,6 +124,17 @@ pub(crate) async fn discover(scope: &Scope<'_>) -> RawObject<'static> {
     result
 }
 
+/// Keeps a sub-capability; boolean flags (`listChanged`, `subscribe`) are true if any backend's is.
+fn merge_flag(entry: &mut Map<String, Value>, key: &str, value: &Value) {
+    match (entry.get_mut(key), value) {
+        (Some(Value::Bool(current)), Value::Bool(new)) => *current |= *new,
+        (Some(_), _) => {}
+        (None, v) => {
+            entry.insert(key.to_owned(), v.clone());
+        }
+    }
+}
+
 /// Merges one backend's capabilities into `acc` (see the module docs for what is left out).
 pub(crate) fn merge_capabilities(acc: &mut Map<String, Value>, caps: &Value) {
     let Some(caps) = caps.as_object() else {
@@ -136,9 +147,7 @@ pub(crate) fn merge_capabilities(acc: &mut Map<String, Value>, caps: &Value) {
                 .or_insert_with(|| Value::Object(Map::new()));
             if let (Some(entry), Some(value)) = (entry.as_object_mut(), value.as_object()) {
                 for (key, v) in value {
-                    if key != "listChanged" && key != "subscribe" {
-                        entry.entry(key.clone()).or_insert_with(|| v.clone());
-                    }
+                    merge_flag(entry, key, v);
                 }
             }
         } else if family == "extensions"
@@ -176,9 +185,11 @@ mod tests {
             "extensions": {"io.modelcontextprotocol/tasks": {}, "io.modelcontextprotocol/ui": {"v": 1}},
             "experimental": {"x": {}}}),
         );
+        merge_capabilities(&mut acc, &json!({"tools": {"listChanged": false}}));
         assert_eq!(
             Value::Object(acc),
-            json!({"tools": {}, "logging": {}, "prompts": {}, "resources": {},
+            json!({"tools": {"listChanged": true}, "logging": {}, "prompts": {},
+                   "resources": {"subscribe": true, "listChanged": true},
                    "extensions": {"io.modelcontextprotocol/ui": {"v": 1}}})
         );
     }

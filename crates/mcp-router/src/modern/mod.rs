@@ -4,6 +4,7 @@ mod call;
 mod discover;
 pub(crate) mod list;
 mod request_state;
+mod subscribe;
 mod validate;
 
 use std::sync::Arc;
@@ -66,8 +67,8 @@ pub(crate) async fn serve(
         {
             call::targeted(&scope, inner, id, method, request.params).await
         }
-        // subscriptions/listen and the tasks extension are routed by the session-era work; until
-        // then they are unknown methods here (and not advertised by server/discover).
+        MethodKind::Subscription => subscribe::listen(&scope, id, &request.params).await,
+        // The tasks extension is not routed yet (and not advertised by server/discover).
         _ => respond::error(
             StatusCode::NOT_FOUND,
             Some(id),

@@ -389,7 +389,10 @@ impl Upstream {
             forward_param_headers: call.method == "tools/call",
         };
         let request = request::build(out, target.downstream, &target.config.headers);
-        let answer = transport::exchange(&self.http, request, Self::timeout(target)).await?;
+        // A subscription stream may idle for as long as nothing changes.
+        let timeout = Self::timeout(target);
+        let gap = (call.method != "subscriptions/listen").then_some(timeout);
+        let answer = transport::exchange_with(&self.http, request, timeout, gap).await?;
         Ok(Reply {
             id,
             messages: checked(answer)?,

@@ -28,8 +28,13 @@
 //!   call, the GET stream merges the backends' streams (event ids, priming, `Last-Event-ID`
 //!   replay), backend requests (sampling, elicitation, roots) reach the client and its answers go
 //!   back, a modern backend's MRTR `input_required` becomes real requests, DELETE ends the session.
-//!   Not yet: 2026-07-28 `subscriptions/listen`, the tasks extension, and the gateway's own
-//!   `list_changed` notifications.
+//!   Not yet: the gateway's own `list_changed` notifications (when a backend fails or recovers,
+//!   or the configuration changes).
+//! - **Subscriptions**: 2026-07-28 `subscriptions/listen` is acknowledged with the subset the
+//!   gateway honours and fed by every backend (modern backends' own listens, legacy backends'
+//!   GET streams and `resources/subscribe`), tagged with the client's subscription id.
+//! - **Tasks**: the 2026-07-28 tasks extension is not routed yet (not advertised; `tasks/*` are
+//!   unknown methods), and the 2025-11-25 experimental tasks are not bridged across eras.
 //!
 //! Failures follow DESIGN §3: missing request facts are `Routing problem…` internal errors; a name
 //! that no configured backend prefix matches is `wrong tool name` / `wrong prompt name` /

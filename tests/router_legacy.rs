@@ -779,3 +779,44 @@ async fn an_ambiguous_call_cleans_up_the_sessions_backends_which_come_back_lazil
         "a fresh upstream session"
     );
 }
+
+#[tokio::test]
+async fn a_legacy_client_gets_progress_with_its_own_token_from_either_backend_era() {
+    let (_alpha, _beta, gw) = setup().await;
+    let session = initialize(&gw, "alice").await;
+    for tool in ["alpha-slow", "beta-slow"] {
+        let params = json!({"name": tool, "arguments": {"steps": 3, "delay_ms": 10}, "_meta": {"progressToken": 77}});
+        let reply = post(
+            &gw,
+            "alice",
+            "vh",
+            Some(&session),
+            request(9, "tools/call", params),
+        )
+        .await;
+        assert_eq!(
+            reply.header("content-type"),
+            Some("text/event-stream"),
+            "{tool}: {}",
+            reply.text()
+        );
+        let messages = reply.sse_messages();
+        let progress: Vec<&Value> = messages
+            .iter()
+            .filter(|m| m["method"] == "notifications/progress")
+            .collect();
+        assert_eq!(progress.len(), 3, "{tool}: {messages:?}");
+        assert!(
+            progress.iter().all(|p| p["params"]["progressToken"] == 77),
+            "{tool}: {progress:?}"
+        );
+        let last = messages.last().expect("final");
+        assert_eq!(last["id"], 9);
+        assert!(
+            last["result"]["content"][0]["text"]
+                .as_str()
+                .is_some_and(|t| t.ends_with(": done")),
+            "{last}"
+        );
+    }
+}

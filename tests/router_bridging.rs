@@ -40,3 +40,39 @@ async fn a_legacy_backends_elicitation_is_declined_for_a_modern_client() {
         "Method not found: server-to-client requests are not relayed to 2026-07-28 clients by the gateway"
     );
 }
+
+#[tokio::test]
+async fn a_legacy_backends_results_get_the_fields_a_modern_client_requires() {
+    let beta = TestBackend::start(BackendSpec::legacy("beta")).await;
+    let gw = Gateway::start(&[("alice", user_config(&[("beta", beta.url())]))]).await;
+    let call = gw
+        .modern(
+            "alice",
+            "vh",
+            "tools/call",
+            json!({"name": "beta-echo", "arguments": {"text": "x"}}),
+        )
+        .await;
+    let result = &call.json()["result"];
+    assert_eq!(result["resultType"], "complete", "{result}");
+    assert_eq!(result["content"][0]["text"], "beta: x");
+    let read = gw
+        .modern(
+            "alice",
+            "vh",
+            "resources/read",
+            json!({"uri": "beta-test://beta/static"}),
+        )
+        .await;
+    let result = &read.json()["result"];
+    assert_eq!(
+        (
+            result["resultType"].clone(),
+            result["ttlMs"].clone(),
+            result["cacheScope"].clone()
+        ),
+        (json!("complete"), json!(0), json!("private")),
+        "{result}"
+    );
+    assert_eq!(result["contents"][0]["uri"], "beta-test://beta/static");
+}

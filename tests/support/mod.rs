@@ -194,3 +194,35 @@ pub async fn open_stream(
         decoder: mcp_core::sse::SseDecoder::new(),
     }
 }
+
+/// Like [`open_stream`] with a request body: POSTs `body` (e.g. a `subscriptions/listen`) and
+/// returns the SSE answer unread, so a test can read it event by event while it stays open.
+pub async fn open_stream_with_body(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> EventStream {
+    let client: Client<HttpConnector, Full<Bytes>> =
+        Client::builder(TokioExecutor::new()).build_http();
+    let mut req = Request::builder()
+        .method(method)
+        .uri(format!("http://{addr}{path}"));
+    for (name, value) in headers {
+        req = req.header(*name, *value);
+    }
+    let req = req
+        .body(Full::new(Bytes::from(body.to_owned())))
+        .expect("request");
+    let res = tokio::time::timeout(Duration::from_secs(10), client.request(req))
+        .await
+        .expect("no answer within 10 s")
+        .expect("request failed");
+    let (parts, body) = res.into_parts();
+    EventStream {
+        status: parts.status,
+        body,
+        decoder: mcp_core::sse::SseDecoder::new(),
+    }
+}

@@ -3,16 +3,18 @@
 //! Tasks:
 //! - `test`: every test of the workspace (unit, integration, Redis-backed, end-to-end, doc tests).
 //!   Installs what the tests need when it is missing and the machine allows it (`redis-server`
-//!   from Debian's packages when running as root), then runs cargo-nextest (or `cargo test` when
-//!   nextest is not installed) and the doc tests.
+//!   from Debian's packages when running as root; the interop peers: Python MCP SDK 1.x and 2.x
+//!   venvs in `.venv/`, the TypeScript SDK and server-everything in `tests/interop/node/`), then
+//!   runs cargo-nextest (or `cargo test` when nextest is not installed) and the doc tests.
 //! - `ci`: `cargo fmt --check`, `cargo clippy --workspace --all-targets -D warnings`, then `test`.
 //!
 //! Under `CI=true` a missing prerequisite is a failure (the tests themselves refuse to skip);
-//! elsewhere the Redis tests print loudly that they skipped.
+//! elsewhere the Redis and interop tests print loudly that they skipped.
 
 // A binary that reports to the terminal: printing is its job.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod interop;
 mod prerequisites;
 mod run;
 
@@ -22,7 +24,7 @@ const HELP: &str = "\
 cargo xtask <task>
 
 Tasks:
-  test    run every test (installs redis-server when missing and possible)
+  test    run every test (installs redis-server and the interop peers when missing and possible)
   ci      fmt check + clippy -D warnings + test
 ";
 
@@ -49,6 +51,7 @@ fn main() -> ExitCode {
 /// Runs the whole test suite; extra arguments go to nextest / cargo test as a filter.
 fn test(extra: &[String]) -> Result<(), String> {
     prerequisites::ensure_redis_server()?;
+    interop::ensure_interop_peers()?;
     if run::has_nextest() {
         let mut args = vec![
             "nextest",

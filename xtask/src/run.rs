@@ -40,9 +40,15 @@ pub(crate) fn on_path(program: &str) -> bool {
 
 /// Runs a program with arguments, inheriting the terminal.
 pub(crate) fn program(name: &str, args: &[&str]) -> Result<(), String> {
+    program_in(&workspace_root(), name, args)
+}
+
+/// Runs a program with arguments in `dir`, inheriting the terminal.
+pub(crate) fn program_in(dir: &std::path::Path, name: &str, args: &[&str]) -> Result<(), String> {
     println!("xtask: {name} {}", args.join(" "));
     let status = Command::new(name)
         .args(args)
+        .current_dir(dir)
         .status()
         .map_err(|e| format!("cannot run {name}: {e}"))?;
     if status.success() {

@@ -10,7 +10,7 @@ use crate::{
     counters::ToolCalls,
     http_server::{self, MCP_PATH, Running},
     recorder::{RecordedRequest, RequestLog},
-    server::Shared,
+    server::{Shared, Touched},
     spec::{BackendSpec, Era},
 };
 
@@ -177,6 +177,43 @@ impl TestBackend {
         let deadline = Instant::now() + timeout;
         loop {
             if condition(self.calls(tool)) {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// Sends change notifications now, as the `touch` tool does: `notifications/resources/updated`
+    /// for `uri` (when given) to the open `subscriptions/listen` streams that accepted it and the
+    /// legacy sessions that subscribed to it, then `notifications/resources/list_changed` and
+    /// `notifications/tools/list_changed` to every stream that accepted them and every legacy
+    /// session (on its GET stream; a message sent while no GET stream is open is lost).
+    pub async fn touch(&self, uri: Option<&str>) -> Touched {
+        self.shared.listeners.touch(uri).await
+    }
+
+    /// Open `subscriptions/listen` streams (acknowledged, not yet closed).
+    pub fn subscriptions(&self) -> usize {
+        self.shared.listeners.subscriptions()
+    }
+
+    /// Live legacy sessions that subscribed to `uri` with `resources/subscribe`.
+    pub fn sessions_subscribed_to(&self, uri: &str) -> usize {
+        self.shared.listeners.sessions_subscribed_to(uri)
+    }
+
+    /// Polls every 10 ms until `condition(self)` holds (true) or `timeout` passes (false).
+    pub async fn wait_until(
+        &self,
+        timeout: Duration,
+        condition: impl Fn(&TestBackend) -> bool,
+    ) -> bool {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if condition(self) {
                 return true;
             }
             if Instant::now() >= deadline {

@@ -39,6 +39,7 @@
 //! | `slow {steps=3, delay_ms=100}` | per step `1..=steps`: `notifications/progress` (`progress: step, total: steps`, message `<name>: step i/n`) when the request has a progress token, and an info `notifications/message` (`logger: <name>`, data `{"message": …}`) when logging is on; `delay_ms` between steps; then text `<name>: done`. Stops when the request is cancelled. |
 //! | `ask` | modern: MRTR — `input_required` with `inputRequests.name` (`elicitation/create`, form with a string property `name`) and a sealed `requestState`; the retry with `inputResponses.name` gets `input_required` for `color` with a new state carrying the name; the next retry gets text `<name>: <who> likes <color>`. A tampered or foreign `requestState`, or `inputResponses` without one, is `-32602`; a client that did not declare elicitation gets `-32021`; a declined answer gives an `isError` result. Legacy sessions: two real `elicitation/create` requests on the call's stream, same final text. |
 //! | `headers` | the call's HTTP headers as `{lowercased name: value}`: in `structuredContent.headers` and as text `<name>: <json>` |
+//! | `touch {uri?}` (only with [`BackendSpec::touch_tool`]) | sends change notifications, see below; text `<name>: touched [<uri>]`, `structuredContent` `{"subscriptions": n, "sessions": m}` (listeners reached) |
 //! | `tool_00` … (see [`BackendSpec::extra_tools`]) | text `<name>: tool_NN <text>` |
 //!
 //! Logging: modern requests get log messages only with `_meta["io.modelcontextprotocol/logLevel"]`
@@ -52,7 +53,24 @@
 //! `completion/complete` for `ref/prompt` `greet`, argument `who`: `["alice", "bob"]` filtered by
 //! the typed prefix.
 //!
-//! Capabilities: tools, resources, prompts, completions, logging. Lists follow
+//! Change notifications: `touch` (or [`TestBackend::touch`]) sends, in this order,
+//! `notifications/resources/updated` for `uri` (when given), `notifications/resources/list_changed`
+//! and `notifications/tools/list_changed`:
+//!
+//! - to every open 2026-07-28 `subscriptions/listen` stream, as far as its acknowledged filter
+//!   allows (the backend accepts `toolsListChanged`, `resourcesListChanged` and the
+//!   `resourceSubscriptions` URIs it can read; `promptsListChanged` is not offered), tagged with
+//!   the listen's `_meta["io.modelcontextprotocol/subscriptionId"]` by rmcp;
+//! - to every live legacy session on its GET stream: both list changes always, the update only
+//!   when the session sent `resources/subscribe` for that URI (unknown URIs are `-32002`). A
+//!   message sent while the session has no GET stream open is lost.
+//!
+//! `tools/list_changed` comes last, so a reader that sees it has seen the rest.
+//! [`TestBackend::subscriptions`] and [`TestBackend::sessions_subscribed_to`] tell a test when a
+//! listener is in place.
+//!
+//! Capabilities: tools (`listChanged`), resources (`subscribe`, `listChanged`), prompts,
+//! completions, logging. Lists follow
 //! [`BackendSpec::page_size`] (opaque cursors; a bad cursor is `-32602`); modern list, read and
 //! discover results carry [`BackendSpec::ttl_ms`] / [`BackendSpec::cache_scope`] when set (rmcp
 //! fills `0`/`private` otherwise).
@@ -86,4 +104,5 @@ pub use legacy_filter::LEGACY_REJECTION_BODY;
 pub use recorder::RecordedRequest;
 /// rmcp's cache scope, re-exported for [`BackendSpec::cache_scope`].
 pub use rmcp::model::CacheScope;
+pub use server::Touched;
 pub use spec::{BackendSpec, Era};

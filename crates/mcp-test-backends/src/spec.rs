@@ -80,6 +80,10 @@ pub struct BackendSpec {
     /// Keep every request in [`TestBackend::requests`](crate::TestBackend::requests) (the
     /// default). Turn off for load tests, where the log would grow without bound.
     pub record_requests: bool,
+    /// Offer the tool `touch {uri?}`, which sends change notifications (see
+    /// [`TestBackend::touch`](crate::TestBackend::touch)). Off by default, so the tool list
+    /// stays the seven fixed tools.
+    pub touch_tool: bool,
 }
 
 impl BackendSpec {
@@ -97,6 +101,7 @@ impl BackendSpec {
             json_response: false,
             port: 0,
             record_requests: true,
+            touch_tool: false,
         }
     }
 
@@ -160,6 +165,13 @@ impl BackendSpec {
     /// Record requests for [`TestBackend::requests`](crate::TestBackend::requests) or not.
     pub fn record_requests(mut self, record: bool) -> Self {
         self.record_requests = record;
+        self
+    }
+
+    /// Offer the tool `touch {uri?}` (after `headers`, before the extra tools), which does what
+    /// [`TestBackend::touch`](crate::TestBackend::touch) does.
+    pub fn touch_tool(mut self, touch_tool: bool) -> Self {
+        self.touch_tool = touch_tool;
         self
     }
 }

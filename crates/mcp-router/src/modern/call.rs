@@ -523,6 +523,31 @@ fn stream_body(first: Vec<u8>, relay: Relay) -> McpBody {
     body::streaming(first.chain(rest))
 }
 
+/// What a 2026-07-28 client needs on a result a 2025 backend produced: `resultType` (absent means
+/// `complete`, but strict clients require it) and, on `resources/read`, the cache hints every
+/// cacheable result carries (a legacy backend gives none: `ttlMs: 0`, `cacheScope: private`).
+/// Returns whether anything was added.
+fn stamp_modern_fields(result: &mut RawObject<'_>, method: Method) -> bool {
+    let mut changed = false;
+    if !result.contains("resultType") {
+        result.set_str("resultType", "complete");
+        changed = true;
+    }
+    if method == Method::ResourcesRead
+        && result.get_str("resultType").as_deref() == Some("complete")
+    {
+        if !result.contains("ttlMs") {
+            result.set_json("ttlMs", &0);
+            changed = true;
+        }
+        if !result.contains("cacheScope") {
+            result.set_str("cacheScope", crate::degraded::CACHE_SCOPE);
+            changed = true;
+        }
+    }
+    changed
+}
+
 /// Answers a legacy backend's server-to-client request with an error: a 2026-07-28 client cannot
 /// be sent requests mid-call, and legacy backends do not speak MRTR.
 async fn decline(
@@ -867,6 +892,9 @@ impl Relay {
     fn rewrite_result(&self, result: &RawValue) -> Option<Box<RawValue>> {
         let mut obj = RawObject::from_raw(result).ok()?;
         let mut changed = false;
+        if self.finish.era == Era::Modern {
+            changed |= stamp_modern_fields(&mut obj, self.finish.method);
+        }
         if obj.get_str("resultType").as_deref() == Some("input_required")
             && let Some(state) = obj.get_str("requestState")
         {

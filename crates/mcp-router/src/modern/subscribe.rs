@@ -121,8 +121,16 @@ pub(crate) async fn listen(
         .map(|(_, method)| *method)
         .collect();
     let vhost = Arc::clone(&scope.ctx.vhost);
+    let subscribed = filter.per_backend;
     let live = futures_util::stream::select_all(feeds).filter_map(move |(backend, message)| {
-        let out = translate(&vhost, &wanted, &subscription, &backend, &message);
+        let out = translate(
+            &vhost,
+            &wanted,
+            &subscribed,
+            &subscription,
+            &backend,
+            &message,
+        );
         async move { out.map(|m| SseEvent::message(String::from_utf8_lossy(&m)).encode()) }
     });
     let first = futures_util::stream::once(async move {
@@ -210,9 +218,11 @@ async fn backend_feed(
 }
 
 /// A backend notification as the subscriber sees it; `None` when it was not asked for.
+/// `subscribed` holds the honoured upstream URIs per backend.
 fn translate(
     vhost: &VirtualHostConfig,
     wanted: &[&str],
+    subscribed: &BTreeMap<String, Vec<String>>,
     subscription: &str,
     backend: &str,
     message: &[u8],
@@ -228,6 +238,16 @@ fn translate(
         .unwrap_or_default();
     if method == "notifications/resources/updated" {
         let uri = params.get_str("uri")?;
+        // Fix: only URIs this subscription was acknowledged for. A legacy backend's GET stream
+        // belongs to the caller's shared upstream session, so it also carries updates for URIs
+        // that another listen (or a 2025 session) of the same caller subscribed to; relaying
+        // those broke "MUST NOT send types the client did not request".
+        if !subscribed
+            .get(backend)
+            .is_some_and(|uris| uris.contains(&uri))
+        {
+            return None;
+        }
         let public = Namer::new(vhost)
             .public(backend, &uri, ItemKind::Resource)
             .into_owned();

@@ -1,7 +1,9 @@
-//! The rmcp [`ServerHandler`] every backend runs: tools, resources, prompts, completion and
-//! logging, shaped by the backend's [`BackendSpec`].
+//! The rmcp [`ServerHandler`] every backend runs: tools, resources, prompts, completion,
+//! logging and change notifications (`subscriptions/listen`, `resources/subscribe`), shaped by the
+//! backend's [`BackendSpec`].
 
 mod ask;
+mod changes;
 mod logging;
 mod pagination;
 mod prompts;
@@ -21,9 +23,10 @@ use rmcp::{
         DiscoverResult, GetPromptRequestParams, GetPromptResponse, Implementation,
         ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
         PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
-        ServerCapabilities, ServerConfig, Tool,
+        ServerCapabilities, ServerConfig, SubscribeRequestParams, SubscriptionFilter, Tool,
+        UnsubscribeRequestParams,
     },
-    service::RequestContext,
+    service::{NotificationContext, RequestContext, SubscriptionContext},
 };
 
 use crate::{
@@ -31,6 +34,8 @@ use crate::{
     spec::{BackendSpec, Era},
 };
 
+pub(crate) use changes::Listeners;
+pub use changes::Touched;
 pub(crate) use logging::SessionLogLevel;
 
 /// State shared by every handler instance of one backend, kept across restarts.
@@ -39,6 +44,8 @@ pub(crate) struct Shared {
     pub(crate) spec: BackendSpec,
     pub(crate) counters: Arc<CallCounters>,
     pub(crate) ask: ask::AskCodec,
+    /// Open `subscriptions/listen` streams and legacy sessions, for change notifications.
+    pub(crate) listeners: Arc<Listeners>,
 }
 
 impl Shared {
@@ -47,6 +54,7 @@ impl Shared {
             spec,
             counters: Arc::default(),
             ask: ask::AskCodec::new(),
+            listeners: Arc::default(),
         }
     }
 
@@ -56,11 +64,13 @@ impl Shared {
 }
 
 /// One handler instance. rmcp makes a new one per legacy session and per stateless request, so
-/// `log_level` is per session (what `logging/setLevel` set).
+/// `log_level` (what `logging/setLevel` set) and `subscriptions` (what `resources/subscribe`
+/// asked for) are per session.
 #[derive(Debug, Clone)]
 pub(crate) struct TestServer {
     shared: Arc<Shared>,
     log_level: SessionLogLevel,
+    subscriptions: Arc<changes::SessionSubscriptions>,
 }
 
 impl TestServer {
@@ -68,6 +78,7 @@ impl TestServer {
         Self {
             shared,
             log_level: Arc::new(Mutex::new(None)),
+            subscriptions: Arc::default(),
         }
     }
 
@@ -104,6 +115,10 @@ impl ServerHandler for TestServer {
             .enable_prompts()
             .enable_resources()
             .enable_tools()
+            // `touch` (and `TestBackend::touch`) send these.
+            .enable_tool_list_changed()
+            .enable_resources_list_changed()
+            .enable_resources_subscribe()
             .build();
         let mut info = ServerConfig::new(capabilities).with_server_info(Implementation::new(
             self.shared.spec.name.clone(),
@@ -152,6 +167,54 @@ impl ServerHandler for TestServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         logging::set_session_level(&self.log_level, request.level);
+        Ok(())
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        // Only legacy sessions initialize: from now on they hear about changes on their GET stream.
+        self.shared
+            .listeners
+            .register_session(&context.peer, &self.subscriptions);
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(changes::accepted_filter(self.shared.name(), requested))
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let _registered = self
+            .shared
+            .listeners
+            .add_subscription(context.sink().clone());
+        context.cancelled().await;
+        Ok(())
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let backend = self.shared.name();
+        if !resources::exists(backend, &request.uri) {
+            return Err(resources::not_found(&request.uri));
+        }
+        self.subscriptions.subscribe(&request.uri);
+        self.shared
+            .listeners
+            .register_session(&context.peer, &self.subscriptions);
+        Ok(())
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.subscriptions.unsubscribe(&request.uri);
         Ok(())
     }
 

@@ -29,6 +29,19 @@ pub(crate) fn templates(backend: &str) -> Vec<ResourceTemplate> {
     ]
 }
 
+/// rmcp's resource-not-found error for `uri`.
+pub(crate) fn not_found(uri: &str) -> ErrorData {
+    ErrorData::resource_not_found(
+        format!("resource not found: {uri}"),
+        Some(serde_json::json!({ "uri": uri })),
+    )
+}
+
+/// True for the URIs [`read`] serves: the static resource and any item of the template.
+pub(crate) fn exists(backend: &str, uri: &str) -> bool {
+    read(backend, uri).is_ok()
+}
+
 /// Reads a known URI; anything else is rmcp's resource-not-found error (`-32002`, which rmcp
 /// turns into `-32602` for 2026-07-28 requests).
 pub(crate) fn read(backend: &str, uri: &str) -> Result<ReadResourceResult, ErrorData> {
@@ -40,10 +53,7 @@ pub(crate) fn read(backend: &str, uri: &str) -> Result<ReadResourceResult, Error
     {
         format!("item {id} from {backend}")
     } else {
-        return Err(ErrorData::resource_not_found(
-            format!("resource not found: {uri}"),
-            Some(serde_json::json!({ "uri": uri })),
-        ));
+        return Err(not_found(uri));
     };
     Ok(ReadResourceResult::new(vec![
         ResourceContents::text(text, uri).with_mime_type("text/plain"),

@@ -11,7 +11,7 @@ use rmcp::{
 };
 use serde_json::{Value, json};
 
-use super::{SessionLogLevel, Shared, ask, slow};
+use super::{SessionLogLevel, Shared, Touched, ask, slow};
 use crate::{counters::CallGuard, spec::BackendSpec};
 
 /// `echo {text}`.
@@ -28,6 +28,8 @@ pub(crate) const SLOW: &str = "slow";
 pub(crate) const ASK: &str = "ask";
 /// `headers`: the HTTP headers of this call.
 pub(crate) const HEADERS: &str = "headers";
+/// `touch {uri?}`: change notifications (only with [`BackendSpec::touch_tool`]).
+pub(crate) const TOUCH: &str = "touch";
 
 fn schema(value: Value) -> Arc<JsonObject> {
     match value {
@@ -62,7 +64,7 @@ pub(crate) fn extra_tool_name(index: usize, count: usize) -> String {
     format!("tool_{index:0width$}")
 }
 
-/// Every tool, in a fixed order: the fixed tools, then the extra ones.
+/// Every tool, in a fixed order: the fixed tools, `touch` when enabled, then the extra ones.
 pub(crate) fn all(spec: &BackendSpec) -> Vec<Tool> {
     let text_input = schema(json!({
         "type": "object",
@@ -109,6 +111,17 @@ pub(crate) fn all(spec: &BackendSpec) -> Vec<Tool> {
             no_arguments(),
         ),
     ];
+    if spec.touch_tool {
+        tools.push(Tool::new(
+            TOUCH,
+            "Sends notifications/resources/updated for `uri` (when given) to its subscribers, \
+             then resources/list_changed and tools/list_changed",
+            schema(json!({
+                "type": "object",
+                "properties": { "uri": { "type": "string" } }
+            })),
+        ));
+    }
     let optional_text = schema(json!({
         "type": "object",
         "properties": { "text": { "type": "string" } }
@@ -164,6 +177,17 @@ pub(crate) async fn call(
         }
         ASK => ask::run(shared, &request, &context).await,
         HEADERS => Ok(headers_result(backend, &context).into()),
+        TOUCH if shared.spec.touch_tool => {
+            let uri = match arguments.get("uri") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(uri)) => Some(uri.as_str()),
+                Some(_) => {
+                    return Err(ErrorData::invalid_params("`uri` must be a string", None));
+                }
+            };
+            let touched = shared.listeners.touch(uri).await;
+            Ok(touch_result(backend, uri, touched).into())
+        }
         _ if is_extra_tool(&shared.spec, &name) => {
             let text = arguments.get("text").and_then(Value::as_str).unwrap_or("");
             Ok(text_result(backend, format!("{name} {text}").trim_end()).into())
@@ -211,6 +235,22 @@ fn sum(arguments: &JsonObject) -> Result<Value, ErrorData> {
     Ok(json!(a + b))
 }
 
+/// What `touch` reached: text `<backend>: touched [<uri>]`, and the counts in
+/// `structuredContent` (`subscriptions`: open `subscriptions/listen` streams notified, `sessions`:
+/// legacy sessions notified).
+fn touch_result(backend: &str, uri: Option<&str>, touched: Touched) -> CallToolResult {
+    let mut result = CallToolResult::structured(json!({
+        "subscriptions": touched.subscriptions,
+        "sessions": touched.sessions,
+    }));
+    let text = match uri {
+        Some(uri) => format!("{backend}: touched {uri}"),
+        None => format!("{backend}: touched"),
+    };
+    result.content = vec![ContentBlock::text(text)];
+    result
+}
+
 /// The call's HTTP headers as `{lowercased name: value}` (repeated headers joined by `, `), in
 /// `structuredContent.headers` and as `<backend>: <json>` text.
 fn headers_result(backend: &str, context: &RequestContext<RoleServer>) -> CallToolResult {
@@ -250,6 +290,16 @@ mod tests {
         names.sort();
         names.dedup();
         assert_eq!(names.len(), 7 + 12);
+    }
+
+    #[test]
+    fn touch_is_listed_only_when_enabled() {
+        let listed = |spec: &BackendSpec| all(spec).iter().any(|tool| tool.name == TOUCH);
+        assert!(!listed(&BackendSpec::modern("b")));
+        let spec = BackendSpec::modern("b").touch_tool(true).extra_tools(1);
+        assert!(listed(&spec));
+        let names: Vec<String> = all(&spec).iter().map(|t| t.name.to_string()).collect();
+        assert_eq!(names[7..], ["touch", "tool_00"]);
     }
 
     #[test]

@@ -14,7 +14,7 @@ use rmcp::{
     model::{
         ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
         Implementation, LoggingMessageNotificationParam, ProgressNotificationParam,
-        ProtocolVersion,
+        ProtocolVersion, ResourceUpdatedNotificationParam,
     },
     service::{ClientInitializeError, NotificationContext, RequestContext, RunningService},
     transport::{
@@ -25,14 +25,17 @@ use serde_json::json;
 
 pub(crate) type Client = RunningService<RoleClient, RecordingClient>;
 
-/// Records progress and log notifications; answers elicitations `name` → `Ferris`,
-/// `color` → `orange`.
+/// Records progress, log and change notifications (the latter outside `subscriptions/listen`
+/// streams, i.e. on legacy GET streams); answers elicitations `name` → `Ferris`, `color` →
+/// `orange`.
 #[derive(Clone)]
 pub(crate) struct RecordingClient {
     version: ProtocolVersion,
     pub(crate) progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
     pub(crate) logs: Arc<Mutex<Vec<LoggingMessageNotificationParam>>>,
     pub(crate) elicitations: Arc<Mutex<Vec<String>>>,
+    /// `tools/list_changed`, `resources/list_changed`, `resources/updated <uri>`, in arrival order.
+    pub(crate) changes: Arc<Mutex<Vec<String>>>,
 }
 
 impl RecordingClient {
@@ -42,6 +45,7 @@ impl RecordingClient {
             progress: Arc::default(),
             logs: Arc::default(),
             elicitations: Arc::default(),
+            changes: Arc::default(),
         }
     }
 
@@ -51,6 +55,14 @@ impl RecordingClient {
 
     pub(crate) fn logs(&self) -> Vec<LoggingMessageNotificationParam> {
         self.logs.lock().expect("logs lock").clone()
+    }
+
+    pub(crate) fn changes(&self) -> Vec<String> {
+        self.changes.lock().expect("changes lock").clone()
+    }
+
+    fn record_change(&self, change: String) {
+        self.changes.lock().expect("changes lock").push(change);
     }
 }
 
@@ -77,6 +89,22 @@ impl ClientHandler for RecordingClient {
         _context: NotificationContext<RoleClient>,
     ) {
         self.logs.lock().expect("logs lock").push(params);
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.record_change("tools/list_changed".to_owned());
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.record_change("resources/list_changed".to_owned());
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.record_change(format!("resources/updated {}", params.uri));
     }
 
     async fn create_elicitation(

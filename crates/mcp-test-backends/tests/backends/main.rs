@@ -4,6 +4,7 @@ mod clients;
 mod raw_http;
 
 mod cancellation;
+mod changes;
 mod discover_probe;
 mod eras;
 mod lifecycle;

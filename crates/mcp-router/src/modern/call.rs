@@ -31,7 +31,7 @@ use mcp_core::{
 };
 use serde_json::value::RawValue;
 
-use super::request_state;
+use super::{request_state, task_id};
 use mcp_fallback::ToolHints;
 
 use crate::body::{self, McpBody};
@@ -88,6 +88,12 @@ async fn prepare<'a>(
     method: Method,
     mut params: RawObject<'_>,
 ) -> Result<(Routed<'a>, RawObject<'static>), ErrorObject> {
+    if matches!(
+        method,
+        Method::TasksGet | Method::TasksUpdate | Method::TasksCancel
+    ) {
+        return prepare_task(scope, params);
+    }
     let (slot, kind, what) = match method {
         Method::ToolsCall => (NameSlot::Name, ItemKind::Tool, "wrong tool name"),
         Method::PromptsGet => (NameSlot::Name, ItemKind::Prompt, "wrong prompt name"),
@@ -115,6 +121,30 @@ async fn prepare<'a>(
             .map_err(|e| ErrorObject::invalid_params(format!("Invalid requestState ({e})")))?;
         params.set_str("requestState", &inner_state);
     }
+    Ok((routed, params.into_owned()))
+}
+
+/// A tasks-extension follow-up: the gateway task id leads to the backend and its raw id.
+fn prepare_task<'a>(
+    scope: &Scope<'a>,
+    mut params: RawObject<'_>,
+) -> Result<(Routed<'a>, RawObject<'static>), ErrorObject> {
+    let unknown = || ErrorObject::invalid_params("Unknown task");
+    let public = params.get_str("taskId").ok_or_else(unknown)?;
+    let (backend, raw) =
+        task_id::open(&scope.inner.sealer, &scope.binding(&[]), &public).map_err(|_| unknown())?;
+    let (backend, config) = scope
+        .ctx
+        .vhost
+        .backends
+        .get_key_value(&backend)
+        .ok_or_else(unknown)?;
+    params.set_str("taskId", &raw);
+    let routed = Routed {
+        backend: backend.as_str(),
+        config,
+        upstream: raw,
+    };
     Ok((routed, params.into_owned()))
 }
 
@@ -325,6 +355,8 @@ struct Finish {
     vhost: Arc<VirtualHostConfig>,
     era: Era,
     state_binding: Vec<String>,
+    /// What gateway task ids of this caller are bound to.
+    task_binding: Vec<String>,
 }
 
 /// Most MRTR rounds the gateway drives for a 2025 client before giving up.
@@ -478,6 +510,7 @@ async fn relay_call(
             vhost: Arc::clone(&scope.ctx.vhost),
             era: scope.era,
             state_binding,
+            task_binding: scope.binding(&[]).into_iter().map(str::to_owned).collect(),
         },
         done: false,
         answered: false,
@@ -894,6 +927,25 @@ impl Relay {
         let mut changed = false;
         if self.finish.era == Era::Modern {
             changed |= stamp_modern_fields(&mut obj, self.finish.method);
+        }
+        // A backend task id (a created task, or a tasks/* answer) becomes a gateway task id.
+        let is_task = obj.get_str("resultType").as_deref() == Some("task")
+            || matches!(
+                self.finish.method,
+                Method::TasksGet | Method::TasksUpdate | Method::TasksCancel
+            );
+        if is_task && let Some(raw) = obj.get_str("taskId") {
+            let binding: Vec<&str> = self
+                .finish
+                .task_binding
+                .iter()
+                .map(String::as_str)
+                .collect();
+            obj.set_str(
+                "taskId",
+                &task_id::seal(&self.inner.sealer, &binding, &self.finish.backend, &raw),
+            );
+            changed = true;
         }
         if obj.get_str("resultType").as_deref() == Some("input_required")
             && let Some(state) = obj.get_str("requestState")

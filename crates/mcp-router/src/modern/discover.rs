@@ -3,7 +3,8 @@
 //! A capability family (`tools`, `prompts`, `resources`, `completions`, `logging`) is advertised when
 //! any backend has it, with `listChanged`/`subscribe` true when any backend's is (the gateway relays
 //! them: `subscriptions/listen` for 2026-07-28 clients, the GET stream for 2025 sessions);
-//! `extensions` are merged by key, except the tasks extension, which the gateway does not route yet. Instructions of the backends are
+//! `extensions` are merged by key (the tasks extension included: task ids are routed, see
+//! `task_id`). Instructions of the backends are
 //! joined under a heading per backend. `ttlMs` is the smallest of the modern backends' (legacy
 //! backends contribute 0); `cacheScope` is `private`. A backend that fails is answered from its
 //! last good description for the same caller within the stale-if-error window (marked stale).
@@ -16,7 +17,6 @@ use crate::degraded::{CACHE_SCOPE, Degraded, TtlMin, ttl_of};
 use crate::modern::list::stale_key;
 use crate::scope::{BackendFailure, Scope};
 
-const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 const FAMILIES: [&str; 5] = ["tools", "prompts", "resources", "completions", "logging"];
 
 /// What one backend says about itself.
@@ -158,9 +158,7 @@ pub(crate) fn merge_capabilities(acc: &mut Map<String, Value>, caps: &Value) {
                 .or_insert_with(|| Value::Object(Map::new()));
             if let Some(entry) = entry.as_object_mut() {
                 for (key, v) in extensions {
-                    if key != TASKS_EXTENSION {
-                        entry.entry(key.clone()).or_insert_with(|| v.clone());
-                    }
+                    entry.entry(key.clone()).or_insert_with(|| v.clone());
                 }
             }
         }
@@ -190,7 +188,7 @@ mod tests {
             Value::Object(acc),
             json!({"tools": {"listChanged": true}, "logging": {}, "prompts": {},
                    "resources": {"subscribe": true, "listChanged": true},
-                   "extensions": {"io.modelcontextprotocol/ui": {"v": 1}}})
+                   "extensions": {"io.modelcontextprotocol/tasks": {}, "io.modelcontextprotocol/ui": {"v": 1}}})
         );
     }
 }

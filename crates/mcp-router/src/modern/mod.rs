@@ -5,6 +5,7 @@ mod discover;
 pub(crate) mod list;
 mod request_state;
 mod subscribe;
+mod task_id;
 mod validate;
 
 use std::sync::Arc;
@@ -63,12 +64,14 @@ pub(crate) async fn serve(
                     | Method::PromptsGet
                     | Method::ResourcesRead
                     | Method::CompletionComplete
+                    | Method::TasksGet
+                    | Method::TasksUpdate
+                    | Method::TasksCancel
             ) =>
         {
             call::targeted(&scope, inner, id, method, request.params).await
         }
         MethodKind::Subscription => subscribe::listen(&scope, id, &request.params).await,
-        // The tasks extension is not routed yet (and not advertised by server/discover).
         _ => respond::error(
             StatusCode::NOT_FOUND,
             Some(id),

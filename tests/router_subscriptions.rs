@@ -516,3 +516,78 @@ async fn discover_advertises_list_changed_and_subscribe_when_a_backend_does() {
         assert_eq!(merged["resources"]["listChanged"], true, "{merged}");
     }
 }
+
+#[tokio::test]
+async fn a_2025_session_gets_only_the_updates_it_subscribed_to() {
+    let (_alpha, beta, gw) = setup().await;
+    // Two sessions of one caller share beta's upstream session (and its GET stream).
+    let subscriber = initialize(&gw).await;
+    let bystander = initialize(&gw).await;
+    let auth = bearer("alice");
+    let open = |session: String| {
+        let auth = auth.clone();
+        let addr = gw.addr;
+        async move {
+            let headers = [
+                ("authorization", auth.as_str()),
+                ("accept", "text/event-stream"),
+                ("mcp-session-id", session.as_str()),
+            ];
+            support::open_stream(addr, "GET", "/servers/vh/mcp", &headers).await
+        }
+    };
+    let mut subscribed_stream = open(subscriber.clone()).await;
+    let mut bystander_stream = open(bystander.clone()).await;
+    let subscribe = legacy_post(
+        &gw,
+        Some(&subscriber),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "resources/subscribe", "params": {"uri": BETA_STATIC}}),
+    )
+    .await;
+    assert_eq!(legacy_answer(&subscribe)["result"], json!({}));
+    assert!(
+        beta.wait_until(WAIT, |b| b
+            .requests()
+            .iter()
+            .any(|r| r.method == http::Method::GET))
+            .await,
+        "the gateway opens beta's GET stream"
+    );
+
+    let mut subscriber_seen = Vec::new();
+    let mut done = false;
+    for id in 2..7 {
+        legacy_post(
+            &gw,
+            Some(&subscriber),
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                   "params": {"name": "beta-touch", "arguments": {"uri": "test://beta/static"}}}),
+        )
+        .await;
+        match until_tools_list_changed(&mut subscribed_stream, Duration::from_secs(1)).await {
+            Ok(messages) => {
+                subscriber_seen.extend(messages);
+                done = true;
+                break;
+            }
+            Err(messages) => subscriber_seen.extend(messages),
+        }
+    }
+    assert!(done, "no change notifications: {subscriber_seen:?}");
+    assert!(
+        summary(&subscriber_seen)
+            .contains(&format!("notifications/resources/updated {BETA_STATIC}")),
+        "{:?}",
+        summary(&subscriber_seen)
+    );
+    let bystander_seen = until_tools_list_changed(&mut bystander_stream, Duration::from_secs(5))
+        .await
+        .unwrap_or_else(|seen| panic!("the bystander gets list changes: {seen:?}"));
+    assert!(
+        summary(&bystander_seen)
+            .iter()
+            .all(|m| !m.starts_with("notifications/resources/updated")),
+        "a session that did not subscribe gets no updates: {:?}",
+        summary(&bystander_seen)
+    );
+}

@@ -171,6 +171,7 @@ pub(crate) async fn initialize(
         client_capabilities: scope.client_caps.get().to_owned(),
         log_level: None,
         backends: entries,
+        subscriptions: Vec::new(),
     };
     Ok(Initialized {
         record,

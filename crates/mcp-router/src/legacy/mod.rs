@@ -313,17 +313,42 @@ async fn in_session(
             Ok(result) => respond::json(StatusCode::OK, encode_result(id, &result.to_raw())),
             Err(error) => respond::error(StatusCode::OK, Some(id), &error),
         },
+        Method::ResourcesSubscribe | Method::ResourcesUnsubscribe => {
+            track_subscription(&scope, session_id, method, &params).await;
+            modern::targeted(&scope, inner, id, method, params).await
+        }
         Method::ToolsCall
         | Method::PromptsGet
         | Method::ResourcesRead
-        | Method::CompletionComplete
-        | Method::ResourcesSubscribe
-        | Method::ResourcesUnsubscribe => modern::targeted(&scope, inner, id, method, params).await,
+        | Method::CompletionComplete => modern::targeted(&scope, inner, id, method, params).await,
         _ => respond::error(
             StatusCode::OK,
             Some(id),
             &ErrorObject::method_not_found(method_name),
         ),
+    }
+}
+
+/// Keeps the session's own subscription list (public URIs), which filters its GET stream.
+async fn track_subscription(
+    scope: &Scope<'_>,
+    session_id: &str,
+    method: Method,
+    params: &RawObject<'_>,
+) {
+    let Some(uri) = params.get_str("uri") else {
+        return;
+    };
+    let Ok(Some(record)) = scope.inner.sessions.get(session_id).await else {
+        return;
+    };
+    let mut updated = (*record).clone();
+    updated.subscriptions.retain(|u| *u != uri);
+    if method == Method::ResourcesSubscribe {
+        updated.subscriptions.push(uri);
+    }
+    if let Err(e) = scope.inner.sessions.update(session_id, updated).await {
+        tracing::warn!(error = %e, "session store failure while tracking a subscription");
     }
 }
 

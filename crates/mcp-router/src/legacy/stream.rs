@@ -107,6 +107,9 @@ pub(crate) async fn get_stream(
                 upstream_session,
                 &message,
             )?;
+            if !subscribed(&inner, &session, &message).await {
+                return None;
+            }
             let id = inner.replay.record(&session, Bytes::from(message.clone()));
             // The hubs stay alive as long as this stream does.
             Some(
@@ -142,6 +145,26 @@ pub(crate) async fn get_stream(
             chunk
         });
     respond::sse(body::streaming(keep))
+}
+
+/// Whether a message may go to this session: a `notifications/resources/updated` only for a URI
+/// the session itself subscribed to (the upstream session, and so its GET stream, is shared by
+/// the caller's sessions); anything else always.
+async fn subscribed(inner: &RouterInner, session: &str, message: &[u8]) -> bool {
+    let Ok(env) = Envelope::parse(message) else {
+        return true;
+    };
+    if env.method() != Some("notifications/resources/updated") {
+        return true;
+    }
+    let uri = env
+        .params()
+        .and_then(|p| RawObject::from_raw(p).ok())
+        .and_then(|p| p.get_str("uri"));
+    match (uri, inner.sessions.get(session).await) {
+        (Some(uri), Ok(Some(record))) => record.subscriptions.contains(&uri),
+        _ => false,
+    }
 }
 
 /// A backend's GET-stream message as the client sees it; `None` to drop it.

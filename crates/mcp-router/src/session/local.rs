@@ -86,7 +86,7 @@ impl Table {
 /// let record = SessionRecord {
 ///     issuer: "iss".into(), subject: "alice".into(), vhost: "vh".into(),
 ///     protocol_version: "2025-11-25".into(), client_capabilities: "{}".into(),
-///     log_level: None, backends: vec![],
+///     log_level: None, backends: vec![], subscriptions: vec![],
 /// };
 /// let id = store.create(record.clone()).await.unwrap();
 /// assert!(id.bytes().all(|b| (0x21..=0x7e).contains(&b)));
@@ -237,6 +237,7 @@ mod tests {
             client_capabilities: "{}".into(),
             log_level: None,
             backends: Vec::new(),
+            subscriptions: Vec::new(),
         }
     }
 

@@ -54,6 +54,11 @@ pub struct SessionRecord {
     pub log_level: Option<String>,
     /// The backends, sorted by name.
     pub backends: Vec<BackendSession>,
+    /// The (public) resource URIs the client subscribed to: only their
+    /// `notifications/resources/updated` reach this session's GET stream (the upstream sessions
+    /// are shared with the caller's other sessions).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub subscriptions: Vec<String>,
 }
 
 impl SessionRecord {

@@ -33,8 +33,11 @@
 //! - **Subscriptions**: 2026-07-28 `subscriptions/listen` is acknowledged with the subset the
 //!   gateway honours and fed by every backend (modern backends' own listens, legacy backends'
 //!   GET streams and `resources/subscribe`), tagged with the client's subscription id.
-//! - **Tasks**: the 2026-07-28 tasks extension is not routed yet (not advertised; `tasks/*` are
-//!   unknown methods), and the 2025-11-25 experimental tasks are not bridged across eras.
+//! - **Tasks** (2026-07-28 extension): a backend's task id reaches the client as a gateway task id
+//!   (sealed with the backend's name, bound to the caller and virtual host; integrity-protected,
+//!   not encrypted), and `tasks/get|update|cancel` route back with the raw id. Not bridged across
+//!   eras: 2025 clients are never offered the extension, and 2025-11-25 experimental tasks are not
+//!   translated. `notifications/tasks` on `subscriptions/listen` streams are not routed yet.
 //!
 //! Failures follow DESIGN §3: missing request facts are `Routing problem…` internal errors; a name
 //! that no configured backend prefix matches is `wrong tool name` / `wrong prompt name` /

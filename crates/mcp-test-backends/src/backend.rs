@@ -98,11 +98,15 @@ impl TestBackend {
 
     /// Closes the listener and every open connection (streams included) and cancels in-flight
     /// handlers. Afterwards connecting is refused. Does nothing when already stopped.
+    ///
+    /// With [`BackendSpec::tasks`], running tasks are aborted (counted as cancelled) and every
+    /// task is forgotten: after a [`restart`](Self::restart) their ids are unknown (`-32602`).
     pub async fn stop(&self) {
         let running = self.lock_running().take();
         if let Some(running) = running {
             running.stop().await;
         }
+        self.shared.tasks.shutdown();
     }
 
     /// Stops (if running), then serves again on the same port with fresh rmcp state: old
@@ -205,6 +209,17 @@ impl TestBackend {
         self.shared.listeners.sessions_subscribed_to(uri)
     }
 
+    /// The raw task ids this backend minted for `long_task` calls (see [`BackendSpec::tasks`]),
+    /// oldest first, across restarts. A gateway should never show them to its clients.
+    pub fn task_ids(&self) -> Vec<String> {
+        self.shared.tasks.ids()
+    }
+
+    /// Tasks still `working` (not completed, failed or cancelled).
+    pub fn running_tasks(&self) -> usize {
+        self.shared.tasks.running()
+    }
+
     /// Polls every 10 ms until `condition(self)` holds (true) or `timeout` passes (false).
     pub async fn wait_until(
         &self,
@@ -226,5 +241,12 @@ impl TestBackend {
     fn lock_running(&self) -> std::sync::MutexGuard<'_, Option<Running>> {
         // Only ever replaced whole: a panic cannot leave it half-written.
         self.running.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Drop for TestBackend {
+    fn drop(&mut self) {
+        // Tasks run on their own tokio tasks: without this they would outlive the backend.
+        self.shared.tasks.shutdown();
     }
 }

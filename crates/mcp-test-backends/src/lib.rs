@@ -40,6 +40,7 @@
 //! | `ask` | modern: MRTR — `input_required` with `inputRequests.name` (`elicitation/create`, form with a string property `name`) and a sealed `requestState`; the retry with `inputResponses.name` gets `input_required` for `color` with a new state carrying the name; the next retry gets text `<name>: <who> likes <color>`. A tampered or foreign `requestState`, or `inputResponses` without one, is `-32602`; a client that did not declare elicitation gets `-32021`; a declined answer gives an `isError` result. Legacy sessions: two real `elicitation/create` requests on the call's stream, same final text. |
 //! | `headers` | the call's HTTP headers as `{lowercased name: value}`: in `structuredContent.headers` and as text `<name>: <json>` |
 //! | `touch {uri?}` (only with [`BackendSpec::touch_tool`]) | sends change notifications, see below; text `<name>: touched [<uri>]`, `structuredContent` `{"subscriptions": n, "sessions": m}` (listeners reached) |
+//! | `long_task {delay_ms=200}` (only with [`BackendSpec::tasks`]) | a 2026-07-28 request whose `clientCapabilities` declare `extensions["io.modelcontextprotocol/tasks"]` (on a modern or dual-era backend) gets a `CreateTaskResult` at once (`resultType: "task"`, `status: "working"`, `pollIntervalMs: 50`, `ttlMs: 300000`) and the task completes after `delay_ms` with text `<name>: task done`; `tasks/cancel` ends it as `cancelled` (the call counts as cancelled). Any other request waits `delay_ms` and gets the same text synchronously. |
 //! | `tool_00` … (see [`BackendSpec::extra_tools`]) | text `<name>: tool_NN <text>` |
 //!
 //! Logging: modern requests get log messages only with `_meta["io.modelcontextprotocol/logLevel"]`
@@ -68,6 +69,13 @@
 //! `tools/list_changed` comes last, so a reader that sees it has seen the rest.
 //! [`TestBackend::subscriptions`] and [`TestBackend::sessions_subscribed_to`] tell a test when a
 //! listener is in place.
+//!
+//! Tasks (only with [`BackendSpec::tasks`], modern and dual-era backends): the capabilities'
+//! `extensions` carry `io.modelcontextprotocol/tasks`, and `tasks/get` (the `DetailedTask`, with
+//! `result` once completed), `tasks/update` and `tasks/cancel` are served by rmcp's
+//! `TaskManager` (unknown ids: `-32602`; a request that does not declare the extension: `-32021`).
+//! [`TestBackend::task_ids`] lists the raw ids minted; [`TestBackend::stop`] aborts and forgets
+//! every task.
 //!
 //! Capabilities: tools (`listChanged`), resources (`subscribe`, `listChanged`), prompts,
 //! completions, logging. Lists follow

@@ -84,6 +84,10 @@ pub struct BackendSpec {
     /// [`TestBackend::touch`](crate::TestBackend::touch)). Off by default, so the tool list
     /// stays the seven fixed tools.
     pub touch_tool: bool,
+    /// Offer the tasks extension (`io.modelcontextprotocol/tasks`) and the tool
+    /// `long_task {delay_ms}` (see [`BackendSpec::tasks`]). Off by default, so the tool list
+    /// stays the seven fixed tools.
+    pub tasks: bool,
 }
 
 impl BackendSpec {
@@ -102,6 +106,7 @@ impl BackendSpec {
             port: 0,
             record_requests: true,
             touch_tool: false,
+            tasks: false,
         }
     }
 
@@ -172,6 +177,18 @@ impl BackendSpec {
     /// [`TestBackend::touch`](crate::TestBackend::touch) does.
     pub fn touch_tool(mut self, touch_tool: bool) -> Self {
         self.touch_tool = touch_tool;
+        self
+    }
+
+    /// Offer the tool `long_task {delay_ms}` (after `touch`, before the extra tools) and, on
+    /// [`Era::Modern`] and [`Era::Both`] backends, the tasks extension
+    /// (`io.modelcontextprotocol/tasks` in the capabilities' `extensions`, `tasks/get`,
+    /// `tasks/update`, `tasks/cancel`). A 2026-07-28 `long_task` call whose `clientCapabilities`
+    /// declare the extension is answered at once with a `resultType: "task"` handle; the task
+    /// completes after `delay_ms` with text `<name>: task done`. Without the declaration (or on a
+    /// legacy session) the call runs synchronously to the same result.
+    pub fn tasks(mut self, tasks: bool) -> Self {
+        self.tasks = tasks;
         self
     }
 }

@@ -14,6 +14,35 @@ use crate::modern::merge_capabilities;
 use crate::scope::{BackendFailure, Scope};
 use crate::session::{BackendEra, BackendSession, SessionRecord};
 
+/// The tasks extension's capability key.
+pub(crate) const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
+/// A 2025 client's capabilities as the gateway passes them on: without the tasks extension (see
+/// [`initialize`]), so no backend answers it with a task.
+pub(crate) fn without_tasks(
+    caps: &serde_json::value::RawValue,
+) -> Box<serde_json::value::RawValue> {
+    let Ok(mut obj) = RawObject::from_raw(caps) else {
+        return caps.to_owned();
+    };
+    let Some(mut extensions) = obj
+        .get("extensions")
+        .and_then(|e| RawObject::from_raw(e).ok())
+    else {
+        return caps.to_owned();
+    };
+    if !extensions.remove(TASKS_EXTENSION) {
+        return caps.to_owned();
+    }
+    if extensions.keys().next().is_some() {
+        let raw = extensions.to_raw();
+        obj.set_raw("extensions", raw);
+    } else {
+        obj.remove("extensions");
+    }
+    obj.to_raw()
+}
+
 /// The version the gateway answers a legacy client with: the client's own when the gateway
 /// speaks it, else the newest legacy revision.
 pub(crate) fn negotiate(requested: Option<&str>) -> ProtocolVersion {
@@ -156,6 +185,14 @@ pub(crate) async fn initialize(
     }
     // The gateway itself answers `ping` and `logging/setLevel` for every session.
     capabilities.insert("logging".to_owned(), Value::Object(Map::new()));
+    // The 2026-07-28 tasks extension is not bridged to 2025 clients (nor their experimental
+    // tasks to 2026 backends): a task they could not follow up must never reach them.
+    if let Some(Value::Object(extensions)) = capabilities.get_mut("extensions") {
+        extensions.remove(TASKS_EXTENSION);
+        if extensions.is_empty() {
+            capabilities.remove("extensions");
+        }
+    }
     let mut result = RawObject::new();
     result.set_str("protocolVersion", version.as_str());
     result.set_json("capabilities", &capabilities);
@@ -182,6 +219,17 @@ pub(crate) async fn initialize(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_tasks_extension_is_not_passed_on_for_2025_clients() {
+        let raw = |s: &str| serde_json::value::RawValue::from_string(s.to_owned()).expect("raw");
+        let caps = raw(r#"{"elicitation":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}"#);
+        assert_eq!(without_tasks(&caps).get(), r#"{"elicitation":{}}"#);
+        let other = raw(r#"{"extensions":{"io.modelcontextprotocol/tasks":{},"x/y":{}}}"#);
+        assert_eq!(without_tasks(&other).get(), r#"{"extensions":{"x/y":{}}}"#);
+        let plain = raw(r#"{"roots":{}}"#);
+        assert_eq!(without_tasks(&plain).get(), r#"{"roots":{}}"#);
+    }
 
     #[test]
     fn negotiation_echoes_supported_legacy_versions() {

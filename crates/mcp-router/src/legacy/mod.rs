@@ -139,7 +139,7 @@ async fn initialize(
     let caps: Box<RawValue> = params
         .get("capabilities")
         .filter(|c| c.get().starts_with('{'))
-        .map(|c| c.to_owned())
+        .map(initialize::without_tasks)
         .unwrap_or_else(empty_object);
     let scope = Scope {
         inner,

@@ -9,6 +9,7 @@ mod pagination;
 mod prompts;
 mod resources;
 mod slow;
+mod tasks;
 mod tools;
 
 use std::{
@@ -19,12 +20,13 @@ use std::{
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
-        CacheScope, CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
-        DiscoverResult, GetPromptRequestParams, GetPromptResponse, Implementation,
-        ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-        PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
-        ServerCapabilities, ServerConfig, SubscribeRequestParams, SubscriptionFilter, Tool,
-        UnsubscribeRequestParams,
+        CacheScope, CallToolRequestParams, CallToolResponse, CancelTaskParams,
+        CompleteRequestParams, CompleteResult, DiscoverResult, GetPromptRequestParams,
+        GetPromptResponse, GetTaskParams, GetTaskResult, Implementation, ListPromptsResult,
+        ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+        ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+        ServerConfig, SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
+        UpdateTaskParams,
     },
     service::{NotificationContext, RequestContext, SubscriptionContext},
 };
@@ -37,6 +39,7 @@ use crate::{
 pub(crate) use changes::Listeners;
 pub use changes::Touched;
 pub(crate) use logging::SessionLogLevel;
+pub(crate) use tasks::Tasks;
 
 /// State shared by every handler instance of one backend, kept across restarts.
 #[derive(Debug)]
@@ -46,6 +49,8 @@ pub(crate) struct Shared {
     pub(crate) ask: ask::AskCodec,
     /// Open `subscriptions/listen` streams and legacy sessions, for change notifications.
     pub(crate) listeners: Arc<Listeners>,
+    /// The tasks `long_task` made (only with [`BackendSpec::tasks`]).
+    pub(crate) tasks: Tasks,
 }
 
 impl Shared {
@@ -55,6 +60,7 @@ impl Shared {
             counters: Arc::default(),
             ask: ask::AskCodec::new(),
             listeners: Arc::default(),
+            tasks: Tasks::default(),
         }
     }
 
@@ -118,8 +124,12 @@ impl ServerHandler for TestServer {
             // `touch` (and `TestBackend::touch`) send these.
             .enable_tool_list_changed()
             .enable_resources_list_changed()
-            .enable_resources_subscribe()
-            .build();
+            .enable_resources_subscribe();
+        let capabilities = if self.shared.spec.tasks && self.shared.spec.era.speaks_modern() {
+            capabilities.enable_tasks().build()
+        } else {
+            capabilities.build()
+        };
         let mut info = ServerConfig::new(capabilities).with_server_info(Implementation::new(
             self.shared.spec.name.clone(),
             env!("CARGO_PKG_VERSION"),
@@ -243,6 +253,34 @@ impl ServerHandler for TestServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         tools::call(&self.shared, &self.log_level, request, context).await
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let task = self.shared.tasks.manager().get_task(&request.task_id)?;
+        Ok(GetTaskResult::new(task))
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.shared
+            .tasks
+            .manager()
+            .update_task(&request.task_id, request.input_responses)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.shared.tasks.manager().cancel_task(&request.task_id)
     }
 
     async fn list_prompts(

@@ -11,7 +11,7 @@ use rmcp::{
 };
 use serde_json::{Value, json};
 
-use super::{SessionLogLevel, Shared, Touched, ask, slow};
+use super::{SessionLogLevel, Shared, Touched, ask, slow, tasks};
 use crate::{counters::CallGuard, spec::BackendSpec};
 
 /// `echo {text}`.
@@ -30,6 +30,9 @@ pub(crate) const ASK: &str = "ask";
 pub(crate) const HEADERS: &str = "headers";
 /// `touch {uri?}`: change notifications (only with [`BackendSpec::touch_tool`]).
 pub(crate) const TOUCH: &str = "touch";
+/// `long_task {delay_ms}`: a task when the request declares the tasks extension (only with
+/// [`BackendSpec::tasks`]).
+pub(crate) const LONG_TASK: &str = "long_task";
 
 fn schema(value: Value) -> Arc<JsonObject> {
     match value {
@@ -64,7 +67,8 @@ pub(crate) fn extra_tool_name(index: usize, count: usize) -> String {
     format!("tool_{index:0width$}")
 }
 
-/// Every tool, in a fixed order: the fixed tools, `touch` when enabled, then the extra ones.
+/// Every tool, in a fixed order: the fixed tools, `touch` and `long_task` when enabled, then the
+/// extra ones.
 pub(crate) fn all(spec: &BackendSpec) -> Vec<Tool> {
     let text_input = schema(json!({
         "type": "object",
@@ -119,6 +123,17 @@ pub(crate) fn all(spec: &BackendSpec) -> Vec<Tool> {
             schema(json!({
                 "type": "object",
                 "properties": { "uri": { "type": "string" } }
+            })),
+        ));
+    }
+    if spec.tasks {
+        tools.push(Tool::new(
+            LONG_TASK,
+            "Waits `delay_ms`, then answers `task done`; runs as a task (tasks extension) when \
+             the request declares the extension",
+            schema(json!({
+                "type": "object",
+                "properties": { "delay_ms": { "type": "integer", "minimum": 0 } }
             })),
         ));
     }
@@ -187,6 +202,9 @@ pub(crate) async fn call(
             };
             let touched = shared.listeners.touch(uri).await;
             Ok(touch_result(backend, uri, touched).into())
+        }
+        LONG_TASK if shared.spec.tasks => {
+            return tasks::long_task(shared, &arguments, &context, guard).await;
         }
         _ if is_extra_tool(&shared.spec, &name) => {
             let text = arguments.get("text").and_then(Value::as_str).unwrap_or("");
@@ -300,6 +318,19 @@ mod tests {
         assert!(listed(&spec));
         let names: Vec<String> = all(&spec).iter().map(|t| t.name.to_string()).collect();
         assert_eq!(names[7..], ["touch", "tool_00"]);
+    }
+
+    #[test]
+    fn long_task_is_listed_only_with_tasks() {
+        let listed = |spec: &BackendSpec| all(spec).iter().any(|tool| tool.name == LONG_TASK);
+        assert!(!listed(&BackendSpec::modern("b")));
+        assert!(!listed(&BackendSpec::both("b").touch_tool(true)));
+        let spec = BackendSpec::both("b")
+            .touch_tool(true)
+            .tasks(true)
+            .extra_tools(1);
+        let names: Vec<String> = all(&spec).iter().map(|t| t.name.to_string()).collect();
+        assert_eq!(names[7..], ["touch", "long_task", "tool_00"]);
     }
 
     #[test]

@@ -12,3 +12,4 @@ mod mrtr;
 mod pagination;
 mod progress;
 mod recording;
+mod tasks;

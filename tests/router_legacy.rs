@@ -820,3 +820,91 @@ async fn a_legacy_client_gets_progress_with_its_own_token_from_either_backend_er
         );
     }
 }
+
+/// Answers sampling requests with `model says: <prompt>`, like a host with an LLM would.
+#[derive(Clone, Default)]
+struct Sampler;
+
+// Sampling is deprecated by SEP-2577 but part of the 2025 revisions under test.
+#[allow(deprecated)]
+impl rmcp::ClientHandler for Sampler {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        rmcp::model::ClientConfig::new(
+            rmcp::model::ClientCapabilities::builder()
+                .enable_sampling()
+                .build(),
+            rmcp::model::Implementation::new("legacy-sampler", "0.0.0"),
+        )
+    }
+
+    async fn create_message(
+        &self,
+        params: rmcp::model::CreateMessageRequestParams,
+        _context: rmcp::service::RequestContext<rmcp::RoleClient>,
+    ) -> Result<rmcp::model::CreateMessageResult, rmcp::ErrorData> {
+        let prompt = params
+            .messages
+            .first()
+            .and_then(|m| m.content.first())
+            .and_then(|c| c.as_text())
+            .map(|t| t.text.clone())
+            .unwrap_or_default();
+        Ok(rmcp::model::CreateMessageResult::new(
+            rmcp::model::SamplingMessage::assistant_text(format!("model says: {prompt}")),
+            "test-model".to_owned(),
+        ))
+    }
+}
+
+#[tokio::test]
+async fn a_legacy_backends_sampling_request_reaches_the_client_and_the_answer_routes_back() {
+    let beta = TestBackend::start(BackendSpec::legacy("beta").sampling_tool(true)).await;
+    let gamma = TestBackend::start(BackendSpec::legacy("gamma").sampling_tool(true)).await;
+    let config = user_config(&[("beta", beta.url()), ("gamma", gamma.url())]);
+    let gw = Gateway::start(&[("alice", config)]).await;
+    let transport =
+        StreamableHttpClientTransportConfig::with_uri(format!("http://{}/servers/vh/mcp", gw.addr))
+            .auth_header(token("alice"));
+    let client = tokio::time::timeout(
+        Duration::from_secs(10),
+        Sampler.serve_with_lifecycle(
+            StreamableHttpClientTransport::from_config(transport),
+            ClientLifecycleMode::Initialize,
+        ),
+    )
+    .await
+    .expect("connects within 10 s")
+    .expect("initializes");
+    let Value::Object(args) = json!({"prompt": "hi from gamma"}) else {
+        unreachable!()
+    };
+    let result = tokio::time::timeout(
+        Duration::from_secs(10),
+        client.call_tool(
+            CallToolRequestParams::new("gamma-sample").with_arguments(JsonObject::from_iter(args)),
+        ),
+    )
+    .await
+    .expect("answered within 10 s")
+    .expect("tools/call");
+    let text = result
+        .content
+        .first()
+        .and_then(|c| c.as_text())
+        .map(|t| t.text.clone());
+    assert_eq!(
+        text.as_deref(),
+        Some("gamma: sampled model says: hi from gamma"),
+        "{result:?}"
+    );
+    // The answer reached the backend that asked, and only that one.
+    let answered = |b: &TestBackend| {
+        b.requests()
+            .iter()
+            .filter_map(|r| r.json())
+            .filter(|m| m.get("result").is_some() && m.get("method").is_none())
+            .count()
+    };
+    assert_eq!((answered(&gamma), answered(&beta)), (1, 0));
+    client.cancel().await.expect("close");
+}

@@ -88,6 +88,10 @@ pub struct BackendSpec {
     /// `long_task {delay_ms}` (see [`BackendSpec::tasks`]). Off by default, so the tool list
     /// stays the seven fixed tools.
     pub tasks: bool,
+    /// Offer the tool `sample {prompt}`, which asks a 2025 client for a sampling completion
+    /// (`sampling/createMessage`) mid-call. Off by default, so the tool list stays the seven
+    /// fixed tools.
+    pub sampling_tool: bool,
 }
 
 impl BackendSpec {
@@ -107,6 +111,7 @@ impl BackendSpec {
             record_requests: true,
             touch_tool: false,
             tasks: false,
+            sampling_tool: false,
         }
     }
 
@@ -170,6 +175,15 @@ impl BackendSpec {
     /// Record requests for [`TestBackend::requests`](crate::TestBackend::requests) or not.
     pub fn record_requests(mut self, record: bool) -> Self {
         self.record_requests = record;
+        self
+    }
+
+    /// Offer the tool `sample {prompt}` (after `long_task`, before the extra tools): on a 2025
+    /// session it sends `sampling/createMessage` with `prompt` as the user message and answers
+    /// `<name>: sampled <text of the client's answer>`; a 2026-07-28 request gets an `isError`
+    /// result (that era has no server-to-client requests).
+    pub fn sampling_tool(mut self, sampling_tool: bool) -> Self {
+        self.sampling_tool = sampling_tool;
         self
     }
 

@@ -28,6 +28,9 @@ pub(crate) const SLOW: &str = "slow";
 pub(crate) const ASK: &str = "ask";
 /// `headers`: the HTTP headers of this call.
 pub(crate) const HEADERS: &str = "headers";
+/// `sample {prompt}`: a sampling request to a 2025 client (only with
+/// [`BackendSpec::sampling_tool`]).
+pub(crate) const SAMPLE: &str = "sample";
 /// `touch {uri?}`: change notifications (only with [`BackendSpec::touch_tool`]).
 pub(crate) const TOUCH: &str = "touch";
 /// `long_task {delay_ms}`: a task when the request declares the tasks extension (only with
@@ -137,6 +140,16 @@ pub(crate) fn all(spec: &BackendSpec) -> Vec<Tool> {
             })),
         ));
     }
+    if spec.sampling_tool {
+        tools.push(Tool::new(
+            SAMPLE,
+            "Asks the client for a sampling completion of `prompt` (2025 sessions)",
+            schema(json!({
+                "type": "object",
+                "properties": { "prompt": { "type": "string" } }
+            })),
+        ));
+    }
     let optional_text = schema(json!({
         "type": "object",
         "properties": { "text": { "type": "string" } }
@@ -203,6 +216,7 @@ pub(crate) async fn call(
             let touched = shared.listeners.touch(uri).await;
             Ok(touch_result(backend, uri, touched).into())
         }
+        SAMPLE if shared.spec.sampling_tool => sample(backend, &arguments, &context).await,
         LONG_TASK if shared.spec.tasks => {
             return tasks::long_task(shared, &arguments, &context, guard).await;
         }
@@ -251,6 +265,38 @@ fn sum(arguments: &JsonObject) -> Result<Value, ErrorData> {
         b.as_f64().unwrap_or_default(),
     );
     Ok(json!(a + b))
+}
+
+/// `sample`: one `sampling/createMessage` to the client, on 2025 sessions. Sampling is deprecated
+/// by SEP-2577 but still part of the 2025 revisions this tool tests.
+#[allow(deprecated)]
+async fn sample(
+    backend: &str,
+    arguments: &serde_json::Map<String, Value>,
+    context: &RequestContext<RoleServer>,
+) -> Result<CallToolResponse, ErrorData> {
+    let prompt = arguments.get("prompt").and_then(Value::as_str).unwrap_or("hello");
+    let params = rmcp::model::CreateMessageRequestParams::new(
+        vec![rmcp::model::SamplingMessage::user_text(prompt)],
+        64,
+    );
+    let answer = context.peer.create_message(params).await;
+    match answer {
+        Ok(result) => {
+            let text = result
+                .message
+                .content
+                .first()
+                .and_then(|c| c.as_text())
+                .map(|t| t.text.clone())
+                .unwrap_or_default();
+            Ok(text_result(backend, format!("sampled {text}")).into())
+        }
+        Err(error) => Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+            "{backend}: sampling failed: {error}"
+        ))])
+        .into()),
+    }
 }
 
 /// What `touch` reached: text `<backend>: touched [<uri>]`, and the counts in

@@ -656,10 +656,12 @@ async fn the_get_stream_merges_backend_messages_with_event_ids_and_resumes() {
             logs.push((event.id.expect("event id"), message));
         }
     }
-    assert!(
-        logs[0].0.parse::<u64>().expect("numeric id")
-            > primed_id.parse::<u64>().expect("numeric id")
-    );
+    let number = |id: &str| -> u64 {
+        let (stream, n) = id.split_once(':').expect("<stream>:<n> ids");
+        assert_eq!(stream, "g", "GET stream ids");
+        n.parse().expect("numeric")
+    };
+    assert!(number(&logs[0].0) > number(&primed_id));
     drop(stream);
 
     // Reconnecting after the first log replays the second.
@@ -907,4 +909,69 @@ async fn a_legacy_backends_sampling_request_reaches_the_client_and_the_answer_ro
     };
     assert_eq!((answered(&gamma), answered(&beta)), (1, 0));
     client.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn a_broken_post_stream_is_resumed_with_last_event_id_and_the_call_still_finishes() {
+    let (_alpha, beta, gw) = setup().await;
+    let session = initialize(&gw, "alice").await;
+    let auth = support::gateway::bearer("alice");
+    let body = request(5, "tools/call", json!({"name": "beta-slow", "arguments": {"steps": 4, "delay_ms": 150}, "_meta": {"progressToken": "p"}})).to_string();
+    let headers = [
+        ("authorization", auth.as_str()),
+        ACCEPT,
+        JSON,
+        ("mcp-session-id", session.as_str()),
+        ("mcp-protocol-version", "2025-11-25"),
+    ];
+    let mut post =
+        support::open_stream_with_body(gw.addr, "POST", "/servers/vh/mcp", &headers, &body).await;
+    let first = post
+        .next_event(Duration::from_secs(5))
+        .await
+        .expect("first progress event");
+    let first_id = first.id.clone().expect("POST stream events carry ids");
+    assert!(first_id.starts_with('p'), "{first_id}");
+    drop(post); // the connection breaks mid-call
+
+    // A 2025 disconnect is not a cancellation: the call goes on and the rest is kept.
+    assert!(
+        beta.wait_for_calls("slow", Duration::from_secs(5), |c| c.finished >= 1)
+            .await
+    );
+    let resume = [
+        ("authorization", auth.as_str()),
+        ("accept", "text/event-stream"),
+        ("mcp-session-id", session.as_str()),
+        ("last-event-id", first_id.as_str()),
+    ];
+    let mut resumed = support::open_stream(gw.addr, "GET", "/servers/vh/mcp", &resume).await;
+    let mut replayed = Vec::new();
+    while let Some(event) = resumed.next_event(Duration::from_secs(2)).await {
+        let message: Value = serde_json::from_str(&event.data).expect("JSON");
+        let done = message["id"] == 5;
+        replayed.push((event.id.expect("id"), message));
+        if done {
+            break;
+        }
+    }
+    let (_, last) = replayed.last().expect("replayed events");
+    assert_eq!(
+        last["result"]["content"][0]["text"], "beta: done",
+        "{replayed:?}"
+    );
+    let progress = replayed
+        .iter()
+        .filter(|(_, m)| m["method"] == "notifications/progress")
+        .count();
+    assert_eq!(
+        progress, 3,
+        "the three progress events after the first: {replayed:?}"
+    );
+    assert!(
+        replayed
+            .iter()
+            .all(|(id, _)| id.split(':').next() == first_id.split(':').next()),
+        "only that stream is replayed"
+    );
 }

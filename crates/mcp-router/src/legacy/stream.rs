@@ -2,11 +2,12 @@
 //! sessions with legacy backends.
 //!
 //! Backend notifications come through (`notifications/*/list_changed`, `notifications/message`,
-//! `notifications/progress`), `notifications/resources/updated` with its URI made public, and
-//! backend requests (`roots/list`, `sampling/createMessage`, `elicitation/create`, `ping`) under
-//! gateway ids that lead the client's answers back. Every event carries a gateway event id; a
-//! 2025-11-25 client first gets a priming event, and a client reconnecting with `Last-Event-ID`
-//! first gets the events it missed (the last 256 per session). Modern backends' list changes are
+//! `notifications/progress`), `notifications/resources/updated` with its URI made public (only for
+//! URIs this session subscribed to), and backend requests (`roots/list`, `sampling/createMessage`,
+//! `elicitation/create`, `ping`) under gateway ids that lead the client's answers back. Every event
+//! carries a gateway event id (see [`crate::replay`]); a 2025-11-25 client first gets a priming
+//! event, and a GET with `Last-Event-ID` first gets what the named stream missed — this GET stream
+//! or a broken POST response stream (the last 128 events per stream). Modern backends' list changes are
 //! not relayed on this stream yet.
 
 use std::sync::Arc;
@@ -110,11 +111,15 @@ pub(crate) async fn get_stream(
             if !subscribed(&inner, &session, &message).await {
                 return None;
             }
-            let id = inner.replay.record(&session, Bytes::from(message.clone()));
+            let id = inner.replay.record(
+                &session,
+                crate::replay::GET_STREAM,
+                Bytes::from(message.clone()),
+            );
             // The hubs stay alive as long as this stream does.
             Some(
                 SseEvent::message(String::from_utf8_lossy(&message))
-                    .with_id(id.to_string())
+                    .with_id(id)
                     .encode(),
             )
         }
@@ -123,19 +128,20 @@ pub(crate) async fn get_stream(
     let last_event_id = parts
         .headers
         .get(mcp_core::headers::LAST_EVENT_ID)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
+        .and_then(|v| v.to_str().ok());
     if let Some(last) = last_event_id {
+        // Resumption: first what the named stream (this GET stream or a broken POST stream)
+        // missed, then live GET events.
         for (id, message) in inner.replay.since(session_id, last) {
             opening.push(
                 SseEvent::message(String::from_utf8_lossy(&message))
-                    .with_id(id.to_string())
+                    .with_id(id)
                     .encode(),
             );
         }
     } else if record.protocol_version.as_str() >= "2025-11-25" {
         // 2025-11-25: a priming event (an id, no data) so the client can resume from the start.
-        let id = inner.replay.next_id(session_id);
+        let id = inner.replay.next_id(session_id, crate::replay::GET_STREAM);
         opening.push(Bytes::from(format!("id: {id}\ndata: \n\n")));
     }
     let keep = futures_util::stream::iter(opening)

@@ -547,13 +547,49 @@ fn backend_error(id: &RequestId, backend: &str, e: &UpstreamError) -> Response<M
 }
 
 fn stream_body(first: Vec<u8>, relay: Relay) -> McpBody {
-    let first = futures_util::stream::once(async move { event(&first) });
-    let rest = futures_util::stream::unfold(relay, |mut relay| async move {
-        match relay.next().await? {
-            Relayed::Notification(bytes) | Relayed::Final(bytes) => Some((event(&bytes), relay)),
+    let Some(session) = relay.downstream_session.clone() else {
+        // 2026-07-28: no event ids, and closing the stream cancels the call (the relay is
+        // dropped with the body).
+        let first = futures_util::stream::once(async move { event(&first, None) });
+        let rest = futures_util::stream::unfold(relay, |mut relay| async move {
+            match relay.next().await? {
+                Relayed::Notification(bytes) | Relayed::Final(bytes) => {
+                    Some((event(&bytes, None), relay))
+                }
+            }
+        });
+        return body::streaming(first.chain(rest));
+    };
+    // A 2025 session: every event gets a gateway id and is kept for resumption, and a
+    // disconnect is not a cancellation (2025 transport), so the call is relayed to its end in the
+    // background, recording what the client misses until it resumes with `Last-Event-ID`.
+    let stream = relay.inner.replay.open_post_stream(&session);
+    let ids = (Arc::clone(&relay.inner), session, stream);
+    let (sender, receiver) = tokio::sync::mpsc::channel::<Bytes>(64);
+    tokio::spawn(async move {
+        let mut relay = relay;
+        let mut sender = Some(sender);
+        let mut next = Some(first);
+        loop {
+            let bytes = match next.take() {
+                Some(bytes) => bytes,
+                None => match relay.next().await {
+                    Some(Relayed::Notification(bytes) | Relayed::Final(bytes)) => bytes,
+                    None => break,
+                },
+            };
+            let chunk = event(&bytes, Some(&ids));
+            if let Some(live) = &sender
+                && live.send(chunk).await.is_err()
+            {
+                sender = None;
+            }
         }
     });
-    body::streaming(first.chain(rest))
+    body::streaming(futures_util::stream::unfold(
+        receiver,
+        |mut receiver| async move { receiver.recv().await.map(|chunk| (chunk, receiver)) },
+    ))
 }
 
 /// What a 2026-07-28 client needs on a result a 2025 backend produced: `resultType` (absent means
@@ -605,8 +641,18 @@ async fn decline(
     }
 }
 
-fn event(message: &[u8]) -> Bytes {
-    SseEvent::message(String::from_utf8_lossy(message)).encode()
+/// One SSE event; with an id (recorded for replay) on a 2025 session's stream.
+fn event(message: &[u8], ids: Option<&(Arc<RouterInner>, String, String)>) -> Bytes {
+    let event = SseEvent::message(String::from_utf8_lossy(message));
+    match ids {
+        Some((inner, session, stream)) => {
+            let id = inner
+                .replay
+                .record(session, stream, Bytes::copy_from_slice(message));
+            event.with_id(id).encode()
+        }
+        None => event.encode(),
+    }
 }
 
 /// A 2026-07-28 client cancels a call by closing its response stream; dropping the relay drops

@@ -975,3 +975,39 @@ async fn a_broken_post_stream_is_resumed_with_last_event_id_and_the_call_still_f
         "only that stream is replayed"
     );
 }
+
+#[tokio::test]
+async fn a_backend_restarted_mid_session_is_reinitialised_transparently_for_a_legacy_client() {
+    let (_alpha, beta, gw) = setup().await;
+    let session = initialize(&gw, "alice").await;
+    let call = |id: u64| {
+        post(
+            &gw,
+            "alice",
+            "vh",
+            Some(&session),
+            request(
+                id,
+                "tools/call",
+                json!({"name": "beta-echo", "arguments": {"text": "x"}}),
+            ),
+        )
+    };
+    assert_eq!(
+        call(1).await.json()["result"]["content"][0]["text"],
+        "beta: x"
+    );
+    beta.restart().await; // the backend forgets every session
+    let after = call(2).await;
+    assert_eq!(
+        after.json()["result"]["content"][0]["text"],
+        "beta: x",
+        "{}",
+        after.text()
+    );
+    assert_eq!(
+        beta.requests_for("initialize").len(),
+        2,
+        "one transparent re-initialisation"
+    );
+}

@@ -59,7 +59,14 @@ pub(crate) fn program_in(dir: &std::path::Path, name: &str, args: &[&str]) -> Re
 }
 
 /// The workspace root: the parent of this crate's manifest directory.
+///
+/// Read at run time (`cargo run` sets `CARGO_MANIFEST_DIR` for the binary it runs), not baked in
+/// at compile time: several checkouts may share one `CARGO_TARGET_DIR` (CI clones next to a
+/// working tree), and a fresh binary built from another checkout would otherwise drive that
+/// other checkout's tests.
 pub(crate) fn workspace_root() -> std::path::PathBuf {
-    let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    manifest.parent().unwrap_or(manifest).to_path_buf()
+    let manifest = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+    manifest.parent().map(std::path::Path::to_path_buf).unwrap_or(manifest)
 }

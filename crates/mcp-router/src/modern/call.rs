@@ -329,7 +329,8 @@ async fn lists_item(
 #[derive(Clone)]
 struct OwnedTarget {
     name: String,
-    config: BackendConfig,
+    /// The virtual host the backend belongs to (shared, so no per-call copy of its config).
+    vhost: Arc<VirtualHostConfig>,
     headers: HeaderMap,
     principal: Principal,
     client_caps: Box<RawValue>,
@@ -339,7 +340,12 @@ impl OwnedTarget {
     fn target(&self) -> Target<'_> {
         Target {
             name: &self.name,
-            config: &self.config,
+            // Built from this very virtual host by `relay_call`: the backend is always there.
+            config: self
+                .vhost
+                .backends
+                .get(&self.name)
+                .expect("the routed backend belongs to its virtual host"),
             downstream: &self.headers,
             principal: &self.principal,
             client_caps: &self.client_caps,
@@ -497,7 +503,7 @@ async fn relay_call(
         session: reply.session,
         target: OwnedTarget {
             name: routed.backend.to_owned(),
-            config: routed.config.clone(),
+            vhost: Arc::clone(&scope.ctx.vhost),
             headers: scope.headers.clone(),
             principal: scope.ctx.principal.clone(),
             client_caps: scope.client_caps.to_owned(),

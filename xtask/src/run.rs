@@ -68,5 +68,8 @@ pub(crate) fn workspace_root() -> std::path::PathBuf {
     let manifest = std::env::var_os("CARGO_MANIFEST_DIR")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")));
-    manifest.parent().map(std::path::Path::to_path_buf).unwrap_or(manifest)
+    manifest
+        .parent()
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or(manifest)
 }

@@ -275,7 +275,10 @@ async fn sample(
     arguments: &serde_json::Map<String, Value>,
     context: &RequestContext<RoleServer>,
 ) -> Result<CallToolResponse, ErrorData> {
-    let prompt = arguments.get("prompt").and_then(Value::as_str).unwrap_or("hello");
+    let prompt = arguments
+        .get("prompt")
+        .and_then(Value::as_str)
+        .unwrap_or("hello");
     let params = rmcp::model::CreateMessageRequestParams::new(
         vec![rmcp::model::SamplingMessage::user_text(prompt)],
         64,

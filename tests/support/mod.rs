@@ -109,6 +109,25 @@ pub async fn send_body(
     headers: &[(&str, &str)],
     body: &str,
 ) -> Reply {
+    let (parts, body) = exchange(addr, method, path, headers, body)
+        .await
+        .into_parts();
+    let body = body.collect().await.expect("body").to_bytes();
+    Reply {
+        status: parts.status,
+        headers: parts.headers,
+        body,
+    }
+}
+
+/// Sends one request and returns the response with its body unread.
+async fn exchange(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Response<Incoming> {
     let client: Client<HttpConnector, Full<Bytes>> =
         Client::builder(TokioExecutor::new()).build_http();
     let mut req = Request::builder()
@@ -120,17 +139,10 @@ pub async fn send_body(
     let req = req
         .body(Full::new(Bytes::from(body.to_owned())))
         .expect("request");
-    let res = tokio::time::timeout(Duration::from_secs(10), client.request(req))
+    tokio::time::timeout(Duration::from_secs(10), client.request(req))
         .await
         .expect("no answer within 10 s: the server hangs")
-        .expect("request failed");
-    let (parts, body) = res.into_parts();
-    let body = body.collect().await.expect("body").to_bytes();
-    Reply {
-        status: parts.status,
-        headers: parts.headers,
-        body,
-    }
+        .expect("request failed")
 }
 
 /// Seconds since the epoch.
@@ -174,25 +186,7 @@ pub async fn open_stream(
     path: &str,
     headers: &[(&str, &str)],
 ) -> EventStream {
-    let client: Client<HttpConnector, Full<Bytes>> =
-        Client::builder(TokioExecutor::new()).build_http();
-    let mut req = Request::builder()
-        .method(method)
-        .uri(format!("http://{addr}{path}"));
-    for (name, value) in headers {
-        req = req.header(*name, *value);
-    }
-    let req = req.body(Full::new(Bytes::new())).expect("request");
-    let res = tokio::time::timeout(Duration::from_secs(10), client.request(req))
-        .await
-        .expect("no answer within 10 s")
-        .expect("request failed");
-    let (parts, body) = res.into_parts();
-    EventStream {
-        status: parts.status,
-        body,
-        decoder: mcp_core::sse::SseDecoder::new(),
-    }
+    open_stream_with_body(addr, method, path, headers, "").await
 }
 
 /// Like [`open_stream`] with a request body: POSTs `body` (e.g. a `subscriptions/listen`) and
@@ -204,22 +198,9 @@ pub async fn open_stream_with_body(
     headers: &[(&str, &str)],
     body: &str,
 ) -> EventStream {
-    let client: Client<HttpConnector, Full<Bytes>> =
-        Client::builder(TokioExecutor::new()).build_http();
-    let mut req = Request::builder()
-        .method(method)
-        .uri(format!("http://{addr}{path}"));
-    for (name, value) in headers {
-        req = req.header(*name, *value);
-    }
-    let req = req
-        .body(Full::new(Bytes::from(body.to_owned())))
-        .expect("request");
-    let res = tokio::time::timeout(Duration::from_secs(10), client.request(req))
+    let (parts, body) = exchange(addr, method, path, headers, body)
         .await
-        .expect("no answer within 10 s")
-        .expect("request failed");
-    let (parts, body) = res.into_parts();
+        .into_parts();
     EventStream {
         status: parts.status,
         body,

@@ -187,7 +187,7 @@ impl LocalSessionStore {
 }
 
 /// 32 random bytes, base64url: visible ASCII and unguessable.
-fn new_session_id() -> Result<String, SessionStoreError> {
+pub(crate) fn new_session_id() -> Result<String, SessionStoreError> {
     use aws_lc_rs::rand::SecureRandom;
     let mut bytes = [0u8; 32];
     aws_lc_rs::rand::SystemRandom::new()

@@ -2,8 +2,14 @@
 
 mod local;
 mod record;
+mod redis;
+mod sealed;
 mod store;
 
 pub use local::{LocalSessionLimits, LocalSessionStore};
 pub use record::{BackendEra, BackendSession, SessionRecord};
+pub use redis::{
+    DEFAULT_SESSION_KEY_PREFIX, RedisSessionStore, RedisSessionStoreConfig, RedisSessionStoreError,
+};
+pub use sealed::{KeyRing, KeyRingError, MAX_KEY_ID_LEN, SEALED_KEY_LEN, SealedSessionStore};
 pub use store::{SessionStore, SessionStoreError, StoreFuture};

@@ -1,10 +1,13 @@
 //! Server-to-client requests relayed to 2025 clients, waiting for the client's answer.
 //!
-//! A backend's request (sampling, elicitation, roots, ping) arriving on a call's stream is sent to
-//! the client with a gateway-minted id; the client's response POST carries that id, which leads
-//! back to the backend, its upstream session and the backend's own request id. An entry is bound
-//! to the downstream session that received the request and forgotten after the answer or a
-//! timeout.
+//! A backend's request (sampling, elicitation, roots, ping) arriving on a call's or the GET
+//! stream is sent to the client under a gateway id; the client's response POST carries that id
+//! back. For a backend's request the id itself is the route: it seals (HMAC, bound to the
+//! downstream session, with an expiry) the backend's name, its request id and the upstream session
+//! (URL, session id, version), so ANY gateway node sharing the sealing secret can deliver the
+//! answer into the backend's session — no node-local state, which multi-node deployments need.
+//! The gateway's own requests (a modern backend's MRTR input bridged for a 2025 client) wait in
+//! this node's table, because the call that waits for the answer runs here.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -12,10 +15,16 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
+use http::HeaderValue;
 use mcp_core::RequestId;
+use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
+use crate::seal::{Sealer, unix_now};
 use crate::upstream::LegacySession;
+
+const PURPOSE: &str = "mcp-router/pending/v1";
+const LOCAL_PREFIX: &str = "gwl-";
 
 /// Where a client's answer goes.
 #[derive(Debug)]
@@ -34,36 +43,66 @@ pub(crate) enum Route {
     Local(tokio::sync::oneshot::Sender<Bytes>),
 }
 
-/// One relayed request.
+/// One relayed request, found from the client's answer.
 #[derive(Debug)]
 pub(crate) struct Pending {
-    /// The downstream session the request was sent to.
-    pub(crate) downstream_session: String,
     /// Where the answer goes.
     pub(crate) route: Route,
+}
+
+/// What a backend-request id carries.
+#[derive(Serialize, Deserialize)]
+struct Sealed {
+    /// Backend name.
+    b: String,
+    /// The backend's request id, as JSON.
+    u: String,
+    /// Upstream session URL.
+    l: String,
+    /// Upstream `Mcp-Session-Id`, when the backend minted one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    s: Option<String>,
+    /// Negotiated protocol version of the upstream session.
+    v: String,
+    /// Expiry, Unix seconds.
+    e: u64,
+}
+
+struct LocalEntry {
+    downstream_session: String,
+    answer: tokio::sync::oneshot::Sender<Bytes>,
     created: Instant,
 }
 
-/// The table of relayed requests of one router.
-#[derive(Debug)]
+/// The relayed requests of one router.
 pub(crate) struct PendingRequests {
-    entries: Mutex<HashMap<String, Pending>>,
+    sealer: Sealer,
+    local: Mutex<HashMap<String, LocalEntry>>,
     next: AtomicU64,
     ttl: Duration,
     max: usize,
 }
 
+impl std::fmt::Debug for PendingRequests {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PendingRequests")
+            .field("ttl", &self.ttl)
+            .finish_non_exhaustive()
+    }
+}
+
 impl PendingRequests {
-    pub(crate) fn new(ttl: Duration, max: usize) -> Self {
+    pub(crate) fn new(sealer: Sealer, ttl: Duration, max: usize) -> Self {
         Self {
-            entries: Mutex::new(HashMap::new()),
+            sealer,
+            local: Mutex::new(HashMap::new()),
             next: AtomicU64::new(1),
             ttl,
             max,
         }
     }
 
-    /// Registers a backend request and returns the id to show the client.
+    /// The id to show the client for a backend's request.
     pub(crate) fn register(
         &self,
         downstream_session: &str,
@@ -71,12 +110,20 @@ impl PendingRequests {
         upstream_id: RequestId,
         session: Arc<LegacySession>,
     ) -> String {
-        let route = Route::Backend {
-            backend: backend.to_owned(),
-            upstream_id,
-            session,
+        let sealed = Sealed {
+            b: backend.to_owned(),
+            u: upstream_id.to_json().into_owned(),
+            l: session.url.as_str().to_owned(),
+            s: session
+                .id
+                .as_ref()
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned),
+            v: session.version.clone(),
+            e: unix_now().saturating_add(self.ttl.as_secs()),
         };
-        self.insert(downstream_session, route)
+        let payload = serde_json::to_vec(&sealed).unwrap_or_default();
+        self.sealer.seal(PURPOSE, &[downstream_session], &payload)
     }
 
     /// Registers a request the gateway itself asks; the answer (the client's whole JSON-RPC
@@ -85,42 +132,67 @@ impl PendingRequests {
         &self,
         downstream_session: &str,
     ) -> (String, tokio::sync::oneshot::Receiver<Bytes>) {
-        let (sender, receiver) = tokio::sync::oneshot::channel();
-        (
-            self.insert(downstream_session, Route::Local(sender)),
-            receiver,
-        )
-    }
-
-    fn insert(&self, downstream_session: &str, route: Route) -> String {
-        let id = format!("gw-{}", self.next.fetch_add(1, Ordering::Relaxed));
-        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        let (answer, receiver) = tokio::sync::oneshot::channel();
+        let id = format!(
+            "{LOCAL_PREFIX}{}",
+            self.next.fetch_add(1, Ordering::Relaxed)
+        );
+        let mut local = self.local.lock().unwrap_or_else(|p| p.into_inner());
         let now = Instant::now();
-        if entries.len() >= self.max {
-            entries.retain(|_, p| now.duration_since(p.created) < self.ttl);
+        if local.len() >= self.max {
+            local.retain(|_, e| now.duration_since(e.created) < self.ttl);
         }
-        if entries.len() < self.max {
-            entries.insert(
+        if local.len() < self.max {
+            local.insert(
                 id.clone(),
-                Pending {
+                LocalEntry {
                     downstream_session: downstream_session.to_owned(),
-                    route,
+                    answer,
                     created: now,
                 },
             );
         }
-        id
+        (id, receiver)
     }
 
-    /// Takes the entry for a client's answer, if it belongs to `downstream_session` and is fresh.
+    /// Where the client's answer with `id` goes, if `id` was shown to `downstream_session` and is
+    /// still fresh.
     pub(crate) fn take(&self, id: &str, downstream_session: &str) -> Option<Pending> {
-        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        let pending = entries.get(id)?;
-        if pending.downstream_session != downstream_session {
+        if id.starts_with(LOCAL_PREFIX) {
+            return self.take_local(id, downstream_session);
+        }
+        let payload = self.sealer.open(PURPOSE, &[downstream_session], id).ok()?;
+        let sealed: Sealed = serde_json::from_slice(&payload).ok()?;
+        if sealed.e < unix_now() {
             return None;
         }
-        let pending = entries.remove(id)?;
-        (Instant::now().duration_since(pending.created) < self.ttl).then_some(pending)
+        let session = LegacySession {
+            url: url::Url::parse(&sealed.l).ok()?,
+            id: sealed
+                .s
+                .as_deref()
+                .and_then(|s| HeaderValue::from_str(s).ok()),
+            version: sealed.v,
+            initialize_result: Bytes::new(),
+        };
+        Some(Pending {
+            route: Route::Backend {
+                backend: sealed.b,
+                upstream_id: serde_json::from_str(&sealed.u).ok()?,
+                session: Arc::new(session),
+            },
+        })
+    }
+
+    fn take_local(&self, id: &str, downstream_session: &str) -> Option<Pending> {
+        let mut local = self.local.lock().unwrap_or_else(|p| p.into_inner());
+        if local.get(id)?.downstream_session != downstream_session {
+            return None;
+        }
+        let entry = local.remove(id)?;
+        (Instant::now().duration_since(entry.created) < self.ttl).then_some(Pending {
+            route: Route::Local(entry.answer),
+        })
     }
 }
 
@@ -131,26 +203,31 @@ mod tests {
     fn session() -> Arc<LegacySession> {
         Arc::new(LegacySession {
             url: url::Url::parse("http://b/mcp").expect("url"),
-            id: None,
+            id: Some(HeaderValue::from_static("up-1")),
             version: "2025-11-25".into(),
             initialize_result: Bytes::new(),
         })
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn answers_are_bound_to_their_session_and_expire() {
-        let table = PendingRequests::new(Duration::from_secs(60), 10);
+    #[test]
+    fn a_backend_request_id_carries_its_route_and_is_bound_to_the_session() {
+        let sealer = Sealer::random();
+        let table = PendingRequests::new(sealer.clone(), Duration::from_secs(60), 10);
         let id = table.register("s1", "beta", RequestId::from(7), session());
         assert!(
             table.take(&id, "s2").is_none(),
             "another session cannot answer"
         );
-        let pending = table.take(&id, "s1").expect("the right session answers");
-        let Route::Backend {
-            backend,
-            upstream_id,
-            ..
-        } = pending.route
+        // Another node with the same sealing secret resolves it too.
+        let other_node = PendingRequests::new(sealer, Duration::from_secs(60), 10);
+        let Some(Pending {
+            route:
+                Route::Backend {
+                    backend,
+                    upstream_id,
+                    session,
+                },
+        }) = other_node.take(&id, "s1")
         else {
             panic!("a backend route");
         };
@@ -158,19 +235,25 @@ mod tests {
             (backend.as_str(), upstream_id),
             ("beta", RequestId::from(7))
         );
-        assert!(table.take(&id, "s1").is_none(), "answered once");
-        let late = table.register("s1", "beta", RequestId::from(8), session());
-        tokio::time::advance(Duration::from_secs(61)).await;
-        assert!(table.take(&late, "s1").is_none());
+        assert_eq!(session.url.as_str(), "http://b/mcp");
+        assert_eq!(
+            session.id.as_ref().map(|v| v.to_str().ok()),
+            Some(Some("up-1"))
+        );
+        let foreign = PendingRequests::new(Sealer::random(), Duration::from_secs(60), 10);
+        assert!(
+            foreign.take(&id, "s1").is_none(),
+            "another secret cannot open it"
+        );
     }
 
-    #[tokio::test]
-    async fn local_requests_deliver_the_answer_to_the_gateway() {
-        let table = PendingRequests::new(Duration::from_secs(60), 10);
+    #[tokio::test(start_paused = true)]
+    async fn local_requests_deliver_the_answer_and_expire() {
+        let table = PendingRequests::new(Sealer::random(), Duration::from_secs(60), 10);
         let (id, answer) = table.register_local("s1");
+        assert!(table.take(&id, "s2").is_none());
         let Some(Pending {
             route: Route::Local(sender),
-            ..
         }) = table.take(&id, "s1")
         else {
             panic!("a local route");
@@ -182,5 +265,9 @@ mod tests {
             answer.await.expect("answer"),
             Bytes::from_static(b"{\"result\":{}}")
         );
+        assert!(table.take(&id, "s1").is_none(), "answered once");
+        let (late, _answer) = table.register_local("s1");
+        tokio::time::advance(Duration::from_secs(61)).await;
+        assert!(table.take(&late, "s1").is_none());
     }
 }

@@ -243,10 +243,12 @@ impl McpRouterBuilder {
         let info = serde_json::json!({ "name": self.name, "version": self.version });
         let info =
             serde_json::value::to_raw_value(&info).unwrap_or_else(|_| RawValue::NULL.to_owned());
+        let sealer = self.sealer.unwrap_or_else(Sealer::random);
         McpRouter {
             inner: Arc::new(RouterInner {
                 upstream: Upstream::new(self.upstream, info.clone()),
-                sealer: self.sealer.unwrap_or_else(Sealer::random),
+                pending: PendingRequests::new(sealer.clone(), Duration::from_secs(600), 100_000),
+                sealer,
                 server_info: info,
                 instructions: self.instructions,
                 fanout_deadline: self.fanout_deadline,
@@ -257,7 +259,6 @@ impl McpRouterBuilder {
                 sessions: self
                     .sessions
                     .unwrap_or_else(|| Arc::new(LocalSessionStore::default())),
-                pending: PendingRequests::new(Duration::from_secs(600), 100_000),
                 max_open_share: self.max_open_share,
                 inflight: InFlight::default(),
                 hints: ToolHintsTable::new(100_000),

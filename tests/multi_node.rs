@@ -1,0 +1,172 @@
+//! Two gateway nodes behind no sticky routing (DESIGN §3.4, §6.3): a 2025 session created on node
+//! A continues on node B — lists, calls, and a backend's sampling request relayed on A's stream and
+//! answered through B — with a shared Redis session store, and with the stateless sealed store.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_router::McpRouter;
+use mcp_router::session::{
+    KeyRing, RedisSessionStore, RedisSessionStoreConfig, SealedSessionStore, SessionStore,
+};
+use mcp_test_backends::{BackendSpec, TestBackend};
+use mcp_test_support::RedisServer;
+use serde_json::{Value, json};
+use support::gateway::{Gateway, bearer, user_config};
+
+const SEALING: &[u8] = b"shared-sealing-secret-shared-sealing";
+const ACCEPT: (&str, &str) = ("accept", "application/json, text/event-stream");
+const JSON: (&str, &str) = ("content-type", "application/json");
+
+fn node(store: Arc<dyn SessionStore>) -> McpRouter {
+    McpRouter::builder()
+        .fanout_deadline(Duration::from_secs(5))
+        .sealing_secret(SEALING)
+        .session_store(store)
+        .build()
+}
+
+async fn two_nodes(store: Arc<dyn SessionStore>, config: Value) -> (Gateway, Gateway) {
+    let a = Gateway::start_with(&[("alice", config.clone())], node(Arc::clone(&store))).await;
+    let b = Gateway::start_with(&[("alice", config)], node(store)).await;
+    (a, b)
+}
+
+async fn post(gw: &Gateway, session: Option<&str>, body: Value) -> support::Reply {
+    let mut headers = vec![ACCEPT, JSON];
+    if let Some(session) = session {
+        headers.push(("mcp-session-id", session));
+        headers.push(("mcp-protocol-version", "2025-11-25"));
+    }
+    gw.raw("alice", "vh", "POST", &headers, &body.to_string())
+        .await
+}
+
+fn request(id: u64, method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+/// Initialize on `a`; then list and call on `b`; then a sampling request relayed on `a`'s POST
+/// stream is answered through `b`.
+async fn session_moves_between_nodes(a: &Gateway, b: &Gateway) {
+    let init = post(
+        a,
+        None,
+        request(
+            0,
+            "initialize",
+            json!({
+                "protocolVersion": "2025-11-25", "capabilities": {"sampling": {}},
+                "clientInfo": {"name": "two-nodes", "version": "1"}
+            }),
+        ),
+    )
+    .await;
+    assert_eq!(init.status, 200, "{}", init.text());
+    let session = init
+        .header("mcp-session-id")
+        .expect("session id")
+        .to_owned();
+
+    let list = post(b, Some(&session), request(1, "tools/list", json!({}))).await;
+    assert_eq!(
+        list.status,
+        200,
+        "node B serves node A's session: {}",
+        list.text()
+    );
+    let names: Vec<String> = list.json()["result"]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str().map(str::to_owned))
+        .collect();
+    assert!(names.contains(&"beta-sample".to_owned()), "{names:?}");
+    let call = post(
+        b,
+        Some(&session),
+        request(
+            2,
+            "tools/call",
+            json!({"name": "beta-echo", "arguments": {"text": "on b"}}),
+        ),
+    )
+    .await;
+    assert_eq!(call.json()["result"]["content"][0]["text"], "beta: on b");
+
+    // The sampling request arrives on node A's POST stream; the answer goes to node B.
+    let auth = bearer("alice");
+    let headers = [
+        ("authorization", auth.as_str()),
+        ACCEPT,
+        JSON,
+        ("mcp-session-id", session.as_str()),
+        ("mcp-protocol-version", "2025-11-25"),
+    ];
+    let body = request(
+        3,
+        "tools/call",
+        json!({"name": "beta-sample", "arguments": {"prompt": "two nodes"}}),
+    )
+    .to_string();
+    let mut stream =
+        support::open_stream_with_body(a.addr, "POST", "/servers/vh/mcp", &headers, &body).await;
+    let sampling = loop {
+        let event = stream
+            .next_event(Duration::from_secs(5))
+            .await
+            .expect("the sampling request");
+        let message: Value = serde_json::from_str(&event.data).expect("JSON");
+        if message["method"] == "sampling/createMessage" {
+            break message;
+        }
+    };
+    let answer = json!({"jsonrpc": "2.0", "id": sampling["id"], "result": {
+        "role": "assistant", "content": {"type": "text", "text": "answered via B"}, "model": "m"}});
+    let delivered = post(b, Some(&session), answer).await;
+    assert_eq!(delivered.status, 202, "{}", delivered.text());
+    let done = loop {
+        let event = stream
+            .next_event(Duration::from_secs(5))
+            .await
+            .expect("the call's result");
+        let message: Value = serde_json::from_str(&event.data).expect("JSON");
+        if message["id"] == 3 {
+            break message;
+        }
+    };
+    assert_eq!(
+        done["result"]["content"][0]["text"], "beta: sampled answered via B",
+        "{done}"
+    );
+
+    let delete = b
+        .raw("alice", "vh", "DELETE", &[("mcp-session-id", &session)], "")
+        .await;
+    assert_eq!(delete.status, 200);
+}
+
+#[tokio::test]
+async fn a_session_continues_on_another_node_with_a_shared_redis_store() {
+    let Some(redis) = RedisServer::start().await else {
+        return; // RedisServer::start already said loudly why.
+    };
+    let beta = TestBackend::start(BackendSpec::legacy("beta").sampling_tool(true)).await;
+    let store = RedisSessionStore::new(RedisSessionStoreConfig::new(redis.url())).expect("store");
+    let (a, b) = two_nodes(Arc::new(store), user_config(&[("beta", beta.url())])).await;
+    session_moves_between_nodes(&a, &b).await;
+}
+
+#[tokio::test]
+async fn a_session_continues_on_another_node_with_sealed_ids() {
+    let beta = TestBackend::start(BackendSpec::legacy("beta").sampling_tool(true)).await;
+    let ring = KeyRing::parse("k1:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=").expect("key ring");
+    let (a, b) = two_nodes(
+        Arc::new(SealedSessionStore::new(ring)),
+        user_config(&[("beta", beta.url())]),
+    )
+    .await;
+    session_moves_between_nodes(&a, &b).await;
+}

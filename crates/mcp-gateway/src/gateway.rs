@@ -10,7 +10,10 @@ use std::time::Duration;
 use hyper_util::server::graceful::GracefulShutdown;
 use mcp_claims::{ClaimsLayer, JwtValidator};
 use mcp_config_store::{ConfigStoreLayer, UserConfigStore, VirtualHostConfigLayer};
-use mcp_router::session::{LocalSessionLimits, LocalSessionStore};
+use mcp_router::session::{
+    KeyRing, LocalSessionLimits, LocalSessionStore, RedisSessionStore, RedisSessionStoreConfig,
+    SealedSessionStore, SessionStore,
+};
 use mcp_router::{McpRouter, UpstreamOptions};
 use mcp_vhost::VhostLayer;
 use tokio::net::TcpListener;
@@ -21,7 +24,7 @@ use tower_layer::Layer;
 
 use crate::admin::{AdminService, AdminState};
 use crate::auth;
-use crate::config::GatewayConfig;
+use crate::config::{GatewayConfig, SessionsKind};
 use crate::error::GatewayError;
 use crate::limits::{RequestLimits, origin_policy};
 use crate::metadata::ResourceMetadata;
@@ -130,7 +133,8 @@ impl GatewayBuilder {
             Some(store) => UserStore::custom(store, &config),
             None => UserStore::open(&config).await?,
         };
-        let router = build_router(&config, sealing.as_deref());
+        let sessions = session_store(&config)?;
+        let router = build_router(&config, sealing.as_deref(), sessions);
         let breakers = router.breakers().clone();
         let metadata = Arc::new(ResourceMetadata::from_config(&config));
         let mcp = build_stack(validator, store.shared(), router, Arc::clone(&metadata));
@@ -154,7 +158,36 @@ impl GatewayBuilder {
     }
 }
 
-fn build_router(config: &GatewayConfig, sealing: Option<&[u8]>) -> McpRouter {
+/// The 2025 session store `[sessions]` names. Its values were validated with the configuration;
+/// what can still fail here (a Redis URL the client library refuses) is reported as a store error.
+fn session_store(config: &GatewayConfig) -> Result<Arc<dyn SessionStore>, GatewayError> {
+    let s = &config.sessions;
+    Ok(match &s.kind {
+        SessionsKind::Redis { url } => {
+            let mut redis = RedisSessionStoreConfig::new(url.clone());
+            redis.ttl = s.idle_timeout;
+            let store = RedisSessionStore::new(redis)
+                .map_err(|e| GatewayError::Store(format!("sessions.url: {e}")))?;
+            Arc::new(store)
+        }
+        SessionsKind::Sealed { keys } => {
+            let ring = KeyRing::parse(keys)
+                .map_err(|e| GatewayError::Store(format!("sessions.keys_env: {e}")))?;
+            Arc::new(SealedSessionStore::new(ring).with_idle_ttl(s.idle_timeout))
+        }
+        _ => Arc::new(LocalSessionStore::new(LocalSessionLimits {
+            idle_timeout: s.idle_timeout,
+            max_sessions: s.max_sessions,
+            max_per_principal: s.max_per_principal,
+        })),
+    })
+}
+
+fn build_router(
+    config: &GatewayConfig,
+    sealing: Option<&[u8]>,
+    sessions: Arc<dyn SessionStore>,
+) -> McpRouter {
     let r = &config.router;
     let mut builder = McpRouter::builder()
         .server_info("mcp-gateway", env!("CARGO_PKG_VERSION"))
@@ -169,11 +202,7 @@ fn build_router(config: &GatewayConfig, sealing: Option<&[u8]>) -> McpRouter {
         })
         .breaker_defaults(config.breaker.clone())
         .stale_if_error(r.stale_if_error, STALE_ENTRIES)
-        .session_store(Arc::new(LocalSessionStore::new(LocalSessionLimits {
-            idle_timeout: config.sessions.idle_timeout,
-            max_sessions: config.sessions.max_sessions,
-            max_per_principal: config.sessions.max_per_principal,
-        })));
+        .session_store(sessions);
     if let Some(text) = &r.instructions {
         builder = builder.instructions(text.clone());
     }

@@ -149,25 +149,31 @@ fn check_config_names_the_path_of_user_config_errors() {
 }
 
 #[test]
-fn unsupported_features_are_rejected_with_their_message() {
+fn unsupported_features_and_incomplete_session_stores_are_rejected_with_their_message() {
     let dir = workdir("cli-unsupported");
     write(dir.path(), "users.json", &alice_users());
     let cases = [
         (
             "\n[sessions]\nkind = \"redis\"\n",
             vec![
-                "sessions.kind: the redis session store is not in this build of mcp-gateway (only \"local\")",
-            ],
-        ),
-        (
-            "\n[sessions]\nurl = \"redis://127.0.0.1:6379\"\n",
-            vec![
-                "sessions.url: shared session stores (sessions.kind \"redis\" or \"sealed\") is not in this build of mcp-gateway",
+                "sessions.url: must be a redis:// (or rediss://) URL when sessions.kind = \"redis\"",
             ],
         ),
         (
             "\n[sessions]\nkind = \"sealed\"\n",
-            vec!["sessions.kind: the sealed session store is not in this build"],
+            vec![
+                "sessions.keys_env: must name the environment variable holding the key ring when sessions.kind = \"sealed\"",
+            ],
+        ),
+        (
+            "\n[sessions]\nkind = \"sealed\"\nkeys_env = \"MCP_GATEWAY_TEST_NO_SUCH_VAR\"\n",
+            vec![
+                "sessions.keys_env: the environment variable MCP_GATEWAY_TEST_NO_SUCH_VAR is not set",
+            ],
+        ),
+        (
+            "\n[sessions]\nkind = \"shared\"\n",
+            vec!["sessions.kind: unknown kind `shared` (\"local\", \"redis\" or \"sealed\")"],
         ),
         (
             "\n[plugins]\nconfig = \"plugins.toml\"\n",
@@ -377,4 +383,52 @@ fn serve_refuses_a_broken_user_file_before_binding() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("users.json"), "{err}");
     assert!(!err.contains("\"listening\""), "{err}");
+}
+
+#[test]
+fn shared_session_stores_are_accepted_when_complete() {
+    let dir = workdir("cli-sessions");
+    write(dir.path(), "users.json", &alice_users());
+    let keys = "k1:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
+    for (extra, env) in [
+        (
+            "\n[sessions]\nkind = \"redis\"\nurl = \"redis://127.0.0.1:6379\"\n",
+            vec![],
+        ),
+        (
+            "\n[sessions]\nkind = \"sealed\"\nkeys_env = \"MCP_GATEWAY_TEST_SESSION_KEYS\"\n",
+            vec![("MCP_GATEWAY_TEST_SESSION_KEYS", keys)],
+        ),
+    ] {
+        let config = write(dir.path(), "gateway.toml", &base_config(extra));
+        let mut env_all = vec![("MCP_GATEWAY_JWT_SECRET", SECRET)];
+        env_all.extend(env);
+        let (code, _, err) = run_cli(
+            &["check-config", "--config", config.to_str().expect("path")],
+            &env_all,
+        );
+        assert_eq!(code, 0, "{extra}: {err}");
+    }
+    // A malformed key ring is named with its variable.
+    let config = write(
+        dir.path(),
+        "gateway.toml",
+        &base_config(
+            "\n[sessions]\nkind = \"sealed\"\nkeys_env = \"MCP_GATEWAY_TEST_SESSION_KEYS\"\n",
+        ),
+    );
+    let (code, _, err) = run_cli(
+        &["check-config", "--config", config.to_str().expect("path")],
+        &[
+            ("MCP_GATEWAY_JWT_SECRET", SECRET),
+            ("MCP_GATEWAY_TEST_SESSION_KEYS", "k1:short"),
+        ],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(
+            "sessions.keys_env: the key ring in $MCP_GATEWAY_TEST_SESSION_KEYS is invalid"
+        ),
+        "{err}"
+    );
 }

@@ -13,7 +13,8 @@ use super::error::{ConfigError, Problems, Source};
 use super::layers::{EffectiveConfig, Value};
 use super::{
     AuthConfig, GatewayConfig, JwtConfig, LimitsConfig, ListenConfig, LogFormat, RouterConfig,
-    SecurityConfig, SessionsConfig, StoreKind, TelemetryConfig, TlsFiles, UserStoreConfig,
+    SecurityConfig, SessionsConfig, SessionsKind, StoreKind, TelemetryConfig, TlsFiles,
+    UserStoreConfig,
 };
 
 /// Reads typed values out of an [`EffectiveConfig`], collecting problems.
@@ -380,24 +381,62 @@ impl EffectiveConfig {
         };
 
         // [sessions]
+        let kind = match r.str("sessions.kind") {
+            "local" => SessionsKind::Local,
+            "redis" => {
+                let url = r.opt_str("sessions.url").unwrap_or("").to_owned();
+                if !matches!(
+                    Url::parse(&url).map(|u| u.scheme().to_owned()).as_deref(),
+                    Ok("redis" | "rediss")
+                ) {
+                    r.fail(
+                        "sessions.url",
+                        "must be a redis:// (or rediss://) URL when sessions.kind = \"redis\"",
+                    );
+                }
+                SessionsKind::Redis { url }
+            }
+            "sealed" => {
+                let keys = match r.opt_str("sessions.keys_env") {
+                    None => {
+                        r.fail("sessions.keys_env", "must name the environment variable holding the key ring when sessions.kind = \"sealed\"");
+                        String::new()
+                    }
+                    Some(var) => match std::env::var(var) {
+                        Ok(keys) => {
+                            if let Err(e) = mcp_router::session::KeyRing::parse(&keys) {
+                                r.fail(
+                                    "sessions.keys_env",
+                                    format!("the key ring in ${var} is invalid: {e}"),
+                                );
+                            }
+                            keys
+                        }
+                        Err(_) => {
+                            r.fail(
+                                "sessions.keys_env",
+                                format!("the environment variable {var} is not set"),
+                            );
+                            String::new()
+                        }
+                    },
+                };
+                SessionsKind::Sealed { keys }
+            }
+            other => {
+                r.fail(
+                    "sessions.kind",
+                    format!("unknown kind `{other}` (\"local\", \"redis\" or \"sealed\")"),
+                );
+                SessionsKind::Local
+            }
+        };
         let sessions = SessionsConfig {
+            kind,
             idle_timeout: Duration::from_secs(r.positive("sessions.idle_timeout_s")),
             max_sessions: r.usize("sessions.max_sessions", 1),
             max_per_principal: r.usize("sessions.max_per_principal", 1),
         };
-        match r.str("sessions.kind") {
-            "local" => {}
-            kind @ ("redis" | "sealed") => r.fail(
-                "sessions.kind",
-                format!(
-                    "the {kind} session store is not in this build of mcp-gateway (only \"local\"); remove this setting"
-                ),
-            ),
-            other => r.fail(
-                "sessions.kind",
-                format!("unknown kind `{other}` (\"local\"; \"redis\" and \"sealed\" are not in this build)"),
-            ),
-        }
 
         // [breaker]
         let defaults = mcp_breaker::BreakerConfig::default();
@@ -580,7 +619,7 @@ mod tests {
             "auth.jwt.algorithms: HS256 is an HMAC algorithm",
             "auth.jwt.algorithms: unknown algorithm `XX1`",
             "config_store.kind: unknown kind `mongo`",
-            "sessions.kind: the sealed session store is not in this build",
+            "sessions.keys_env: must name the environment variable holding the key ring",
             "backends.stdio_allowed_commands: stdio backends are not in this build",
             "security.allowed_origins: `localhost` is not an origin",
             "telemetry.log_format: unknown format `xml`",

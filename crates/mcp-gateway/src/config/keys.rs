@@ -179,7 +179,6 @@ use Support::{NotInThisBuild, Supported};
 use ValueKind::{Bool as B, Integer as I, String as S, StringList as L};
 
 const PLUGINS: &str = "plugins ([plugins], mcp-plugins)";
-const SHARED_SESSIONS: &str = "shared session stores (sessions.kind \"redis\" or \"sealed\")";
 
 const fn key(
     key: &'static str,
@@ -417,7 +416,7 @@ pub static KEYS: &[KeySpec] = &[
         "sessions.kind",
         S,
         Str("local"),
-        "where 2025 clients' sessions live; this build has \"local\" only (\"redis\" and \"sealed\" are rejected): the local store needs sticky routing across nodes",
+        "where 2025 clients' sessions live: \"local\" (this process; needs sticky routing across nodes), \"redis\" (shared by every node; sessions.url), \"sealed\" (stateless: the session id is the encrypted record; sessions.keys_env)",
     ),
     key(
         "sessions.idle_timeout_s",
@@ -437,18 +436,17 @@ pub static KEYS: &[KeySpec] = &[
         Int(1000),
         "local store: most sessions of one principal at once",
     ),
-    unsupported(
-        secret(key("sessions.url", S, Unset, "redis session store URL")),
-        SHARED_SESSIONS,
-    ),
-    unsupported(
-        key(
-            "sessions.keys_env",
-            S,
-            Unset,
-            "sealed session key ring environment variable",
-        ),
-        SHARED_SESSIONS,
+    secret(key(
+        "sessions.url",
+        S,
+        Unset,
+        "redis store: Redis URL (sessions under `mcpgw:session:<id>`, refreshed on use, idle_timeout_s TTL)",
+    )),
+    key(
+        "sessions.keys_env",
+        S,
+        Unset,
+        "sealed store: the environment variable holding the key ring `id:base64key[,id:base64key...]` (32-byte keys, newest first)",
     ),
     // [breaker]
     key(

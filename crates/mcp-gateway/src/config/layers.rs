@@ -620,19 +620,12 @@ mod tests {
 
     #[test]
     fn unsupported_features_are_rejected_not_ignored() {
-        let p = problems(EffectiveConfig::from_toml_str(
-            "[plugins]\n[sessions]\nurl = \"redis://x\"\n",
-            "gw.toml",
-        ));
+        let p = problems(EffectiveConfig::from_toml_str("[plugins]\n", "gw.toml"));
         assert!(
             p[0].contains("plugins: plugins ([plugins], mcp-plugins)"),
             "{p:?}"
         );
         assert!(p[0].contains("not in this build"), "{p:?}");
-        assert!(
-            p[1].contains("sessions.url: shared session stores"),
-            "{p:?}"
-        );
         let p = problems(EffectiveConfig::from_sources(
             None,
             vec![("MCP_GATEWAY_PLUGINS_CONFIG".to_owned(), "p.toml".to_owned())],

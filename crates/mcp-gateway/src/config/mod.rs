@@ -10,9 +10,9 @@
 //! relative to that file's directory; paths from the environment or the command line are relative
 //! to the working directory.
 //!
-//! Sections and values this build cannot honour are rejected, never ignored: `[plugins]`,
-//! `sessions.kind` other than `"local"`, `sessions.url`, `sessions.keys_env`, and a non-empty
-//! `backends.stdio_allowed_commands`.
+//! Sections and values this build cannot honour are rejected, never ignored: `[plugins]` and a
+//! non-empty `backends.stdio_allowed_commands`. A session store that lacks what it needs (a Redis
+//! URL, a key ring) is an error too.
 //!
 //! ```
 //! use std::time::Duration;
@@ -32,6 +32,8 @@
 //! assert_eq!(config.limits.max_body_bytes, 4 * 1024 * 1024);
 //!
 //! let err = GatewayConfig::from_toml_str("[sessions]\nkind = \"redis\"\n").unwrap_err();
+//! assert!(err.to_string().contains("sessions.url: must be a redis://"), "{err}");
+//! let err = GatewayConfig::from_toml_str("[plugins]\nconfig = \"p.toml\"\n").unwrap_err();
 //! assert!(err.to_string().contains("not in this build"), "{err}");
 //! ```
 
@@ -67,7 +69,7 @@ pub struct GatewayConfig {
     pub auth: AuthConfig,
     /// `[config_store]`.
     pub config_store: UserStoreConfig,
-    /// `[sessions]` (the local store of 2025 client sessions).
+    /// `[sessions]`: where 2025 client sessions live.
     pub sessions: SessionsConfig,
     /// `[breaker]`: circuit breaker defaults of every backend URL (a backend's `breaker` object in
     /// the user configuration overrides single keys).
@@ -198,12 +200,43 @@ pub struct UserStoreConfig {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct SessionsConfig {
+    /// `kind` with what it needs.
+    pub kind: SessionsKind,
     /// `idle_timeout_s`.
     pub idle_timeout: Duration,
     /// `max_sessions`.
     pub max_sessions: usize,
     /// `max_per_principal`.
     pub max_per_principal: usize,
+}
+
+/// Where 2025 clients' sessions live (`sessions.kind`).
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SessionsKind {
+    /// `"local"`: this process.
+    Local,
+    /// `"redis"`: shared by every node.
+    Redis {
+        /// `sessions.url`.
+        url: String,
+    },
+    /// `"sealed"`: the session id is the encrypted record.
+    Sealed {
+        /// The key ring read from the `sessions.keys_env` variable.
+        keys: String,
+    },
+}
+
+impl std::fmt::Debug for SessionsKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // URLs may carry passwords and the key ring is secret.
+        f.write_str(match self {
+            Self::Local => "Local",
+            Self::Redis { .. } => "Redis",
+            Self::Sealed { .. } => "Sealed",
+        })
+    }
 }
 
 /// `[security]`.

@@ -170,3 +170,48 @@ async fn a_session_continues_on_another_node_with_sealed_ids() {
     .await;
     session_moves_between_nodes(&a, &b).await;
 }
+
+#[tokio::test]
+async fn a_session_store_outage_fails_fast_and_recovers() {
+    let Some(mut redis) = RedisServer::start().await else {
+        return; // RedisServer::start already said loudly why.
+    };
+    let beta = TestBackend::start(BackendSpec::legacy("beta")).await;
+    let store = RedisSessionStore::new(RedisSessionStoreConfig::new(redis.url())).expect("store");
+    let (a, b) = two_nodes(Arc::new(store), user_config(&[("beta", beta.url())])).await;
+    let init = post(&a, None, request(0, "initialize", json!({
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "outage", "version": "1"}
+    })))
+    .await;
+    let session = init
+        .header("mcp-session-id")
+        .expect("session id")
+        .to_owned();
+    let Some(redis) = redis.controllable() else {
+        return; // External REDIS_URL: the outage part is skipped (announced by the helper).
+    };
+    redis.stop().await;
+    let started = std::time::Instant::now();
+    let down = post(&b, Some(&session), request(1, "tools/list", json!({}))).await;
+    assert_eq!(down.status, 503, "{}", down.text());
+    assert_eq!(down.json()["error"]["message"], "Session store unavailable");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "no waiting on the dead store"
+    );
+    let init_down = post(&a, None, request(2, "initialize", json!({
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "outage", "version": "1"}
+    })))
+    .await;
+    assert_eq!(init_down.status, 503, "{}", init_down.text());
+
+    redis.restart().await;
+    // The record was lost with the (non-persistent) Redis: the session is unknown, and a new one works.
+    let gone = post(&b, Some(&session), request(3, "tools/list", json!({}))).await;
+    assert_eq!(gone.status, 404, "{}", gone.text());
+    let again = post(&b, None, request(4, "initialize", json!({
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "outage", "version": "1"}
+    })))
+    .await;
+    assert_eq!(again.status, 200, "{}", again.text());
+}

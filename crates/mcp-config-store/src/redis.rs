@@ -524,7 +524,19 @@ fn classify_pool(err: PoolError) -> StoreError {
 /// Connection-level and transient server failures are `Unavailable`; anything else (wrong type,
 /// authentication, ACL) is `Other`.
 fn classify(err: RedisError) -> StoreError {
-    let transient = err.is_io_error()
+    if is_transient(&err) {
+        StoreError::unavailable(err.to_string())
+    } else {
+        StoreError::other(err.to_string())
+    }
+}
+
+/// Whether a Redis error means "unreachable right now" (connection refused, dropped or timed
+/// out, server loading, cluster down) rather than a problem with the request (wrong type,
+/// authentication, ACL, unknown command). Shared by every Redis-backed store of the gateway, so
+/// they agree on when to answer 503.
+pub fn is_transient(err: &RedisError) -> bool {
+    err.is_io_error()
         || err.is_timeout()
         || err.is_connection_refusal()
         || err.is_connection_dropped()
@@ -536,11 +548,16 @@ fn classify(err: RedisError) -> StoreError {
                     | ServerErrorKind::ClusterDown
                     | ServerErrorKind::MasterDown
             ) | ErrorKind::ClusterConnectionNotFound
-        );
-    if transient {
-        StoreError::unavailable(err.to_string())
-    } else {
-        StoreError::other(err.to_string())
+        )
+}
+
+/// Whether a pool error means "unreachable right now" (wait timeout, closed pool, or a transient
+/// Redis error while connecting).
+pub fn is_transient_pool_error(err: &PoolError) -> bool {
+    match err {
+        PoolError::Timeout(_) | PoolError::Closed => true,
+        PoolError::Backend(e) => is_transient(e),
+        _ => false,
     }
 }
 

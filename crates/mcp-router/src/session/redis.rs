@@ -25,8 +25,10 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use deadpool_redis::redis::{self, AsyncConnectionConfig, ErrorKind, RedisError, ServerErrorKind};
+use deadpool_redis::redis::{self, AsyncConnectionConfig, RedisError};
 use deadpool_redis::{Connection, Manager, Pool, PoolError, Runtime};
+
+use mcp_config_store::redis::{is_transient, is_transient_pool_error};
 
 use super::local::new_session_id;
 use super::record::SessionRecord;
@@ -294,30 +296,17 @@ fn decode(value: &str) -> Result<SessionRecord, SessionStoreError> {
 }
 
 fn classify_pool(err: PoolError) -> SessionStoreError {
-    match err {
-        PoolError::Timeout(_) | PoolError::Closed => SessionStoreError::Unavailable,
-        PoolError::Backend(e) => classify(e),
-        other => SessionStoreError::Other(other.to_string()),
+    if is_transient_pool_error(&err) {
+        SessionStoreError::Unavailable
+    } else {
+        SessionStoreError::Other(err.to_string())
     }
 }
 
-/// Connection-level and transient server failures are `Unavailable`; anything else (wrong type,
-/// authentication, ACL, unknown command on an old Redis) is `Other`.
+/// The gateway's one rule for Redis outages (see `mcp_config_store::redis::is_transient`);
+/// anything else (wrong type, authentication, ACL, unknown command on an old Redis) is `Other`.
 fn classify(err: RedisError) -> SessionStoreError {
-    let transient = err.is_io_error()
-        || err.is_timeout()
-        || err.is_connection_refusal()
-        || err.is_connection_dropped()
-        || matches!(
-            err.kind(),
-            ErrorKind::Server(
-                ServerErrorKind::BusyLoading
-                    | ServerErrorKind::TryAgain
-                    | ServerErrorKind::ClusterDown
-                    | ServerErrorKind::MasterDown
-            )
-        );
-    if transient {
+    if is_transient(&err) {
         SessionStoreError::Unavailable
     } else {
         SessionStoreError::Other(err.to_string())

@@ -27,6 +27,43 @@ async fn setup() -> (TestBackend, TestBackend, Gateway) {
     (alpha, beta, gw)
 }
 
+/// rmcp's 2025 client (`initialize` lifecycle) with `handler`, connected through the gateway as
+/// alice.
+async fn legacy_client<H: rmcp::ClientHandler>(
+    gw: &Gateway,
+    handler: H,
+) -> rmcp::service::RunningService<rmcp::RoleClient, H> {
+    let config =
+        StreamableHttpClientTransportConfig::with_uri(format!("http://{}/servers/vh/mcp", gw.addr))
+            .auth_header(token("alice"));
+    tokio::time::timeout(
+        Duration::from_secs(10),
+        handler.serve_with_lifecycle(
+            StreamableHttpClientTransport::from_config(config),
+            ClientLifecycleMode::Initialize,
+        ),
+    )
+    .await
+    .expect("connects within 10 s")
+    .expect("rmcp's 2025 client initializes through the gateway")
+}
+
+/// The first text of a tool call's result, within 10 s.
+async fn call_text<H: rmcp::ClientHandler>(
+    client: &rmcp::service::RunningService<rmcp::RoleClient, H>,
+    params: CallToolRequestParams,
+) -> Option<String> {
+    let result = tokio::time::timeout(Duration::from_secs(10), client.call_tool(params))
+        .await
+        .expect("answered within 10 s")
+        .expect("tools/call");
+    result
+        .content
+        .first()
+        .and_then(|c| c.as_text())
+        .map(|t| t.text.clone())
+}
+
 /// POSTs a JSON-RPC message in a 2025 session (no session header when `session` is `None`).
 async fn post(gw: &Gateway, sub: &str, vhost: &str, session: Option<&str>, body: Value) -> Reply {
     let mut headers = vec![ACCEPT, JSON];
@@ -362,19 +399,7 @@ async fn a_backend_down_at_initialize_is_degraded_not_fatal() {
 #[tokio::test]
 async fn rmcp_legacy_client_works_through_the_gateway() {
     let (_alpha, _beta, gw) = setup().await;
-    let config =
-        StreamableHttpClientTransportConfig::with_uri(format!("http://{}/servers/vh/mcp", gw.addr))
-            .auth_header(token("alice"));
-    let client = tokio::time::timeout(
-        Duration::from_secs(10),
-        ().serve_with_lifecycle(
-            StreamableHttpClientTransport::from_config(config),
-            ClientLifecycleMode::Initialize,
-        ),
-    )
-    .await
-    .expect("connects within 10 s")
-    .expect("rmcp's legacy client initializes through the gateway");
+    let client = legacy_client(&gw, ()).await;
     let tools = client.list_all_tools().await.expect("tools/list");
     assert!(tools.iter().any(|t| t.name == "beta-get-sum"), "{tools:?}");
     let Value::Object(args) = json!({"a": 20, "b": 22}) else {
@@ -518,36 +543,9 @@ impl rmcp::ClientHandler for Elicitor {
 #[tokio::test]
 async fn a_legacy_backends_elicitation_requests_reach_a_legacy_client_and_the_answers_route_back() {
     let (_alpha, beta, gw) = setup().await;
-    let config =
-        StreamableHttpClientTransportConfig::with_uri(format!("http://{}/servers/vh/mcp", gw.addr))
-            .auth_header(token("alice"));
-    let client = tokio::time::timeout(
-        Duration::from_secs(10),
-        Elicitor.serve_with_lifecycle(
-            StreamableHttpClientTransport::from_config(config),
-            ClientLifecycleMode::Initialize,
-        ),
-    )
-    .await
-    .expect("connects within 10 s")
-    .expect("initializes");
-    let result = tokio::time::timeout(
-        Duration::from_secs(10),
-        client.call_tool(CallToolRequestParams::new("beta-ask")),
-    )
-    .await
-    .expect("answered within 10 s")
-    .expect("tools/call");
-    let text = result
-        .content
-        .first()
-        .and_then(|c| c.as_text())
-        .map(|t| t.text.clone());
-    assert_eq!(
-        text.as_deref(),
-        Some("beta: Ferris likes orange"),
-        "{result:?}"
-    );
+    let client = legacy_client(&gw, Elicitor).await;
+    let text = call_text(&client, CallToolRequestParams::new("beta-ask")).await;
+    assert_eq!(text.as_deref(), Some("beta: Ferris likes orange"));
     // The backend got the answers under its own request ids, in its own session.
     let answers: Vec<Value> = beta
         .requests()
@@ -687,36 +685,9 @@ async fn the_get_stream_merges_backend_messages_with_event_ids_and_resumes() {
 #[tokio::test]
 async fn a_modern_backends_input_required_becomes_real_requests_for_a_legacy_client() {
     let (alpha, _beta, gw) = setup().await;
-    let config =
-        StreamableHttpClientTransportConfig::with_uri(format!("http://{}/servers/vh/mcp", gw.addr))
-            .auth_header(token("alice"));
-    let client = tokio::time::timeout(
-        Duration::from_secs(10),
-        Elicitor.serve_with_lifecycle(
-            StreamableHttpClientTransport::from_config(config),
-            ClientLifecycleMode::Initialize,
-        ),
-    )
-    .await
-    .expect("connects within 10 s")
-    .expect("initializes");
-    let result = tokio::time::timeout(
-        Duration::from_secs(10),
-        client.call_tool(CallToolRequestParams::new("alpha-ask")),
-    )
-    .await
-    .expect("answered within 10 s")
-    .expect("tools/call");
-    let text = result
-        .content
-        .first()
-        .and_then(|c| c.as_text())
-        .map(|t| t.text.clone());
-    assert_eq!(
-        text.as_deref(),
-        Some("alpha: Ferris likes orange"),
-        "{result:?}"
-    );
+    let client = legacy_client(&gw, Elicitor).await;
+    let text = call_text(&client, CallToolRequestParams::new("alpha-ask")).await;
+    assert_eq!(text.as_deref(), Some("alpha: Ferris likes orange"));
     // The modern backend saw three rounds: the call, then two retries carrying inputResponses.
     let calls = alpha.requests_for("tools/call");
     assert_eq!(calls.len(), 3);
@@ -864,40 +835,18 @@ async fn a_legacy_backends_sampling_request_reaches_the_client_and_the_answer_ro
     let gamma = TestBackend::start(BackendSpec::legacy("gamma").sampling_tool(true)).await;
     let config = user_config(&[("beta", beta.url()), ("gamma", gamma.url())]);
     let gw = Gateway::start(&[("alice", config)]).await;
-    let transport =
-        StreamableHttpClientTransportConfig::with_uri(format!("http://{}/servers/vh/mcp", gw.addr))
-            .auth_header(token("alice"));
-    let client = tokio::time::timeout(
-        Duration::from_secs(10),
-        Sampler.serve_with_lifecycle(
-            StreamableHttpClientTransport::from_config(transport),
-            ClientLifecycleMode::Initialize,
-        ),
-    )
-    .await
-    .expect("connects within 10 s")
-    .expect("initializes");
+    let client = legacy_client(&gw, Sampler).await;
     let Value::Object(args) = json!({"prompt": "hi from gamma"}) else {
         unreachable!()
     };
-    let result = tokio::time::timeout(
-        Duration::from_secs(10),
-        client.call_tool(
-            CallToolRequestParams::new("gamma-sample").with_arguments(JsonObject::from_iter(args)),
-        ),
+    let text = call_text(
+        &client,
+        CallToolRequestParams::new("gamma-sample").with_arguments(JsonObject::from_iter(args)),
     )
-    .await
-    .expect("answered within 10 s")
-    .expect("tools/call");
-    let text = result
-        .content
-        .first()
-        .and_then(|c| c.as_text())
-        .map(|t| t.text.clone());
+    .await;
     assert_eq!(
         text.as_deref(),
-        Some("gamma: sampled model says: hi from gamma"),
-        "{result:?}"
+        Some("gamma: sampled model says: hi from gamma")
     );
     // The answer reached the backend that asked, and only that one.
     let answered = |b: &TestBackend| {

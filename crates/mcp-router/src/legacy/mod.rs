@@ -304,6 +304,7 @@ async fn in_session(
         session_id: Some(session_id),
     };
     if method != Method::Ping {
+        adopt_recorded(&scope, record);
         initialize::revive(&scope, record, session_id).await;
     }
     match method {
@@ -326,6 +327,26 @@ async fn in_session(
             Some(id),
             &ErrorObject::method_not_found(method_name),
         ),
+    }
+}
+
+/// Continues the upstream sessions the record names, when this node holds none for the caller
+/// yet (the session was created on another node, or before a restart): see
+/// `Upstream::adopt`.
+pub(crate) fn adopt_recorded(scope: &Scope<'_>, record: &SessionRecord) {
+    for entry in &record.backends {
+        let (Some(crate::session::BackendEra::Legacy), Some(id), Some(version), Some(url)) = (
+            entry.era,
+            entry.upstream_session_id.as_deref(),
+            entry.version.as_deref(),
+            entry.url.as_deref().and_then(|u| url::Url::parse(u).ok()),
+        ) else {
+            continue;
+        };
+        if let Some(config) = scope.ctx.vhost.backends.get(&entry.name) {
+            let target = scope.target(&entry.name, config);
+            scope.inner.upstream.adopt(&target, &url, id, version);
+        }
     }
 }
 

@@ -66,6 +66,10 @@ pub(crate) async fn get_stream(
             client_caps: &caps,
             meta: None,
         };
+        // The session may have been created on another node: listen to its upstream session.
+        if let (Some(id), Some(version)) = (&entry.upstream_session_id, &entry.version) {
+            inner.upstream.adopt(&target, &url, id, version);
+        }
         if let Some((hub, receiver, session)) = inner.upstream.listen(&target, &url).await {
             hubs.push(hub);
             sources.push(Source {
@@ -160,7 +164,7 @@ async fn subscribed(inner: &RouterInner, session: &str, message: &[u8]) -> bool 
     let Ok(env) = Envelope::parse(message) else {
         return true;
     };
-    if env.method() != Some("notifications/resources/updated") {
+    if env.method() != Some("notifications/resources/updated") || !inner.sessions.keeps_updates() {
         return true;
     }
     let uri = env

@@ -28,7 +28,11 @@
 //! - **No updates.** [`update`](SessionStore::update) returns `false`: the id cannot change under
 //!   the client, so a changed record (a revived backend, a new log level, subscriptions) is not
 //!   persisted; the engine keeps working with the record sealed in the id, and repeats the repair
-//!   on later requests if needed.
+//!   on later requests if needed. In particular a session's own subscription list is not kept:
+//!   `notifications/resources/updated` reaches every GET stream of the caller's sessions that
+//!   share the backend session (all of them subscribed through one of those sessions), and a
+//!   `logging/setLevel` reaches legacy backends but is not stamped on later requests to modern
+//!   ones.
 //! - The record is confidential and tamper-proof but its size is visible, and every request
 //!   carries it.
 //!
@@ -450,6 +454,10 @@ impl SessionStore for SealedSessionStore {
     /// Always `false`: the id cannot change, so the new record is not kept (see the module docs).
     fn update<'a>(&'a self, _id: &'a str, _record: SessionRecord) -> StoreFuture<'a, bool> {
         Box::pin(async move { Ok(false) })
+    }
+
+    fn keeps_updates(&self) -> bool {
+        false
     }
 
     /// Returns the record but cannot revoke the id (see the module docs).

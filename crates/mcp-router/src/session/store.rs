@@ -37,6 +37,13 @@ pub trait SessionStore: Send + Sync + 'static {
     /// Replaces the record of an existing session (e.g. a backend re-initialised). Returns `false`
     /// when the session no longer exists.
     fn update<'a>(&'a self, id: &'a str, record: SessionRecord) -> StoreFuture<'a, bool>;
+    /// Whether [`update`](Self::update) keeps changes (default `true`). A store that cannot (the
+    /// sealed store: the id *is* the record) makes the engine fall back where it relies on them:
+    /// a backend's `notifications/resources/updated` then reaches every GET stream of the
+    /// caller's sessions sharing that backend session, not only the subscribing session's.
+    fn keeps_updates(&self) -> bool {
+        true
+    }
     /// Ends a session; returns the record it had.
     fn remove<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<Arc<SessionRecord>>>;
 }

@@ -423,7 +423,7 @@ impl Upstream {
         let request = request::build(out, target.downstream, &target.config.headers);
         let answer = transport::exchange(&self.http, request, Self::timeout(target)).await?;
         if answer.status == StatusCode::NOT_FOUND && session.id.is_some() {
-            self.sessions.forget(&key, &session);
+            self.sessions.forget(&key, &session, true);
             return Err(UpstreamError::SessionExpired);
         }
         Ok(Reply {
@@ -494,6 +494,32 @@ impl Upstream {
             Err(e) => {
                 tracing::debug!(backend = target.name, error = %e, "could not end an upstream session")
             }
+        }
+    }
+
+    /// Continues the upstream session a downstream session record names (created by another node,
+    /// or by this node before a restart) unless this node already holds a session for the caller
+    /// at `url`: consecutive requests of one 2025 session then reach the same backend session
+    /// whichever node serves them, so its subscriptions, log level and GET stream carry over.
+    pub(crate) fn adopt(&self, target: &Target<'_>, url: &Url, id: &str, version: &str) {
+        let Ok(id) = HeaderValue::from_str(id) else {
+            return;
+        };
+        let session = LegacySession {
+            url: url.clone(),
+            id: Some(id),
+            version: version.to_owned(),
+            // Unknown here; `describe` initialises a session of its own when it needs one.
+            initialize_result: Bytes::new(),
+        };
+        if self
+            .sessions
+            .adopt(&Self::session_key(target, url), session)
+        {
+            tracing::debug!(
+                backend = target.name,
+                "continuing a recorded upstream session"
+            );
         }
     }
 
@@ -651,7 +677,12 @@ impl Upstream {
                 })
             }
             Era::Legacy => {
-                let (_, session) = self.session(target, url).await?;
+                let (key, mut session) = self.session(target, url).await?;
+                if session.initialize_result.is_empty() {
+                    // An adopted session: its InitializeResult is not known on this node.
+                    self.sessions.forget(&key, &session, false);
+                    (_, session) = self.session(target, url).await?;
+                }
                 Ok(Description {
                     era: Era::Legacy,
                     result: session.initialize_result.clone(),

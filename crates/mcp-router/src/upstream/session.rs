@@ -1,7 +1,7 @@
 //! Upstream sessions with legacy (2025) backends, kept per (principal, backend URL, client
 //! capability set) so that concurrent calls of one caller share one backend session.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -39,7 +39,30 @@ pub(crate) struct SessionTable {
     /// How many downstream (2025) sessions use each upstream session: the last one to end
     /// ends the upstream session too.
     attached: Mutex<HashMap<SessionKey, usize>>,
+    /// Upstream session ids a backend answered 404 for: never adopted again from a downstream
+    /// session record (which may still name them), so a dead id costs one 404 per node.
+    retired: Mutex<Retired>,
     max: usize,
+}
+
+/// A bounded set of retired upstream session ids, oldest dropped first.
+#[derive(Debug, Default)]
+struct Retired {
+    ids: HashSet<String>,
+    order: VecDeque<String>,
+}
+
+impl Retired {
+    fn insert(&mut self, id: &str, max: usize) {
+        if self.ids.insert(id.to_owned()) {
+            self.order.push_back(id.to_owned());
+        }
+        while self.order.len() > max {
+            if let Some(oldest) = self.order.pop_front() {
+                self.ids.remove(&oldest);
+            }
+        }
+    }
 }
 
 impl SessionTable {
@@ -47,6 +70,7 @@ impl SessionTable {
         Self {
             slots: Mutex::new(HashMap::new()),
             attached: Mutex::new(HashMap::new()),
+            retired: Mutex::new(Retired::default()),
             max,
         }
     }
@@ -69,7 +93,12 @@ impl SessionTable {
     }
 
     /// Forgets `key` if it still holds `session` (another call may already have replaced it).
-    pub(crate) fn forget(&self, key: &SessionKey, session: &Arc<LegacySession>) {
+    /// With `retire`, the backend forgot the session (404): its id is never adopted again.
+    pub(crate) fn forget(&self, key: &SessionKey, session: &Arc<LegacySession>, retire: bool) {
+        if retire && let Some(id) = session.id.as_ref().and_then(|v| v.to_str().ok()) {
+            let mut retired = self.retired.lock().unwrap_or_else(|p| p.into_inner());
+            retired.insert(id, self.max);
+        }
         let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
         let same = slots
             .get(key)
@@ -78,6 +107,25 @@ impl SessionTable {
         if same {
             slots.remove(key);
         }
+    }
+
+    /// Continues an upstream session another node (or an earlier process) created, as recorded in
+    /// a downstream session record: `key` gets `session` unless it already has one, or the id was
+    /// retired. Returns whether it was adopted.
+    pub(crate) fn adopt(&self, key: &SessionKey, session: LegacySession) -> bool {
+        let Some(id) = session.id.as_ref().and_then(|v| v.to_str().ok()) else {
+            return false;
+        };
+        if self
+            .retired
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .ids
+            .contains(id)
+        {
+            return false;
+        }
+        self.slot(key).set(Arc::new(session)).is_ok()
     }
 
     /// One more downstream session uses `key`.
@@ -141,13 +189,55 @@ mod tests {
             version: "x".into(),
             initialize_result: Bytes::new(),
         });
-        table.forget(&key(9), &other);
+        table.forget(&key(9), &other, false);
         assert!(
             table.slot(&key(9)).get().is_some(),
             "a different session is not forgotten"
         );
-        table.forget(&key(9), &session);
+        table.forget(&key(9), &session, false);
         assert!(table.slot(&key(9)).get().is_none());
+    }
+
+    fn recorded(id: &str) -> LegacySession {
+        LegacySession {
+            url: url::Url::parse("http://b/mcp").expect("url"),
+            id: Some(HeaderValue::from_str(id).expect("header value")),
+            version: "2025-11-25".into(),
+            initialize_result: Bytes::new(),
+        }
+    }
+
+    #[test]
+    fn adoption_fills_only_empty_slots_and_never_revives_a_retired_id() {
+        let table = SessionTable::new(10);
+        assert!(table.adopt(&key(1), recorded("up-1")), "empty slot");
+        assert!(
+            !table.adopt(&key(1), recorded("up-2")),
+            "a held session is kept"
+        );
+        let held = table.slot(&key(1)).get().cloned().expect("adopted");
+        assert_eq!(held.id.as_ref().and_then(|v| v.to_str().ok()), Some("up-1"));
+
+        // The backend forgot it (404): retired, so a record naming it is not followed again.
+        table.forget(&key(1), &held, true);
+        assert!(!table.adopt(&key(1), recorded("up-1")), "retired");
+        assert!(table.slot(&key(1)).get().is_none());
+        assert!(table.adopt(&key(1), recorded("up-3")), "another id is fine");
+
+        // Forgetting without retiring (an adopted session replaced to learn its description).
+        let held = table.slot(&key(1)).get().cloned().expect("adopted");
+        table.forget(&key(1), &held, false);
+        assert!(table.adopt(&key(1), recorded("up-3")), "not retired");
+        assert!(
+            !table.adopt(
+                &key(2),
+                LegacySession {
+                    id: None,
+                    ..recorded("x")
+                }
+            ),
+            "nothing to continue without a session id"
+        );
     }
 
     #[test]

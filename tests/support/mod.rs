@@ -7,14 +7,12 @@ pub mod gateway;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use http::{HeaderMap, Request, Response, StatusCode};
-use http_body_util::{BodyExt, Full};
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use hyper_util::service::TowerToHyperService;
@@ -120,30 +118,7 @@ pub async fn send_body(
     }
 }
 
-/// Sends one request and returns the response with its body unread.
-async fn exchange(
-    addr: SocketAddr,
-    method: &str,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: &str,
-) -> Response<Incoming> {
-    let client: Client<HttpConnector, Full<Bytes>> =
-        Client::builder(TokioExecutor::new()).build_http();
-    let mut req = Request::builder()
-        .method(method)
-        .uri(format!("http://{addr}{path}"));
-    for (name, value) in headers {
-        req = req.header(*name, *value);
-    }
-    let req = req
-        .body(Full::new(Bytes::from(body.to_owned())))
-        .expect("request");
-    tokio::time::timeout(Duration::from_secs(10), client.request(req))
-        .await
-        .expect("no answer within 10 s: the server hangs")
-        .expect("request failed")
-}
+use mcp_test_support::exchange;
 
 /// Seconds since the epoch.
 pub fn now() -> u64 {
@@ -153,31 +128,7 @@ pub fn now() -> u64 {
         .as_secs()
 }
 
-/// An open SSE response, read event by event.
-pub struct EventStream {
-    pub status: StatusCode,
-    body: Incoming,
-    decoder: mcp_core::sse::SseDecoder,
-}
-
-impl EventStream {
-    /// The next event (priming events included, as `data == ""`), or `None` when the stream ends
-    /// or nothing arrives within `wait`.
-    pub async fn next_event(&mut self, wait: Duration) -> Option<mcp_core::sse::SseEvent> {
-        let deadline = tokio::time::Instant::now() + wait;
-        loop {
-            if let Some(event) = self.decoder.next_event().expect("valid SSE") {
-                return Some(event);
-            }
-            let frame = tokio::time::timeout_at(deadline, self.body.frame())
-                .await
-                .ok()??;
-            if let Ok(data) = frame.expect("body frame").into_data() {
-                self.decoder.push(&data).expect("SSE push");
-            }
-        }
-    }
-}
+pub use mcp_test_support::EventStream;
 
 /// Opens a request whose answer is an SSE stream and returns it unread.
 pub async fn open_stream(
@@ -198,12 +149,5 @@ pub async fn open_stream_with_body(
     headers: &[(&str, &str)],
     body: &str,
 ) -> EventStream {
-    let (parts, body) = exchange(addr, method, path, headers, body)
-        .await
-        .into_parts();
-    EventStream {
-        status: parts.status,
-        body,
-        decoder: mcp_core::sse::SseDecoder::new(),
-    }
+    EventStream::open(addr, method, path, headers, body).await
 }

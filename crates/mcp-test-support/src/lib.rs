@@ -6,6 +6,7 @@
 //! |---|---|
 //! | [`RedisServer`] | a private `redis-server` on a free loopback port, which tests can stop and restart to simulate outages |
 //! | [`TempDir`] | a unique temporary directory removed on drop (no extra dependency) |
+//! | [`exchange`], [`EventStream`] | one plain-HTTP request: the response with its body unread, or its SSE answer read event by event while it stays open |
 //!
 //! ## Redis in tests
 //!
@@ -26,8 +27,10 @@
 //! # }
 //! ```
 
+mod event_stream;
 mod redis_server;
 mod temp_dir;
 
+pub use event_stream::{EventStream, exchange};
 pub use redis_server::RedisServer;
 pub use temp_dir::TempDir;

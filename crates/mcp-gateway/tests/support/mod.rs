@@ -10,11 +10,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use http::{HeaderMap, Request, StatusCode};
-use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
+use http::{HeaderMap, StatusCode};
+use http_body_util::BodyExt;
 use jsonwebtoken::{Algorithm, EncodingKey, Header, encode};
 use mcp_test_support::TempDir;
 use serde_json::{Value, json};
@@ -215,6 +212,11 @@ impl GatewayProcess {
         assert!(status.success(), "kill -TERM {pid} failed");
     }
 
+    /// Kills the process at once (SIGKILL): no drain, nothing written anywhere on the way out.
+    pub async fn kill(&mut self) {
+        self.child.kill().await.expect("kill mcp-gateway");
+    }
+
     /// Waits for the process to exit.
     pub async fn wait(&mut self, limit: Duration) -> ExitStatus {
         match tokio::time::timeout(limit, self.child.wait()).await {
@@ -321,21 +323,7 @@ pub async fn send(
     headers: &[(&str, &str)],
     body: &str,
 ) -> Reply {
-    let client: Client<HttpConnector, Full<Bytes>> =
-        Client::builder(TokioExecutor::new()).build_http();
-    let mut req = Request::builder()
-        .method(method)
-        .uri(format!("http://{addr}{path}"));
-    for (name, value) in headers {
-        req = req.header(*name, *value);
-    }
-    let req = req
-        .body(Full::new(Bytes::from(body.to_owned())))
-        .expect("request");
-    let res = tokio::time::timeout(Duration::from_secs(20), client.request(req))
-        .await
-        .expect("no answer within 20 s")
-        .expect("request failed");
+    let res = mcp_test_support::exchange(addr, method, path, headers, body).await;
     let (parts, body) = res.into_parts();
     let body = body.collect().await.expect("body").to_bytes();
     Reply {

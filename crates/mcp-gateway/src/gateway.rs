@@ -10,6 +10,7 @@ use std::time::Duration;
 use hyper_util::server::graceful::GracefulShutdown;
 use mcp_claims::{ClaimsLayer, JwtValidator};
 use mcp_config_store::{ConfigStoreLayer, UserConfigStore, VirtualHostConfigLayer};
+use mcp_router::bus::NodeBus;
 use mcp_router::session::{
     KeyRing, LocalSessionLimits, LocalSessionStore, RedisSessionStore, RedisSessionStoreConfig,
     SealedSessionStore, SessionStore,
@@ -133,8 +134,8 @@ impl GatewayBuilder {
             Some(store) => UserStore::custom(store, &config),
             None => UserStore::open(&config).await?,
         };
-        let sessions = session_store(&config)?;
-        let router = build_router(&config, sealing.as_deref(), sessions);
+        let (sessions, bus) = session_store(&config)?;
+        let router = build_router(&config, sealing.as_deref(), sessions, bus);
         let breakers = router.breakers().clone();
         let metadata = Arc::new(ResourceMetadata::from_config(&config));
         let mcp = build_stack(validator, store.shared(), router, Arc::clone(&metadata));
@@ -158,17 +159,22 @@ impl GatewayBuilder {
     }
 }
 
-/// The 2025 session store `[sessions]` names. Its values were validated with the configuration;
-/// what can still fail here (a Redis URL the client library refuses) is reported as a store error.
-fn session_store(config: &GatewayConfig) -> Result<Arc<dyn SessionStore>, GatewayError> {
+/// The 2025 session store `[sessions]` names, and with the Redis store the node bus on the same
+/// Redis (answers and cancellations that reach the wrong node). Its values were validated with the
+/// configuration; what can still fail here (a Redis URL the client library refuses) is reported as
+/// a store error.
+fn session_store(
+    config: &GatewayConfig,
+) -> Result<(Arc<dyn SessionStore>, Option<NodeBus>), GatewayError> {
     let s = &config.sessions;
-    Ok(match &s.kind {
+    let store: Arc<dyn SessionStore> = match &s.kind {
         SessionsKind::Redis { url } => {
             let mut redis = RedisSessionStoreConfig::new(url.clone());
             redis.ttl = s.idle_timeout;
-            let store = RedisSessionStore::new(redis)
-                .map_err(|e| GatewayError::Store(format!("sessions.url: {e}")))?;
-            Arc::new(store)
+            let refused = |e| GatewayError::Store(format!("sessions.url: {e}"));
+            let bus = NodeBus::redis(&redis).map_err(refused)?;
+            let store = RedisSessionStore::new(redis).map_err(refused)?;
+            return Ok((Arc::new(store), Some(bus)));
         }
         SessionsKind::Sealed { keys } => {
             let ring = KeyRing::parse(keys)
@@ -180,13 +186,15 @@ fn session_store(config: &GatewayConfig) -> Result<Arc<dyn SessionStore>, Gatewa
             max_sessions: s.max_sessions,
             max_per_principal: s.max_per_principal,
         })),
-    })
+    };
+    Ok((store, None))
 }
 
 fn build_router(
     config: &GatewayConfig,
     sealing: Option<&[u8]>,
     sessions: Arc<dyn SessionStore>,
+    bus: Option<NodeBus>,
 ) -> McpRouter {
     let r = &config.router;
     let mut builder = McpRouter::builder()
@@ -205,6 +213,9 @@ fn build_router(
         .session_store(sessions);
     if let Some(text) = &r.instructions {
         builder = builder.instructions(text.clone());
+    }
+    if let Some(bus) = bus {
+        builder = builder.node_bus(bus);
     }
     match sealing {
         Some(secret) => builder = builder.sealing_secret(secret),

@@ -57,11 +57,15 @@ impl Sessions {
 }
 
 async fn start_node(name: &str, backend: &TestBackend, sessions: &Sessions) -> Node {
+    start_node_with(name, &[(backend.name(), backend.url())], sessions).await
+}
+
+async fn start_node_with(name: &str, backends: &[(&str, String)], sessions: &Sessions) -> Node {
     let dir = workdir(name);
     write(
         dir.path(),
         "users.json",
-        &users_json(&[("alice", "vh", &[("beta", backend.url())])]),
+        &users_json(&[("alice", "vh", backends)]),
     );
     let config = base_config(&format!(
         "\n[router]\nsealing_secret_env = \"MCP_GATEWAY_SEALING_SECRET\"\n\n{}",
@@ -136,7 +140,7 @@ async fn initialize(node: &Node) -> String {
         request(
             0,
             "initialize",
-            json!({"protocolVersion": "2025-11-25", "capabilities": {"sampling": {}},
+            json!({"protocolVersion": "2025-11-25", "capabilities": {"sampling": {}, "elicitation": {}},
                    "clientInfo": {"name": "two-processes", "version": "1"}}),
         ),
     )
@@ -425,4 +429,120 @@ async fn the_two_node_example_configuration_is_valid() {
         ],
     );
     assert_eq!(code, 0, "{out}\n{err}");
+}
+
+/// `alpha-ask` (a modern backend's MRTR input, bridged into real `elicitation/create` requests
+/// on `caller`'s POST stream), each answered through `answerer`: the final text, or the first
+/// refused answer.
+async fn ask_answering_through(
+    caller: &Node,
+    answerer: &Node,
+    session: &str,
+    id: u64,
+) -> Result<Value, Reply> {
+    let mut stream = post_stream(
+        caller,
+        session,
+        request(id, "tools/call", json!({"name": "alpha-ask"})),
+    )
+    .await;
+    for _ in 0..2 {
+        let asked = stream
+            .next_message_where(WAIT, |m| m["method"] == "elicitation/create")
+            .await;
+        let field = asked["params"]["requestedSchema"]["properties"]
+            .as_object()
+            .and_then(|p| p.keys().next().cloned())
+            .expect("a form with one property");
+        let value = if field == "name" { "Ada" } else { "teal" };
+        let reply = json!({"jsonrpc": "2.0", "id": asked["id"],
+                           "result": {"action": "accept", "content": {field: value}}});
+        let delivered = post(answerer, Some(session), reply).await;
+        if delivered.status != 202 {
+            return Err(delivered);
+        }
+    }
+    Ok(stream.next_message_where(WAIT, |m| m["id"] == id).await)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_redis_store_answers_and_cancellations_reach_the_node_running_the_call() {
+    let Some(redis) = RedisServer::start().await else {
+        return; // RedisServer::start said loudly why.
+    };
+    let alpha = TestBackend::start(BackendSpec::modern("alpha")).await;
+    let sessions = Sessions::redis(&redis.url());
+    let backends = [("alpha", alpha.url())];
+    let a = start_node_with("bus-a", &backends, &sessions).await;
+    let b = start_node_with("bus-b", &backends, &sessions).await;
+    let session = initialize(&a).await;
+
+    // The gateway's own requests (bridged MRTR input) run on A; B passes the answers on.
+    let done = ask_answering_through(&a, &b, &session, 1)
+        .await
+        .unwrap_or_else(|refused| panic!("answer refused: {}", refused.text()));
+    assert_eq!(
+        done["result"]["content"][0]["text"], "alpha: Ada likes teal",
+        "{done}"
+    );
+
+    // A call running on A, cancelled through B.
+    let params = json!({"name": "alpha-slow", "arguments": {"steps": 50, "delay_ms": 100}});
+    let call = call_tool(&a, &session, 2, params);
+    let cancel = async {
+        assert!(
+            alpha
+                .wait_until(WAIT, |b| b.calls_started("slow") == 1)
+                .await,
+            "the call started"
+        );
+        let cancelled = post(
+            &b,
+            Some(&session),
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                   "params": {"requestId": 2, "reason": "changed my mind"}}),
+        )
+        .await;
+        assert_eq!(cancelled.status, 202, "{}", cancelled.text());
+    };
+    let (reply, ()) = tokio::join!(call, cancel);
+    assert!(
+        alpha
+            .wait_until(WAIT, |b| b.calls_cancelled("slow") == 1)
+            .await,
+        "the backend saw no cancellation: {:?}",
+        alpha.calls("slow")
+    );
+    assert!(reply.status.is_success(), "{}", reply.text());
+    assert!(
+        reply.body.is_empty() || reply.messages().iter().all(|m| m["id"] != 2),
+        "no response follows a cancellation: {}",
+        reply.text()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_node_bus_an_answer_for_another_nodes_request_is_refused_clearly() {
+    let alpha = TestBackend::start(BackendSpec::modern("alpha")).await;
+    let sessions = Sessions::sealed(OLD_KEY);
+    let backends = [("alpha", alpha.url())];
+    let a = start_node_with("nobus-a", &backends, &sessions).await;
+    let b = start_node_with("nobus-b", &backends, &sessions).await;
+    let session = initialize(&a).await;
+    let Err(refused) = ask_answering_through(&a, &b, &session, 1).await else {
+        panic!("node B cannot reach node A's waiting call without a bus");
+    };
+    assert_eq!(refused.status, 400, "{}", refused.text());
+    assert_eq!(
+        refused.json()["error"]["message"],
+        "Response to a request of another gateway node (no node bus configured)"
+    );
+    // The same flow answered on the node that asked works.
+    let done = ask_answering_through(&a, &a, &session, 2)
+        .await
+        .unwrap_or_else(|refused| panic!("answer refused: {}", refused.text()));
+    assert_eq!(
+        done["result"]["content"][0]["text"],
+        "alpha: Ada likes teal"
+    );
 }

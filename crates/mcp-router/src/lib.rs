@@ -30,6 +30,11 @@
 //!   back, a modern backend's MRTR `input_required` becomes real requests, DELETE ends the session.
 //!   Not yet: the gateway's own `list_changed` notifications (when a backend fails or recovers,
 //!   or the configuration changes).
+//! - **Several nodes**: with a shared store ([`session::RedisSessionStore`], or the stateless
+//!   [`session::SealedSessionStore`]) and one sealing secret, any node continues any session: it
+//!   adopts the backend sessions the record names, backends' requests are answered through any
+//!   node (their relayed ids carry the route), and with a [`bus::NodeBus`] the answers to the
+//!   gateway's own requests and `notifications/cancelled` reach the node running the call.
 //! - **Subscriptions**: 2026-07-28 `subscriptions/listen` is acknowledged with the subset the
 //!   gateway honours and fed by every backend (modern backends' own listens, legacy backends'
 //!   GET streams and `resources/subscribe`), tagged with the client's subscription id.
@@ -52,7 +57,8 @@
 //! | [`OriginPolicy`] | accepted browser origins (403 otherwise) |
 //! | [`naming`] | public names, aliases, the prefix split |
 //! | [`Sealer`] | HMAC sealing of cursors and request-state envelopes |
-//! | [`session`] | downstream legacy session records and the [`session::SessionStore`] trait (local store) |
+//! | [`session`] | downstream legacy session records and the [`session::SessionStore`] trait (local, Redis and sealed stores) |
+//! | [`bus`] | messages between the nodes sharing one Redis |
 //! | [`UpstreamOptions`] | upstream client tuning |
 //!
 //! The client's `Authorization` header never reaches a backend unless the backend's
@@ -87,6 +93,7 @@
 //! ```
 
 mod body;
+pub mod bus;
 mod context;
 mod cursor;
 mod degraded;

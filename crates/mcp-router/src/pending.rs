@@ -7,7 +7,9 @@
 //! (URL, session id, version), so ANY gateway node sharing the sealing secret can deliver the
 //! answer into the backend's session — no node-local state, which multi-node deployments need.
 //! The gateway's own requests (a modern backend's MRTR input bridged for a 2025 client) wait in
-//! this node's table, because the call that waits for the answer runs here.
+//! this node's table, because the call that waits for the answer runs here; their ids
+//! (`gwl-<node>-<n>`) name the node, so another node that gets the answer can pass it on over the
+//! [`NodeBus`](crate::bus::NodeBus).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -41,6 +43,11 @@ pub(crate) enum Route {
     /// To the gateway itself: a modern backend's MRTR input request that the gateway turned into
     /// a real request for a 2025 client (the answer becomes an `inputResponses` entry).
     Local(tokio::sync::oneshot::Sender<Bytes>),
+    /// To the gateway's own request on another node (see [`crate::bus`]).
+    Remote {
+        /// The node that asked.
+        node: String,
+    },
 }
 
 /// One relayed request, found from the client's answer.
@@ -77,6 +84,8 @@ struct LocalEntry {
 /// The relayed requests of one router.
 pub(crate) struct PendingRequests {
     sealer: Sealer,
+    /// This node's id, in the ids of the gateway's own requests.
+    node: String,
     local: Mutex<HashMap<String, LocalEntry>>,
     next: AtomicU64,
     ttl: Duration,
@@ -92,9 +101,10 @@ impl std::fmt::Debug for PendingRequests {
 }
 
 impl PendingRequests {
-    pub(crate) fn new(sealer: Sealer, ttl: Duration, max: usize) -> Self {
+    pub(crate) fn new(sealer: Sealer, node: String, ttl: Duration, max: usize) -> Self {
         Self {
             sealer,
+            node,
             local: Mutex::new(HashMap::new()),
             next: AtomicU64::new(1),
             ttl,
@@ -134,7 +144,8 @@ impl PendingRequests {
     ) -> (String, tokio::sync::oneshot::Receiver<Bytes>) {
         let (answer, receiver) = tokio::sync::oneshot::channel();
         let id = format!(
-            "{LOCAL_PREFIX}{}",
+            "{LOCAL_PREFIX}{}-{}",
+            self.node,
             self.next.fetch_add(1, Ordering::Relaxed)
         );
         let mut local = self.local.lock().unwrap_or_else(|p| p.into_inner());
@@ -158,7 +169,15 @@ impl PendingRequests {
     /// Where the client's answer with `id` goes, if `id` was shown to `downstream_session` and is
     /// still fresh.
     pub(crate) fn take(&self, id: &str, downstream_session: &str) -> Option<Pending> {
-        if id.starts_with(LOCAL_PREFIX) {
+        if let Some(rest) = id.strip_prefix(LOCAL_PREFIX) {
+            let (node, _) = rest.split_once('-')?;
+            if node != self.node {
+                return Some(Pending {
+                    route: Route::Remote {
+                        node: node.to_owned(),
+                    },
+                });
+            }
             return self.take_local(id, downstream_session);
         }
         let payload = self.sealer.open(PURPOSE, &[downstream_session], id).ok()?;
@@ -184,6 +203,17 @@ impl PendingRequests {
         })
     }
 
+    /// Delivers `answer` to this node's own request `id` (an answer another node received);
+    /// `false` when unknown, expired, shown to another session, or nobody waits any more.
+    pub(crate) fn answer_local(&self, id: &str, downstream_session: &str, answer: String) -> bool {
+        match self.take_local(id, downstream_session) {
+            Some(Pending {
+                route: Route::Local(sender),
+            }) => sender.send(Bytes::from(answer)).is_ok(),
+            _ => false,
+        }
+    }
+
     fn take_local(&self, id: &str, downstream_session: &str) -> Option<Pending> {
         let mut local = self.local.lock().unwrap_or_else(|p| p.into_inner());
         if local.get(id)?.downstream_session != downstream_session {
@@ -194,6 +224,26 @@ impl PendingRequests {
             route: Route::Local(entry.answer),
         })
     }
+}
+
+/// A random node id: 12 lowercase hex digits (no `-`, which separates it in request ids).
+pub(crate) fn new_node_id() -> String {
+    use aws_lc_rs::rand::SecureRandom;
+    let mut bytes = [0u8; 6];
+    if aws_lc_rs::rand::SystemRandom::new()
+        .fill(&mut bytes)
+        .is_err()
+    {
+        // No system randomness is not worth failing a router over: ids only need to differ
+        // between the nodes of one deployment.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or_default();
+        bytes[..4].copy_from_slice(&nanos.to_be_bytes());
+        bytes[4..].copy_from_slice(&(std::process::id() as u16).to_be_bytes());
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]
@@ -212,14 +262,14 @@ mod tests {
     #[test]
     fn a_backend_request_id_carries_its_route_and_is_bound_to_the_session() {
         let sealer = Sealer::random();
-        let table = PendingRequests::new(sealer.clone(), Duration::from_secs(60), 10);
+        let table = PendingRequests::new(sealer.clone(), "n1".into(), Duration::from_secs(60), 10);
         let id = table.register("s1", "beta", RequestId::from(7), session());
         assert!(
             table.take(&id, "s2").is_none(),
             "another session cannot answer"
         );
         // Another node with the same sealing secret resolves it too.
-        let other_node = PendingRequests::new(sealer, Duration::from_secs(60), 10);
+        let other_node = PendingRequests::new(sealer, "n2".into(), Duration::from_secs(60), 10);
         let Some(Pending {
             route:
                 Route::Backend {
@@ -240,7 +290,8 @@ mod tests {
             session.id.as_ref().map(|v| v.to_str().ok()),
             Some(Some("up-1"))
         );
-        let foreign = PendingRequests::new(Sealer::random(), Duration::from_secs(60), 10);
+        let foreign =
+            PendingRequests::new(Sealer::random(), "n1".into(), Duration::from_secs(60), 10);
         assert!(
             foreign.take(&id, "s1").is_none(),
             "another secret cannot open it"
@@ -249,7 +300,8 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn local_requests_deliver_the_answer_and_expire() {
-        let table = PendingRequests::new(Sealer::random(), Duration::from_secs(60), 10);
+        let table =
+            PendingRequests::new(Sealer::random(), "n1".into(), Duration::from_secs(60), 10);
         let (id, answer) = table.register_local("s1");
         assert!(table.take(&id, "s2").is_none());
         let Some(Pending {
@@ -266,6 +318,29 @@ mod tests {
             Bytes::from_static(b"{\"result\":{}}")
         );
         assert!(table.take(&id, "s1").is_none(), "answered once");
+        // Another node sees whose request it is; the owner takes an answer passed on to it.
+        let (relayed, answer) = table.register_local("s1");
+        assert!(relayed.starts_with("gwl-n1-"), "{relayed}");
+        let other_node =
+            PendingRequests::new(Sealer::random(), "n2".into(), Duration::from_secs(60), 10);
+        assert!(matches!(
+            other_node.take(&relayed, "s1"),
+            Some(Pending { route: Route::Remote { node } }) if node == "n1"
+        ));
+        assert!(
+            !table.answer_local(&relayed, "s2", "{}".into()),
+            "bound to its session"
+        );
+        assert!(table.answer_local(&relayed, "s1", "{\"result\":1}".into()));
+        assert_eq!(
+            answer.await.expect("answer"),
+            Bytes::from_static(b"{\"result\":1}")
+        );
+        assert!(
+            !table.answer_local(&relayed, "s1", "{}".into()),
+            "answered once"
+        );
+
         let (late, _answer) = table.register_local("s1");
         tokio::time::advance(Duration::from_secs(61)).await;
         assert!(table.take(&late, "s1").is_none());

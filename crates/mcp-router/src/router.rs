@@ -17,6 +17,7 @@ use serde_json::value::RawValue;
 use tower_service::Service;
 
 use crate::body::{BoxError, McpBody};
+use crate::bus::NodeBus;
 use crate::inflight::InFlight;
 use crate::origin::OriginPolicy;
 use crate::pending::PendingRequests;
@@ -48,6 +49,8 @@ pub(crate) struct RouterInner {
     pub(crate) stale: StaleCache<StaleKey, Box<RawValue>>,
     pub(crate) stale_if_error: Duration,
     pub(crate) replay: ReplayBuffers,
+    /// Messages to and from the other nodes (answers and cancellations, see [`crate::bus`]).
+    pub(crate) bus: Option<Arc<NodeBus>>,
 }
 
 /// (issuer, subject, virtual host, backend, method, cursor): a stale answer is only ever served
@@ -109,6 +112,7 @@ pub struct McpRouterBuilder {
     request_state_ttl: Duration,
     upstream: UpstreamOptions,
     sessions: Option<Arc<dyn SessionStore>>,
+    bus: Option<Arc<NodeBus>>,
     max_open_share: f64,
     stale_if_error: Duration,
     stale_entries: usize,
@@ -140,6 +144,7 @@ impl Default for McpRouterBuilder {
             request_state_ttl: Duration::from_secs(600),
             upstream: UpstreamOptions::default(),
             sessions: None,
+            bus: None,
             max_open_share: 0.5,
             stale_if_error: Duration::from_secs(60),
             stale_entries: 10_000,
@@ -213,6 +218,15 @@ impl McpRouterBuilder {
         self
     }
 
+    /// Lets the nodes sharing a Redis pass each other what a 2025 client sent to the wrong node:
+    /// its answers to the gateway's own requests (bridged MRTR input) and cancellations (see
+    /// [`crate::bus`]). Use with the Redis session store; without a bus those two only work on
+    /// the node running the call.
+    pub fn node_bus(mut self, bus: NodeBus) -> Self {
+        self.bus = Some(Arc::new(bus));
+        self
+    }
+
     /// Circuit breaker defaults for every backend URL (default: `mcp_breaker::BreakerConfig`'s,
     /// i.e. 5 consecutive failures, 5 s open); a backend's `breaker` object overrides single keys.
     pub fn breaker_defaults(mut self, config: mcp_breaker::BreakerConfig) -> Self {
@@ -247,7 +261,14 @@ impl McpRouterBuilder {
         McpRouter {
             inner: Arc::new(RouterInner {
                 upstream: Upstream::new(self.upstream, info.clone()),
-                pending: PendingRequests::new(sealer.clone(), Duration::from_secs(600), 100_000),
+                pending: PendingRequests::new(
+                    sealer.clone(),
+                    self.bus
+                        .as_ref()
+                        .map_or_else(crate::pending::new_node_id, |b| b.node_id().to_owned()),
+                    Duration::from_secs(600),
+                    100_000,
+                ),
                 sealer,
                 server_info: info,
                 instructions: self.instructions,
@@ -265,6 +286,7 @@ impl McpRouterBuilder {
                 stale: StaleCache::new(self.stale_entries),
                 stale_if_error: self.stale_if_error,
                 replay: ReplayBuffers::new(10_000),
+                bus: self.bus,
             }),
         }
     }

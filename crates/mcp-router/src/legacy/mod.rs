@@ -50,6 +50,9 @@ pub(crate) async fn serve(
     parts: &Parts,
     env: Option<&Envelope<'_>>,
 ) -> Response<McpBody> {
+    if let Some(bus) = &inner.bus {
+        bus.ensure_listening(inner);
+    }
     let ctx = match context::extract(&parts.extensions, Era::Legacy) {
         Ok(ctx) => ctx,
         Err(error) => {
@@ -269,8 +272,16 @@ async fn in_session(
             .params()
             .and_then(|p| RawObject::from_raw(p).ok())
             .and_then(|p| p.get("requestId").map(|id| id.get().to_owned()));
-        if let Some(request_id) = request_id {
-            inner.inflight.cancel(&(session_id.to_owned(), request_id));
+        if let Some(request) = request_id {
+            let key = (session_id.to_owned(), request);
+            if !inner.inflight.cancel(&key)
+                && let Some(bus) = &inner.bus
+            {
+                // The call may run on another node.
+                let (session, request) = key;
+                let cancel = crate::bus::BusMessage::Cancel { session, request };
+                bus.publish("all", &cancel).await;
+            }
         }
         return respond::accepted();
     }
@@ -410,6 +421,9 @@ async fn answer_backend(
             let _ = answer.send(bytes::Bytes::copy_from_slice(env_bytes(env).as_bytes()));
             return respond::accepted();
         }
+        crate::pending::Route::Remote { node } => {
+            return pass_on(inner, &node, session_id, id, env).await;
+        }
         crate::pending::Route::Backend {
             backend,
             upstream_id,
@@ -447,6 +461,40 @@ async fn answer_backend(
         );
     }
     respond::accepted()
+}
+
+/// A client's answer to a request another node asked (bridged MRTR input): passed on over the
+/// node bus when there is one.
+async fn pass_on(
+    inner: &RouterInner,
+    node: &str,
+    session_id: &str,
+    id: &str,
+    env: &Envelope<'_>,
+) -> Response<McpBody> {
+    let Some(bus) = &inner.bus else {
+        return respond::error(
+            StatusCode::BAD_REQUEST,
+            None,
+            &ErrorObject::invalid_request(
+                "Response to a request of another gateway node (no node bus configured)",
+            ),
+        );
+    };
+    let message = crate::bus::BusMessage::Answer {
+        session: session_id.to_owned(),
+        id: id.to_owned(),
+        answer: env_bytes(env),
+    };
+    if bus.publish(node, &message).await {
+        respond::accepted()
+    } else {
+        respond::error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            None,
+            &ErrorObject::internal("Node bus unavailable"),
+        )
+    }
 }
 
 /// The session's `_meta` for upstream calls: the client's, plus the session's log level as the

@@ -2,7 +2,7 @@
 
 mod local;
 mod record;
-mod redis;
+pub(crate) mod redis;
 mod sealed;
 mod store;
 

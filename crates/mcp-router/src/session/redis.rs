@@ -162,30 +162,14 @@ impl RedisSessionStore {
     ///
     /// An invalid URL, key prefix or TTL.
     pub fn new(config: RedisSessionStoreConfig) -> Result<Self, RedisSessionStoreError> {
-        let prefix = &config.key_prefix;
-        if prefix.is_empty() || prefix.chars().any(|c| c.is_control() || c.is_whitespace()) {
-            return Err(RedisSessionStoreError::InvalidPrefix(prefix.clone()));
-        }
         let ttl_ms = u64::try_from(config.ttl.as_millis()).unwrap_or(u64::MAX);
         if ttl_ms == 0 {
             return Err(RedisSessionStoreError::InvalidTtl);
         }
-        let connection_config = AsyncConnectionConfig::new()
-            .set_connection_timeout(Some(config.connect_timeout))
-            .set_response_timeout(Some(config.response_timeout));
-        let manager = Manager::new_with_config(config.url.as_str(), connection_config)
-            .map_err(|e| RedisSessionStoreError::InvalidUrl(e.to_string()))?;
-        let pool = Pool::builder(manager)
-            .max_size(config.pool_size.max(1))
-            .wait_timeout(Some(config.pool_wait_timeout))
-            .create_timeout(Some(config.connect_timeout))
-            .recycle_timeout(Some(config.response_timeout))
-            .runtime(Runtime::Tokio1)
-            .build()
-            .map_err(|e| RedisSessionStoreError::Pool(e.to_string()))?;
+        let pool = pool(&config, config.pool_size)?;
         Ok(Self {
             pool,
-            key_prefix: format!("{prefix}:session:").into(),
+            key_prefix: format!("{}:session:", config.key_prefix).into(),
             ttl_ms,
         })
     }
@@ -293,6 +277,31 @@ fn decode(value: &str) -> Result<SessionRecord, SessionStoreError> {
         tracing::warn!(error = %e, "undecodable session record in Redis");
         SessionStoreError::Other(format!("undecodable session record: {e}"))
     })
+}
+
+/// A pool of at most `max_size` connections to the Redis of `config`, after checking its key
+/// prefix (shared with the [`NodeBus`](crate::bus::NodeBus) on the same Redis).
+pub(crate) fn pool(
+    config: &RedisSessionStoreConfig,
+    max_size: usize,
+) -> Result<Pool, RedisSessionStoreError> {
+    let prefix = &config.key_prefix;
+    if prefix.is_empty() || prefix.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        return Err(RedisSessionStoreError::InvalidPrefix(prefix.clone()));
+    }
+    let connection_config = AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(config.connect_timeout))
+        .set_response_timeout(Some(config.response_timeout));
+    let manager = Manager::new_with_config(config.url.as_str(), connection_config)
+        .map_err(|e| RedisSessionStoreError::InvalidUrl(e.to_string()))?;
+    Pool::builder(manager)
+        .max_size(max_size.max(1))
+        .wait_timeout(Some(config.pool_wait_timeout))
+        .create_timeout(Some(config.connect_timeout))
+        .recycle_timeout(Some(config.response_timeout))
+        .runtime(Runtime::Tokio1)
+        .build()
+        .map_err(|e| RedisSessionStoreError::Pool(e.to_string()))
 }
 
 fn classify_pool(err: PoolError) -> SessionStoreError {

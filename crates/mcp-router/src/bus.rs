@@ -1,0 +1,291 @@
+//! [`NodeBus`]: messages between the gateway nodes that share one Redis, for the two things a
+//! 2025 client may send to *any* node but only one node can act on:
+//!
+//! - the client's answer to a request the gateway asked itself (a modern backend's MRTR input
+//!   request bridged into a real `elicitation/create` / `sampling/createMessage` / `roots/list`):
+//!   the call waiting for it runs on the node that holds the call's POST stream. Such request ids
+//!   name their node (`gwl-<node>-<n>`), and a node that gets an answer for another node's id
+//!   publishes it on that node's channel `<prefix>:bus:<node>`;
+//! - `notifications/cancelled` for a call this node is not running: published on
+//!   `<prefix>:bus:all`, and the node running it cancels it.
+//!
+//! Delivery is at most once and best effort, as Redis pub/sub is: a node that is down or
+//! reconnecting misses the message (its calls are gone or time out anyway). The publisher answers
+//! the client `202 Accepted` as soon as Redis took the message. Answers to a *backend's* requests
+//! need no bus: their ids carry the whole route (see [`crate::pending`]).
+//!
+//! Each node subscribes from its first 2025 request on, reconnecting with backoff (100 ms doubling
+//! to 5 s) after a Redis outage. Without a bus (the local or sealed session stores) the two cases
+//! above only work on the node that asked or runs the call.
+
+use std::fmt;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use deadpool_redis::Pool;
+use deadpool_redis::redis;
+use futures_util::StreamExt;
+use serde::{Deserialize, Serialize};
+
+use crate::router::RouterInner;
+use crate::session::{RedisSessionStoreConfig, RedisSessionStoreError};
+
+/// Reconnect delays of the subscriber, doubling up to the last.
+const BACKOFF_START: Duration = Duration::from_millis(100);
+const BACKOFF_MAX: Duration = Duration::from_secs(5);
+
+/// One message on the bus.
+#[derive(Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "t", rename_all = "snake_case")]
+pub(crate) enum BusMessage {
+    /// A client's answer (`{"result":…}` or `{"error":…}`) to the gateway's request `id`, shown
+    /// to downstream session `session`.
+    Answer {
+        session: String,
+        id: String,
+        answer: String,
+    },
+    /// `notifications/cancelled` for request `request` (its id as JSON) of `session`.
+    Cancel { session: String, request: String },
+}
+
+/// Messages between the nodes sharing one Redis; see the [module docs](self). Give the same
+/// Redis settings as the [`RedisSessionStore`](crate::session::RedisSessionStore) of every node
+/// to [`McpRouterBuilder::node_bus`](crate::McpRouterBuilder::node_bus).
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use mcp_router::McpRouter;
+/// use mcp_router::bus::NodeBus;
+/// use mcp_router::session::{RedisSessionStore, RedisSessionStoreConfig};
+///
+/// # fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// let redis = RedisSessionStoreConfig::new("redis://127.0.0.1:6379/");
+/// let router = McpRouter::builder()
+///     .session_store(Arc::new(RedisSessionStore::new(redis.clone())?))
+///     .node_bus(NodeBus::redis(&redis)?)
+///     .build();
+/// # let _ = router; Ok(()) }
+/// ```
+pub struct NodeBus {
+    node: String,
+    client: redis::Client,
+    pool: Pool,
+    prefix: String,
+    timeout: Duration,
+    listener: Mutex<Option<tokio::task::AbortHandle>>,
+}
+
+impl fmt::Debug for NodeBus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NodeBus")
+            .field("node", &self.node)
+            .field("prefix", &self.prefix)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for NodeBus {
+    fn drop(&mut self) {
+        let listener = self.listener.get_mut().unwrap_or_else(|p| p.into_inner());
+        if let Some(handle) = listener.take() {
+            handle.abort();
+        }
+    }
+}
+
+impl NodeBus {
+    /// A bus on the Redis of `config` (its URL, key prefix and timeouts), with a random node id.
+    /// Does not connect yet.
+    ///
+    /// # Errors
+    ///
+    /// An invalid URL or key prefix.
+    pub fn redis(config: &RedisSessionStoreConfig) -> Result<Self, RedisSessionStoreError> {
+        let pool = crate::session::redis::pool(config, 4)?;
+        let client = redis::Client::open(config.url.as_str())
+            .map_err(|e| RedisSessionStoreError::InvalidUrl(e.to_string()))?;
+        let node = crate::pending::new_node_id();
+        Ok(Self {
+            node,
+            client,
+            pool,
+            prefix: config.key_prefix.clone(),
+            timeout: config.connect_timeout + config.response_timeout,
+            listener: Mutex::new(None),
+        })
+    }
+
+    /// This node's id (in the ids of the requests it asks).
+    pub fn node_id(&self) -> &str {
+        &self.node
+    }
+
+    fn channel(&self, node: &str) -> String {
+        format!("{}:bus:{node}", self.prefix)
+    }
+
+    /// Starts listening (once) for `inner`'s router.
+    pub(crate) fn ensure_listening(&self, inner: &Arc<RouterInner>) {
+        let mut listener = self.listener.lock().unwrap_or_else(|p| p.into_inner());
+        if listener.is_some() {
+            return;
+        }
+        let subscription = Subscription {
+            client: self.client.clone(),
+            channels: vec![self.channel(&self.node), self.channel("all")],
+            timeout: self.timeout,
+            router: Arc::downgrade(inner),
+        };
+        *listener = Some(tokio::spawn(subscription.run()).abort_handle());
+    }
+
+    /// Publishes `message` for `node` (`"all"`: every node); `false` when Redis did not take it.
+    pub(crate) async fn publish(&self, node: &str, message: &BusMessage) -> bool {
+        let Ok(payload) = serde_json::to_string(message) else {
+            return false;
+        };
+        let channel = self.channel(node);
+        let sent = async {
+            let mut conn = self.pool.get().await.ok()?;
+            redis::cmd("PUBLISH")
+                .arg(&channel)
+                .arg(&payload)
+                .query_async::<i64>(&mut conn)
+                .await
+                .ok()
+        };
+        match tokio::time::timeout(self.timeout, sent).await {
+            Ok(Some(_)) => true,
+            _ => {
+                tracing::warn!(channel = %channel, "could not publish on the node bus");
+                false
+            }
+        }
+    }
+}
+
+/// The subscriber task of one node.
+struct Subscription {
+    client: redis::Client,
+    channels: Vec<String>,
+    timeout: Duration,
+    router: Weak<RouterInner>,
+}
+
+impl Subscription {
+    async fn run(self) {
+        let mut delay = BACKOFF_START;
+        loop {
+            match self.listen().await {
+                Ok(()) => return, // the router is gone
+                Err(reason) => {
+                    tracing::warn!(reason = %reason, "node bus subscription lost; reconnecting");
+                }
+            }
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(BACKOFF_MAX);
+        }
+    }
+
+    /// Listens until the connection fails (`Err`) or the router is dropped (`Ok`).
+    async fn listen(&self) -> Result<(), String> {
+        let pubsub = tokio::time::timeout(self.timeout, self.client.get_async_pubsub())
+            .await
+            .map_err(|_| "connect timeout".to_owned())?
+            .map_err(|e| e.to_string())?;
+        let (mut sink, mut stream) = pubsub.split();
+        for channel in &self.channels {
+            tokio::time::timeout(self.timeout, sink.subscribe(channel))
+                .await
+                .map_err(|_| "SUBSCRIBE timeout".to_owned())?
+                .map_err(|e| e.to_string())?;
+        }
+        tracing::debug!(channels = ?self.channels, "node bus subscribed");
+        while let Some(message) = stream.next().await {
+            let Some(router) = self.router.upgrade() else {
+                return Ok(());
+            };
+            let Ok(payload) = message.get_payload::<String>() else {
+                continue;
+            };
+            match serde_json::from_str::<BusMessage>(&payload) {
+                Ok(message) => deliver(&router, message),
+                Err(e) => tracing::debug!(error = %e, "ignoring a malformed node bus message"),
+            }
+        }
+        Err("the subscription stream ended".to_owned())
+    }
+}
+
+/// Acts on a message addressed to this node (or to all).
+fn deliver(router: &RouterInner, message: BusMessage) {
+    match message {
+        BusMessage::Answer {
+            session,
+            id,
+            answer,
+        } => {
+            if !router.pending.answer_local(&id, &session, answer) {
+                tracing::debug!(id = %id, "node bus answer for an unknown or expired request");
+            }
+        }
+        BusMessage::Cancel { session, request } => {
+            let found = router.inflight.cancel(&(session, request));
+            tracing::debug!(found, "node bus cancellation");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_round_trip_as_compact_json() {
+        let answer = BusMessage::Answer {
+            session: "s".into(),
+            id: "gwl-n1-7".into(),
+            answer: r#"{"result":{}}"#.into(),
+        };
+        let text = serde_json::to_string(&answer).expect("json");
+        assert_eq!(
+            text,
+            r#"{"t":"answer","session":"s","id":"gwl-n1-7","answer":"{\"result\":{}}"}"#
+        );
+        assert_eq!(
+            serde_json::from_str::<BusMessage>(&text).expect("parse"),
+            answer
+        );
+        let cancel = BusMessage::Cancel {
+            session: "s".into(),
+            request: "3".into(),
+        };
+        let text = serde_json::to_string(&cancel).expect("json");
+        assert_eq!(
+            serde_json::from_str::<BusMessage>(&text).expect("parse"),
+            cancel
+        );
+        assert!(serde_json::from_str::<BusMessage>(r#"{"t":"other"}"#).is_err());
+    }
+
+    #[test]
+    fn bad_settings_are_refused() {
+        let bad_prefix = RedisSessionStoreConfig {
+            key_prefix: "a b".into(),
+            ..RedisSessionStoreConfig::new("redis://127.0.0.1:1/")
+        };
+        assert!(matches!(
+            NodeBus::redis(&bad_prefix),
+            Err(RedisSessionStoreError::InvalidPrefix(_))
+        ));
+        assert!(matches!(
+            NodeBus::redis(&RedisSessionStoreConfig::new("http://nope")),
+            Err(RedisSessionStoreError::InvalidUrl(_))
+        ));
+        let a = NodeBus::redis(&RedisSessionStoreConfig::new("redis://127.0.0.1:1/")).expect("bus");
+        let b = NodeBus::redis(&RedisSessionStoreConfig::new("redis://127.0.0.1:1/")).expect("bus");
+        assert_ne!(a.node_id(), b.node_id(), "random node ids");
+        assert!(a.node_id().chars().all(|c| c.is_ascii_hexdigit()));
+    }
+}

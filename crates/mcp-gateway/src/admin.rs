@@ -32,6 +32,8 @@ pub(crate) struct AdminState {
     pub(crate) draining: AtomicBool,
     /// The router's circuit breakers, shown in the readiness detail.
     pub(crate) breakers: mcp_breaker::BreakerRegistry,
+    /// The plugin runtime, when `plugins.config` is set (unready while its document is invalid).
+    pub(crate) plugins: Option<crate::plugins::Plugins>,
 }
 
 impl AdminState {
@@ -40,12 +42,17 @@ impl AdminState {
         let store = self.store.readiness().await;
         metrics::record_store_ready(store.ready);
         let draining = self.draining.load(Ordering::Acquire);
-        let ready = store.ready && !draining;
+        let (plugins_ready, plugins) = self.plugins.as_ref().map_or(
+            (true, serde_json::Value::Null),
+            crate::plugins::Plugins::readiness,
+        );
+        let ready = store.ready && !draining && plugins_ready;
         let body = json!({
             "status": if ready { "ready" } else { "unready" },
             "checks": {
                 "config_store": store.detail,
                 "draining": draining,
+                "plugins": plugins,
                 "backends": self.backend_detail(),
             },
         });

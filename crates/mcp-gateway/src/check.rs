@@ -17,7 +17,7 @@ pub struct CheckReport {
 }
 
 /// Validates the process configuration beyond its syntax (token keys readable and usable, TLS
-/// files, secrets present in the environment) and every stored user configuration (validation,
+/// files, secrets present in the environment, the plugin document) and every stored user configuration (validation,
 /// features this build lacks). With `warnings_are_errors`, overlapping backend names fail too
 /// (DESIGN §5: a warning when serving, an error for `check-config`).
 ///
@@ -50,6 +50,9 @@ pub async fn check_config(
         add(e);
     }
     if let Err(e) = auth::sealing_secret(config, None) {
+        add(e);
+    }
+    if let Err(e) = crate::plugins::check(config).await {
         add(e);
     }
     let documents = match check_documents(config).await {

@@ -10,6 +10,7 @@ use std::time::Duration;
 use hyper_util::server::graceful::GracefulShutdown;
 use mcp_claims::{ClaimsLayer, JwtValidator};
 use mcp_config_store::{ConfigStoreLayer, UserConfigStore, VirtualHostConfigLayer};
+use mcp_plugins::PluginRuntime;
 use mcp_router::bus::NodeBus;
 use mcp_router::session::{
     KeyRing, LocalSessionLimits, LocalSessionStore, RedisSessionStore, RedisSessionStoreConfig,
@@ -30,6 +31,7 @@ use crate::error::GatewayError;
 use crate::limits::{RequestLimits, origin_policy};
 use crate::metadata::ResourceMetadata;
 use crate::metrics;
+use crate::plugins::Plugins;
 use crate::routed::Routed;
 use crate::server::{AcceptLoop, Builders};
 use crate::service::{GatewayService, McpStack, Shared};
@@ -135,7 +137,14 @@ impl GatewayBuilder {
             None => UserStore::open(&config).await?,
         };
         let (sessions, bus) = session_store(&config)?;
-        let router = build_router(&config, sealing.as_deref(), sessions, bus);
+        let plugins = Plugins::load(&config).await?;
+        let router = build_router(
+            &config,
+            sealing.as_deref(),
+            sessions,
+            bus,
+            plugins.as_ref().map(|p| Arc::clone(&p.runtime)),
+        );
         let breakers = router.breakers().clone();
         let metadata = Arc::new(ResourceMetadata::from_config(&config));
         let mcp = build_stack(validator, store.shared(), router, Arc::clone(&metadata));
@@ -149,6 +158,7 @@ impl GatewayBuilder {
             metrics: metrics::handle(),
             draining: AtomicBool::new(false),
             breakers,
+            plugins,
         });
         Ok(Gateway {
             service: GatewayService::new(mcp, shared),
@@ -195,6 +205,7 @@ fn build_router(
     sealing: Option<&[u8]>,
     sessions: Arc<dyn SessionStore>,
     bus: Option<NodeBus>,
+    plugins: Option<Arc<PluginRuntime>>,
 ) -> McpRouter {
     let r = &config.router;
     let mut builder = McpRouter::builder()
@@ -216,6 +227,9 @@ fn build_router(
     }
     if let Some(bus) = bus {
         builder = builder.node_bus(bus);
+    }
+    if let Some(plugins) = plugins {
+        builder = builder.plugins(plugins);
     }
     match sealing {
         Some(secret) => builder = builder.sealing_secret(secret),

@@ -159,6 +159,7 @@ mod gateway;
 mod limits;
 mod metadata;
 mod metrics;
+mod plugins;
 pub mod routed;
 mod server;
 mod service;

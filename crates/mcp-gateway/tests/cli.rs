@@ -176,8 +176,18 @@ fn unsupported_features_and_incomplete_session_stores_are_rejected_with_their_me
             vec!["sessions.kind: unknown kind `shared` (\"local\", \"redis\" or \"sealed\")"],
         ),
         (
-            "\n[plugins]\nconfig = \"plugins.toml\"\n",
-            vec!["plugins: plugins ([plugins], mcp-plugins) is not in this build"],
+            "\n[plugins]\nreload_interval_ms = 0\n",
+            vec!["plugins.reload_interval_ms: must be at least 1"],
+        ),
+        (
+            "\n[plugins]\nconfig = \"p.toml\"\nredis_key = \"k\"\n",
+            vec![
+                "plugins.config: set either plugins.config or plugins.redis_url + plugins.redis_key, not both",
+            ],
+        ),
+        (
+            "\n[plugins]\nredis_url = \"http://x\"\nredis_key = \"k\"\n",
+            vec!["plugins.redis_url: must be a redis:// (or rediss://) URL"],
         ),
         (
             "\n[backends]\nstdio_allowed_commands = [\"npx\"]\n",

@@ -104,6 +104,7 @@ mod modern;
 pub mod naming;
 mod origin;
 mod pending;
+mod plugins;
 mod replay;
 mod respond;
 mod router;

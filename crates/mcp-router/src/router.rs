@@ -28,6 +28,7 @@ use crate::tool_hints::ToolHintsTable;
 use crate::upstream::{Upstream, UpstreamOptions};
 use crate::{legacy, modern, respond};
 use mcp_fallback::StaleCache;
+use mcp_plugins::PluginRuntime;
 
 /// Shared state of a router and all its clones.
 pub(crate) struct RouterInner {
@@ -51,6 +52,8 @@ pub(crate) struct RouterInner {
     pub(crate) replay: ReplayBuffers,
     /// Messages to and from the other nodes (answers and cancellations, see [`crate::bus`]).
     pub(crate) bus: Option<Arc<NodeBus>>,
+    /// Plugin hooks around routed calls (see [`crate::plugins`]).
+    pub(crate) plugins: Option<Arc<PluginRuntime>>,
 }
 
 /// (issuer, subject, virtual host, backend, method, cursor): a stale answer is only ever served
@@ -113,6 +116,7 @@ pub struct McpRouterBuilder {
     upstream: UpstreamOptions,
     sessions: Option<Arc<dyn SessionStore>>,
     bus: Option<Arc<NodeBus>>,
+    plugins: Option<Arc<PluginRuntime>>,
     max_open_share: f64,
     stale_if_error: Duration,
     stale_entries: usize,
@@ -145,6 +149,7 @@ impl Default for McpRouterBuilder {
             upstream: UpstreamOptions::default(),
             sessions: None,
             bus: None,
+            plugins: None,
             max_open_share: 0.5,
             stale_if_error: Duration::from_secs(60),
             stale_entries: 10_000,
@@ -227,6 +232,15 @@ impl McpRouterBuilder {
         self
     }
 
+    /// Plugins around routed calls: `tools/call`, `prompts/get` and `resources/read` run the
+    /// runtime's current chain (pre hooks before the backend, post hooks on the result), and lists
+    /// leave out what an enforcing filter plugin hides. See `mcp_plugins` and the router's
+    /// `plugins` module docs.
+    pub fn plugins(mut self, runtime: Arc<PluginRuntime>) -> Self {
+        self.plugins = Some(runtime);
+        self
+    }
+
     /// Circuit breaker defaults for every backend URL (default: `mcp_breaker::BreakerConfig`'s,
     /// i.e. 5 consecutive failures, 5 s open); a backend's `breaker` object overrides single keys.
     pub fn breaker_defaults(mut self, config: mcp_breaker::BreakerConfig) -> Self {
@@ -287,6 +301,7 @@ impl McpRouterBuilder {
                 stale_if_error: self.stale_if_error,
                 replay: ReplayBuffers::new(10_000),
                 bus: self.bus,
+                plugins: self.plugins,
             }),
         }
     }

@@ -12,9 +12,9 @@ use url::Url;
 use super::error::{ConfigError, Problems, Source};
 use super::layers::{EffectiveConfig, Value};
 use super::{
-    AuthConfig, GatewayConfig, JwtConfig, LimitsConfig, ListenConfig, LogFormat, RouterConfig,
-    SecurityConfig, SessionsConfig, SessionsKind, StoreKind, TelemetryConfig, TlsFiles,
-    UserStoreConfig,
+    AuthConfig, GatewayConfig, JwtConfig, LimitsConfig, ListenConfig, LogFormat, PluginSource,
+    PluginsConfig, RouterConfig, SecurityConfig, SessionsConfig, SessionsKind, StoreKind,
+    TelemetryConfig, TlsFiles, UserStoreConfig,
 };
 
 /// Reads typed values out of an [`EffectiveConfig`], collecting problems.
@@ -492,6 +492,43 @@ impl EffectiveConfig {
         }
         let security = SecurityConfig { allowed_origins };
 
+        // [plugins]
+        let file = r.path("plugins.config");
+        let redis_url = r.opt_str("plugins.redis_url").map(str::to_owned);
+        let redis_key = r.opt_str("plugins.redis_key").map(str::to_owned);
+        let source = match (file, redis_url, redis_key) {
+            (None, None, None) => None,
+            (Some(path), None, None) => Some(PluginSource::File(path)),
+            (None, Some(url), Some(key)) => {
+                if !matches!(
+                    Url::parse(&url).map(|u| u.scheme().to_owned()).as_deref(),
+                    Ok("redis" | "rediss")
+                ) {
+                    r.fail("plugins.redis_url", "must be a redis:// (or rediss://) URL");
+                }
+                Some(PluginSource::Redis { url, key })
+            }
+            (Some(_), _, _) => {
+                r.fail(
+                    "plugins.config",
+                    "set either plugins.config or plugins.redis_url + plugins.redis_key, not both",
+                );
+                None
+            }
+            (None, _, _) => {
+                r.fail(
+                    "plugins.redis_url",
+                    "plugins.redis_url and plugins.redis_key go together",
+                );
+                None
+            }
+        };
+        let plugins = PluginsConfig {
+            source,
+            reload_interval: Duration::from_millis(r.positive("plugins.reload_interval_ms")),
+            keep_last_good: r.bool("plugins.keep_last_good"),
+        };
+
         // [router]
         let sealing_secret_env = r.opt_str("router.sealing_secret_env").map(str::to_owned);
         if let Some(name) = &sealing_secret_env
@@ -556,6 +593,7 @@ impl EffectiveConfig {
             breaker,
             security,
             router,
+            plugins,
             telemetry,
             shutdown_drain,
             sources,

@@ -175,10 +175,8 @@ pub fn reference_markdown() -> String {
 }
 
 use DefaultValue::{Bool, Int, List, Str, Unset};
-use Support::{NotInThisBuild, Supported};
+use Support::Supported;
 use ValueKind::{Bool as B, Integer as I, String as S, StringList as L};
-
-const PLUGINS: &str = "plugins ([plugins], mcp-plugins)";
 
 const fn key(
     key: &'static str,
@@ -198,11 +196,6 @@ const fn key(
 
 const fn secret(mut spec: KeySpec) -> KeySpec {
     spec.secret = true;
-    spec
-}
-
-const fn unsupported(mut spec: KeySpec, feature: &'static str) -> KeySpec {
-    spec.support = NotInThisBuild(feature);
     spec
 }
 
@@ -488,9 +481,35 @@ pub static KEYS: &[KeySpec] = &[
         "accepted browser Origin values (an entry without port matches every port); requests without Origin are accepted; [\"*\"] accepts any",
     ),
     // [plugins]
-    unsupported(
-        key("plugins.config", S, Unset, "plugin document path"),
-        PLUGINS,
+    key(
+        "plugins.config",
+        S,
+        Unset,
+        "plugin document path (TOML, or JSON by extension: version = 1 and a plugins list, see mcp-plugins); unset: no plugins (or the document in Redis, plugins.redis_url); invalid at startup: the gateway refuses to start",
+    ),
+    secret(key(
+        "plugins.redis_url",
+        S,
+        Unset,
+        "instead of plugins.config: the Redis holding the plugin document (TOML or JSON string) under plugins.redis_key, polled every reload_interval_ms (a password in it is redacted by --print-config)",
+    )),
+    key(
+        "plugins.redis_key",
+        S,
+        Unset,
+        "the Redis key of the plugin document (with plugins.redis_url)",
+    ),
+    key(
+        "plugins.reload_interval_ms",
+        I,
+        Int(1000),
+        "how often the plugin document is checked for changes: a valid change swaps the chain atomically, an invalid one fails plugin-governed calls closed and /readyz unready",
+    ),
+    key(
+        "plugins.keep_last_good",
+        B,
+        Bool(false),
+        "on an invalid reload keep serving with the last good plugin chain instead of failing closed",
     ),
     // [router]
     key(

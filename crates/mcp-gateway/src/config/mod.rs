@@ -10,9 +10,10 @@
 //! relative to that file's directory; paths from the environment or the command line are relative
 //! to the working directory.
 //!
-//! Sections and values this build cannot honour are rejected, never ignored: `[plugins]` and a
-//! non-empty `backends.stdio_allowed_commands`. A session store that lacks what it needs (a Redis
-//! URL, a key ring) is an error too.
+//! Values this build cannot honour are rejected, never ignored: a non-empty
+//! `backends.stdio_allowed_commands`. A session store that lacks what it needs (a Redis URL, a key
+//! ring) is an error too; so is an invalid plugin document (`plugins.config`), when the gateway is
+//! built.
 //!
 //! ```
 //! use std::time::Duration;
@@ -33,8 +34,8 @@
 //!
 //! let err = GatewayConfig::from_toml_str("[sessions]\nkind = \"redis\"\n").unwrap_err();
 //! assert!(err.to_string().contains("sessions.url: must be a redis://"), "{err}");
-//! let err = GatewayConfig::from_toml_str("[plugins]\nconfig = \"p.toml\"\n").unwrap_err();
-//! assert!(err.to_string().contains("not in this build"), "{err}");
+//! let err = GatewayConfig::from_toml_str("[plugins]\nreload_interval_ms = 0\n").unwrap_err();
+//! assert!(err.to_string().contains("plugins.reload_interval_ms: must be at least 1"), "{err}");
 //! ```
 
 mod build;
@@ -78,6 +79,8 @@ pub struct GatewayConfig {
     pub security: SecurityConfig,
     /// `[router]`.
     pub router: RouterConfig,
+    /// `[plugins]`.
+    pub plugins: PluginsConfig,
     /// `[telemetry]`.
     pub telemetry: TelemetryConfig,
     /// `shutdown_drain_s`: longest wait for in-flight requests and streams on shutdown.
@@ -245,6 +248,46 @@ impl std::fmt::Debug for SessionsKind {
 pub struct SecurityConfig {
     /// `allowed_origins` (`["*"]`: any).
     pub allowed_origins: Vec<String>,
+}
+
+/// `[plugins]`: the plugin document (DESIGN §7) and how it is reloaded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PluginsConfig {
+    /// Where the document is: `config`, or `redis_url` + `redis_key`; `None`: no plugins.
+    pub source: Option<PluginSource>,
+    /// `reload_interval_ms`: how often the document is checked for changes.
+    pub reload_interval: Duration,
+    /// `keep_last_good`: an invalid reload keeps the last good chain.
+    pub keep_last_good: bool,
+}
+
+/// Where the plugin document is read from (and re-read on every poll).
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PluginSource {
+    /// `plugins.config`: a file (relative to the configuration file).
+    File(PathBuf),
+    /// `plugins.redis_url` + `plugins.redis_key`: a string key in Redis.
+    Redis {
+        /// Server URL (may carry a password: never printed).
+        url: String,
+        /// The key.
+        key: String,
+    },
+}
+
+impl std::fmt::Debug for PluginSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::File(path) => f.debug_tuple("File").field(path).finish(),
+            Self::Redis { key, .. } => f
+                .debug_struct("Redis")
+                .field("url", &"<redacted>")
+                .field("key", key)
+                .finish(),
+        }
+    }
 }
 
 /// `[router]`.

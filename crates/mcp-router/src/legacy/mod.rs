@@ -553,6 +553,7 @@ async fn set_level(
                 name: None,
                 progress_token: None,
                 hints: ToolHints::NONE,
+                headers: None,
             };
             if let Err(e) = crate::scope::final_response(scope, &target, &call, scope.fanout_deadline(config)).await {
                 tracing::debug!(backend = %name, reason = %e.reason(), "logging/setLevel not applied upstream");

@@ -38,6 +38,7 @@ use crate::body::{self, McpBody};
 use crate::log_level;
 use crate::modern::list::ListShape;
 use crate::naming::{ItemKind, Namer, Resolution, Target as NameTarget};
+use crate::plugins::{self, Governed, PostHook};
 use crate::respond;
 use crate::router::RouterInner;
 use crate::scope::{Incoming, Scope, classify, final_response, result_of};
@@ -68,8 +69,31 @@ pub(crate) async fn targeted(
     method: Method,
     params: RawObject<'_>,
 ) -> Response<McpBody> {
-    match prepare(scope, method, params).await {
-        Ok((routed, params)) => relay_call(scope, inner, id, method, routed, params).await,
+    // The public name, for plugins (only read when there are plugins at all).
+    let public = scope.inner.plugins.as_ref().and_then(|_| {
+        let key = if method == Method::ResourcesRead {
+            "uri"
+        } else {
+            "name"
+        };
+        params.get_str(key)
+    });
+    let (routed, mut params) = match prepare(scope, method, params).await {
+        Ok(prepared) => prepared,
+        Err(error) => return respond::error(StatusCode::OK, Some(id), &error),
+    };
+    let public = public.as_deref().unwrap_or(&routed.upstream);
+    let governed = plugins::pre(
+        scope,
+        method,
+        routed.backend,
+        &routed.upstream,
+        public,
+        &mut params,
+    )
+    .await;
+    match governed {
+        Ok(governed) => relay_call(scope, inner, id, method, routed, params, governed).await,
         Err(error) => respond::error(StatusCode::OK, Some(id), &error),
     }
 }
@@ -298,6 +322,7 @@ async fn lists_item(
             name: None,
             progress_token: None,
             hints: ToolHints::NONE,
+            headers: None,
         };
         let Ok(message) =
             final_response(scope, &target, &call, scope.fanout_deadline(config)).await
@@ -413,6 +438,8 @@ struct Relay {
     inflight_key: Option<(String, String)>,
     /// MRTR bridging, for a 2025 client calling a modern backend.
     bridge: Option<Bridge>,
+    /// Plugins' post hook on the final result.
+    post: Option<PostHook>,
 }
 
 enum Relayed {
@@ -427,8 +454,17 @@ async fn relay_call(
     method: Method,
     routed: Routed<'_>,
     params: RawObject<'static>,
+    governed: Option<Governed>,
 ) -> Response<McpBody> {
-    let target = scope.target(routed.backend, routed.config);
+    let Governed {
+        headers: plugin_headers,
+        meta: plugin_meta,
+        post,
+    } = governed.unwrap_or_default();
+    let mut target = scope.target(routed.backend, routed.config);
+    if plugin_meta.is_some() {
+        target.meta = plugin_meta.as_deref();
+    }
     let client_token = scope
         .meta
         .and_then(|m| RawObject::from_raw(m).ok())
@@ -442,6 +478,7 @@ async fn relay_call(
         // A tool call may have side effects: it goes to a replica after the primary might have
         // run it only when its annotations say it is read-only or idempotent.
         hints: inner.tool_hints(routed.config, &routed.upstream),
+        headers: plugin_headers.as_ref(),
     };
     // A 2025 client may cancel the call (notifications/cancelled) before the backend even
     // answers the request head: register first, and give up the send when it fires.
@@ -523,6 +560,7 @@ async fn relay_call(
         downstream_session: scope.session_id.map(str::to_owned),
         cancel: registration.as_ref().map(|(cancel, _)| Arc::clone(cancel)),
         inflight_key: registration.map(|(_, key)| key),
+        post,
     };
     match relay.next().await {
         Some(Relayed::Final(bytes)) => respond::json(StatusCode::OK, bytes),
@@ -764,7 +802,14 @@ impl Relay {
                     }
                     self.done = true;
                     self.answered = true;
-                    return Some(Relayed::Final(self.finish(&message)));
+                    let checked = match &self.post {
+                        Some(post) => post.apply(&self.upstream_id, message).await,
+                        None => Ok(message),
+                    };
+                    return Some(Relayed::Final(match checked {
+                        Ok(message) => self.finish(&message),
+                        Err(error) => encode_error(Some(&self.downstream_id), &error),
+                    }));
                 }
                 Incoming::ServerRequest(id) => {
                     if let Some(request) = self.relay_request(&message, id.clone()) {
@@ -884,6 +929,7 @@ impl Relay {
                 name: Some(&name),
                 progress_token: self.progress.as_ref().map(|(t, _)| t.as_str()),
                 hints: ToolHints::NONE,
+                headers: None,
             };
             self.inner.upstream.send(&target, &call).await
         };

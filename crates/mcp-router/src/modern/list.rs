@@ -89,6 +89,7 @@ async fn fetch_page(
         name: None,
         progress_token: None,
         hints: ToolHints::NONE,
+        headers: None,
     };
     let key = stale_key(scope, backend, method.as_str(), cursor.unwrap_or_default());
     let fetched = async {
@@ -253,6 +254,7 @@ fn rename_items(
         .backends
         .get(&page.backend)
         .and_then(|c| c.allowed_tools.as_ref());
+    let filter = crate::plugins::list_filter(scope, shape.kind);
     for raw in page.items {
         let Ok(item) = RawObject::parse(raw.get()) else {
             continue;
@@ -274,6 +276,11 @@ fn rename_items(
         let public = namer
             .public(&page.backend, &upstream, shape.kind)
             .into_owned();
+        if let Some(chain) = &filter
+            && !crate::plugins::listed(chain, scope, shape.kind, &page.backend, &upstream, &public)
+        {
+            continue;
+        }
         if let Err(problem) = check_public_name(&public, shape.kind, scope.inner.max_name_len) {
             tracing::warn!(backend = %page.backend, name = %public, reason = problem.reason(), "item left out of merged list");
             degraded.item(&public, problem.reason());

@@ -169,6 +169,7 @@ async fn backend_feed(
                 name: None,
                 progress_token: None,
                 hints: ToolHints::NONE,
+                headers: None,
             };
             let reply = scope.inner.upstream.send(&target, &call).await.ok()?;
             Some(
@@ -192,6 +193,7 @@ async fn backend_feed(
                     name: None,
                     progress_token: None,
                     hints: ToolHints::NONE,
+                    headers: None,
                 };
                 let deadline = scope.fanout_deadline(config);
                 if let Err(e) = crate::scope::final_response(scope, &target, &call, deadline).await

@@ -90,6 +90,8 @@ pub(crate) struct Call<'a> {
     /// The tool's `readOnlyHint`/`idempotentHint` (for `tools/call`): whether it may be sent to a
     /// replica after the primary might have received it (`mcp_fallback::may_replay`).
     pub(crate) hints: ToolHints,
+    /// Headers plugins add to this request (`mcp_plugins::UpstreamExtras`).
+    pub(crate) headers: Option<&'a HeaderMap>,
 }
 
 /// What a backend answered to one request.
@@ -388,7 +390,8 @@ impl Upstream {
             mcp_headers: modern_headers(call.method, call.name),
             forward_param_headers: call.method == "tools/call",
         };
-        let request = request::build(out, target.downstream, &target.config.headers);
+        let mut request = request::build(out, target.downstream, &target.config.headers);
+        request::add_headers(&mut request, call.headers);
         // A subscription stream may idle for as long as nothing changes.
         let timeout = Self::timeout(target);
         let gap = (call.method != "subscriptions/listen").then_some(timeout);
@@ -420,7 +423,8 @@ impl Upstream {
             mcp_headers: legacy_headers(&session),
             forward_param_headers: false,
         };
-        let request = request::build(out, target.downstream, &target.config.headers);
+        let mut request = request::build(out, target.downstream, &target.config.headers);
+        request::add_headers(&mut request, call.headers);
         let answer = transport::exchange(&self.http, request, Self::timeout(target)).await?;
         if answer.status == StatusCode::NOT_FOUND && session.id.is_some() {
             self.sessions.forget(&key, &session, true);
@@ -667,6 +671,7 @@ impl Upstream {
                     name: None,
                     progress_token: None,
                     hints: ToolHints::NONE,
+                    headers: None,
                 };
                 let reply = self.send_modern(target, url, &call).await?;
                 let result = final_result(reply).await?;

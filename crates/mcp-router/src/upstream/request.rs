@@ -42,6 +42,17 @@ fn gateway_owned(name: &HeaderName) -> bool {
         || mcp_core::headers::is_mcp_header(name)
 }
 
+/// Sets `extra` (headers plugins asked for) on `request`, replacing same-named ones; hop-by-hop
+/// and gateway-owned headers (content type, `Mcp-*`, …) are never a plugin's to set.
+pub(crate) fn add_headers(request: &mut Request<Full<Bytes>>, extra: Option<&HeaderMap>) {
+    for (name, value) in extra.into_iter().flatten() {
+        if HOP_BY_HOP.contains(&name.as_str()) || gateway_owned(name) {
+            continue;
+        }
+        request.headers_mut().insert(name.clone(), value.clone());
+    }
+}
+
 /// What to send: the URL, the body and the gateway-owned MCP headers for this message.
 pub(crate) struct Outgoing<'a> {
     pub(crate) url: &'a Url,

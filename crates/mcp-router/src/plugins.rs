@@ -1,0 +1,181 @@
+//! The router's side of `mcp-plugins`: the pre hook of a routed call before the backend sees it,
+//! the post hook on its final result, and list filtering.
+//!
+//! | method | pre hook | post hook | lists filtered |
+//! |---|---|---|---|
+//! | `tools/call` | `tool_pre_invoke` (arguments) | `tool_post_invoke` (result) | `tools/list` |
+//! | `prompts/get` | `prompt_pre_fetch` (arguments) | `prompt_post_fetch` (result) | `prompts/list` |
+//! | `resources/read` | `resource_pre_read` (URI only) | `resource_post_read` (result) | `resources/list` |
+//!
+//! Plugins see the backend's own names (the upstream tool/prompt name or resource URI) and the
+//! caller's public name. Post hooks run on a complete final result only: error responses and
+//! non-final results (`input_required`, tasks) pass untouched. A runtime whose last reload failed
+//! answers every hooked method with its internal error (fail closed, DESIGN §3.5), whether or not
+//! a plugin would have applied: the gateway cannot know which would.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::HeaderMap;
+use mcp_core::{Envelope, ErrorObject, Method, Principal, RawObject, RequestId, encode_result};
+use mcp_plugins::{Hook, PluginChain, PluginContext};
+use serde_json::value::RawValue;
+
+use crate::naming::ItemKind;
+use crate::scope::Scope;
+
+/// The (pre, post) hooks of a routed method, if it has any.
+fn hooks(method: Method) -> Option<(Hook, Hook)> {
+    match method {
+        Method::ToolsCall => Some((Hook::ToolPreInvoke, Hook::ToolPostInvoke)),
+        Method::PromptsGet => Some((Hook::PromptPreFetch, Hook::PromptPostFetch)),
+        Method::ResourcesRead => Some((Hook::ResourcePreRead, Hook::ResourcePostRead)),
+        _ => None,
+    }
+}
+
+/// What the pre hooks left for the rest of the call.
+#[derive(Default)]
+pub(crate) struct Governed {
+    /// Headers for the upstream request.
+    pub(crate) headers: Option<HeaderMap>,
+    /// The request `_meta` with the plugins' entries merged in.
+    pub(crate) meta: Option<Box<RawValue>>,
+    /// The post hook to run on the result.
+    pub(crate) post: Option<PostHook>,
+}
+
+/// Runs the pre hooks of a routed call (`params` are the upstream params: rewritten arguments are
+/// written back). `Ok(None)`: no plugin governs the call.
+pub(crate) async fn pre(
+    scope: &Scope<'_>,
+    method: Method,
+    backend: &str,
+    upstream: &str,
+    public: &str,
+    params: &mut RawObject<'_>,
+) -> Result<Option<Governed>, ErrorObject> {
+    let (Some(runtime), Some((pre_hook, post_hook))) = (&scope.inner.plugins, hooks(method)) else {
+        return Ok(None);
+    };
+    let chain = runtime.load()?;
+    let vhost = scope.ctx.vhost_id.as_str();
+    let runs_pre = chain.applies(pre_hook, vhost, backend, upstream);
+    let runs_post = chain.applies(post_hook, vhost, backend, upstream);
+    if !runs_pre && !runs_post {
+        return Ok(None);
+    }
+    let mut governed = Governed::default();
+    if runs_pre {
+        let ctx = PluginContext::new(pre_hook, vhost, backend, upstream)
+            .with_principal(Some(&scope.ctx.principal))
+            .with_public_name(public)
+            .with_meta(scope.meta);
+        let outcome = chain.pre(&ctx, params.get("arguments")).await?;
+        if let Some(arguments) = outcome.arguments {
+            params.set_raw("arguments", arguments);
+        }
+        governed.meta = outcome.extras.merged_meta(scope.meta);
+        if !outcome.extras.headers.is_empty() {
+            governed.headers = Some(outcome.extras.headers);
+        }
+    }
+    governed.post = runs_post.then(|| PostHook {
+        chain,
+        hook: post_hook,
+        vhost: vhost.to_owned(),
+        backend: backend.to_owned(),
+        upstream: upstream.to_owned(),
+        public: public.to_owned(),
+        principal: scope.ctx.principal.clone(),
+        meta: scope.meta.map(ToOwned::to_owned),
+    });
+    Ok(Some(governed))
+}
+
+/// The post hook of one call, owned: it runs after the handler returned, on the relay.
+pub(crate) struct PostHook {
+    chain: Arc<PluginChain>,
+    hook: Hook,
+    vhost: String,
+    backend: String,
+    upstream: String,
+    public: String,
+    principal: Principal,
+    meta: Option<Box<RawValue>>,
+}
+
+impl PostHook {
+    /// The backend's final response `message` (to request `upstream_id`) after the post hook: the
+    /// same message, one with the rewritten result, or the plugins' error.
+    pub(crate) async fn apply(
+        &self,
+        upstream_id: &RequestId,
+        message: Bytes,
+    ) -> Result<Bytes, ErrorObject> {
+        let rewritten = {
+            let Some(result) = Envelope::parse(&message).ok().and_then(|env| env.result()) else {
+                return Ok(message);
+            };
+            self.run(result).await?
+        };
+        Ok(match rewritten {
+            Some(result) => Bytes::from(encode_result(upstream_id, &result)),
+            None => message,
+        })
+    }
+
+    /// The result to send instead (`Ok(Some)`), the backend's (`Ok(None)`), or the error to send.
+    async fn run(&self, result: &RawValue) -> Result<Option<Box<RawValue>>, ErrorObject> {
+        let final_result = RawObject::from_raw(result)
+            .ok()
+            .and_then(|r| r.get_str("resultType"))
+            .is_none_or(|t| t == "complete");
+        if !final_result {
+            return Ok(None);
+        }
+        let ctx = PluginContext::new(self.hook, &self.vhost, &self.backend, &self.upstream)
+            .with_principal(Some(&self.principal))
+            .with_public_name(&self.public)
+            .with_meta(self.meta.as_deref());
+        self.chain.post(&ctx, result).await
+    }
+}
+
+/// The pre hook governing items of `kind` (list filtering asks its plugins).
+fn item_hook(kind: ItemKind) -> Hook {
+    match kind {
+        ItemKind::Tool => Hook::ToolPreInvoke,
+        ItemKind::Prompt => Hook::PromptPreFetch,
+        ItemKind::Resource => Hook::ResourcePreRead,
+    }
+}
+
+/// The chain that may hide items of `kind` from a list in this virtual host, if any. While the
+/// runtime is failed lists are not filtered (the calls themselves fail closed).
+pub(crate) fn list_filter(scope: &Scope<'_>, kind: ItemKind) -> Option<Arc<PluginChain>> {
+    let chain = scope.inner.plugins.as_ref()?.load().ok()?;
+    chain
+        .filters_lists(item_hook(kind), scope.ctx.vhost_id.as_str())
+        .then_some(chain)
+}
+
+/// Whether `upstream` (an item of `backend`, public name `public`) stays in the list.
+pub(crate) fn listed(
+    chain: &PluginChain,
+    scope: &Scope<'_>,
+    kind: ItemKind,
+    backend: &str,
+    upstream: &str,
+    public: &str,
+) -> bool {
+    let ctx = PluginContext::new(
+        item_hook(kind),
+        scope.ctx.vhost_id.as_str(),
+        backend,
+        upstream,
+    )
+    .with_principal(Some(&scope.ctx.principal))
+    .with_public_name(public);
+    chain.listed(&ctx)
+}

@@ -22,60 +22,14 @@ use std::time::{Duration, Instant};
 use mcp_test_backends::{BackendSpec, TestBackend};
 use serde_json::{Value, json};
 use support::gateway::{Gateway, token, user_config};
+use support::peers::{in_ci, installed, python, root, skipped};
 
-/// Written by `cargo xtask test` into each installed folder, holding the manifest it installed.
-const MARKER: &str = ".interop-installed";
 /// Longest run of one client script (interpreter start-up included) on a loaded 2-core machine.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(90);
 /// Longest wait for `server-everything` to accept connections.
 const SERVER_START_TIMEOUT: Duration = Duration::from_secs(30);
 /// The protocol revisions a legacy (initialize) session may settle on.
 const LEGACY_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v.eq_ignore_ascii_case("true") || v == "1")
-}
-
-// A skipped interop test must be visible in the test output, and stderr is the only channel the
-// test runners show for a passing test.
-#[allow(clippy::print_stderr)]
-fn skipped(reason: &str) {
-    eprintln!("\n*** SKIPPING INTEROP TEST: {reason} ***\n");
-}
-
-/// True when `folder` was installed from the current `manifest` (its marker holds the same text)
-/// and `needed` exists. Otherwise panics under `CI=true`, else reports the skip.
-fn installed(folder: &Path, manifest: &Path, needed: &Path) -> bool {
-    let marker = std::fs::read(folder.join(MARKER)).ok();
-    let wanted = std::fs::read(manifest)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", manifest.display()));
-    if marker.as_deref() == Some(wanted.as_slice()) && needed.exists() {
-        return true;
-    }
-    let reason = format!(
-        "{} is missing or not installed from the current {}: run `cargo xtask test` once \
-         (it installs the interop peers)",
-        folder.display(),
-        manifest.display()
-    );
-    if in_ci() {
-        panic!("{reason}; CI=true requires the interop tests to run");
-    }
-    skipped(&reason);
-    false
-}
-
-/// The interpreter of `.venv/<venv>` (`mcp1` or `mcp2`), when installed.
-fn python(venv: &str) -> Option<PathBuf> {
-    let folder = root().join(".venv").join(venv);
-    let interpreter = folder.join("bin/python");
-    let manifest = root().join(format!("tests/interop/requirements-{venv}.txt"));
-    installed(&folder, &manifest, &interpreter).then_some(interpreter)
-}
 
 /// The npm project `tests/interop/node`, when its node_modules are installed and `node` runs.
 fn node_project() -> Option<PathBuf> {

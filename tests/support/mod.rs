@@ -4,6 +4,7 @@
 #![allow(dead_code, unreachable_pub)] // each test binary uses a different subset
 
 pub mod gateway;
+pub mod peers;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;

@@ -220,6 +220,7 @@ fn build_router(
             ..UpstreamOptions::default()
         })
         .breaker_defaults(config.breaker.clone())
+        .stdio_allowed_commands(config.backends.stdio_allowed_commands.clone())
         .stale_if_error(r.stale_if_error, STALE_ENTRIES)
         .session_store(sessions);
     if let Some(text) = &r.instructions {

@@ -56,7 +56,11 @@ impl UserStore {
             StoreKind::File => {
                 let file = open_file(config).await?;
                 let doc = file.document();
-                let (errors, warnings) = check_document(&doc, &config.breaker);
+                let (errors, warnings) = check_document(
+                    &doc,
+                    &config.breaker,
+                    &config.backends.stdio_allowed_commands,
+                );
                 let source = Source::File(file.path().to_path_buf());
                 if let Some(e) = findings_error(&source, errors) {
                     return Err(e.into());
@@ -233,7 +237,11 @@ pub async fn check_documents(config: &GatewayConfig) -> Result<DocumentReport, G
         StoreKind::File => {
             let file = open_file(config).await?;
             let doc = file.document();
-            let (errors, warnings) = check_document(&doc, &config.breaker);
+            let (errors, warnings) = check_document(
+                &doc,
+                &config.breaker,
+                &config.backends.stdio_allowed_commands,
+            );
             let source = Source::File(file.path().to_path_buf());
             if let Some(e) = findings_error(&source, errors) {
                 return Err(e.into());
@@ -297,7 +305,12 @@ async fn check_redis(config: &GatewayConfig) -> Result<DocumentReport, GatewayEr
         report.subjects += 1;
         match UserConfig::from_json_str(&text) {
             Ok(user) => {
-                for finding in unsupported_features("", &user, &config.breaker) {
+                for finding in unsupported_features(
+                    "",
+                    &user,
+                    &config.breaker,
+                    &config.backends.stdio_allowed_commands,
+                ) {
                     problems.push(Problem {
                         source: source.clone(),
                         key: finding.path,

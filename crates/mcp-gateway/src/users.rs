@@ -1,6 +1,7 @@
 //! Checks of user configurations beyond the store's own validation: features of the user config
-//! model that this build of the gateway cannot honour, backend `breaker` overrides that do not
-//! apply, and overlapping backend names (a warning when serving, an error for
+//! model that this build of the gateway cannot honour, stdio backends whose command is not on the
+//! operator's allow-list (`backends.stdio_allowed_commands`), backend `breaker` overrides that do
+//! not apply, and overlapping backend names (a warning when serving, an error for
 //! `mcp-gateway check-config`, DESIGN §5).
 
 use mcp_breaker::BreakerConfig;
@@ -21,13 +22,16 @@ impl std::fmt::Display for UserConfigFinding {
     }
 }
 
-/// Features of the user configuration model that this build does not serve (stdio backends, the
-/// 2024-11-05 SSE transport), and backend `breaker` overrides that do not apply over `breaker`
-/// (the process's `[breaker]` defaults); using them is an error (never silently ignored).
+/// Features of the user configuration model that this build does not serve (the 2024-11-05 SSE
+/// transport), stdio backends whose `command` is not in `stdio_allowed` (the operator's
+/// `backends.stdio_allowed_commands`: a user configuration alone never starts a program), and
+/// backend `breaker` overrides that do not apply over `breaker` (the process's `[breaker]`
+/// defaults); using them is an error (never silently ignored).
 pub fn unsupported_features(
     prefix: &str,
     config: &UserConfig,
     breaker: &BreakerConfig,
+    stdio_allowed: &[String],
 ) -> Vec<UserConfigFinding> {
     let mut out = Vec::new();
     let unsupported = |path: String, feature: &str| UserConfigFinding {
@@ -44,8 +48,15 @@ pub fn unsupported_features(
         }
         for (name, backend) in &vhost.backends {
             let b = join(&join(&vh, "backends"), name);
-            if backend.command.is_some() {
-                out.push(unsupported(join(&b, "command"), "stdio backends"));
+            if let Some(command) = &backend.command
+                && !stdio_allowed.contains(command)
+            {
+                out.push(UserConfigFinding {
+                    path: join(&b, "command"),
+                    message: format!(
+                        "`{command}` is not in backends.stdio_allowed_commands (the operator's allow-list of stdio backend programs)"
+                    ),
+                });
             }
             if let Some(overrides) = &backend.breaker
                 && let Err(e) = breaker.with_overrides(overrides)
@@ -71,6 +82,7 @@ pub fn unsupported_features(
 pub fn check_document(
     doc: &UsersDocument,
     breaker: &BreakerConfig,
+    stdio_allowed: &[String],
 ) -> (Vec<UserConfigFinding>, Vec<UserConfigFinding>) {
     let mut errors = Vec::new();
     for (subject, config) in &doc.users {
@@ -78,6 +90,7 @@ pub fn check_document(
             &join("users", subject),
             config,
             breaker,
+            stdio_allowed,
         ));
     }
     let warnings = doc
@@ -122,7 +135,7 @@ mod tests {
                 "d":{"url":"http://127.0.0.1:4/mcp","breaker":{"opne_ms":1}}}}}}}}"#,
         )
         .expect("valid document");
-        let (errors, warnings) = check_document(&doc, &BreakerConfig::default());
+        let (errors, warnings) = check_document(&doc, &BreakerConfig::default(), &[]);
         let text: Vec<String> = errors.iter().map(ToString::to_string).collect();
         assert_eq!(text.len(), 4, "{text:?}");
         assert_eq!(
@@ -135,7 +148,7 @@ mod tests {
         );
         assert_eq!(
             text[2],
-            "users.alice.virtual_hosts.vh.backends.a-b.command: not in this build of mcp-gateway (stdio backends)"
+            "users.alice.virtual_hosts.vh.backends.a-b.command: `npx` is not in backends.stdio_allowed_commands (the operator's allow-list of stdio backend programs)"
         );
         assert!(
             text[3].starts_with("users.alice.virtual_hosts.vh.backends.d.breaker: "),

@@ -131,7 +131,7 @@ fn check_config_names_the_path_of_user_config_errors() {
     );
     assert!(err.contains("an error for check-config"), "{err}");
 
-    // A user-config feature this build does not serve.
+    // A stdio backend whose command the operator did not allow.
     write(
         dir.path(),
         "users.json",
@@ -143,7 +143,7 @@ fn check_config_names_the_path_of_user_config_errors() {
     );
     assert_eq!(code, 2, "{err}");
     assert!(
-        err.contains("users.alice.virtual_hosts.vh1.backends.tool.command: not in this build of mcp-gateway (stdio backends)"),
+        err.contains("users.alice.virtual_hosts.vh1.backends.tool.command: `npx` is not in backends.stdio_allowed_commands"),
         "{err}"
     );
 }
@@ -188,10 +188,6 @@ fn unsupported_features_and_incomplete_session_stores_are_rejected_with_their_me
         (
             "\n[plugins]\nredis_url = \"http://x\"\nredis_key = \"k\"\n",
             vec!["plugins.redis_url: must be a redis:// (or rediss://) URL"],
-        ),
-        (
-            "\n[backends]\nstdio_allowed_commands = [\"npx\"]\n",
-            vec!["backends.stdio_allowed_commands: stdio backends are not in this build"],
         ),
     ];
     for (extra, needles) in cases {

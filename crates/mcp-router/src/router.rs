@@ -232,6 +232,13 @@ impl McpRouterBuilder {
         self
     }
 
+    /// Programs user configurations may run as stdio backends (an operator decision: a user
+    /// configuration alone never starts a process). See the upstream `stdio` module docs.
+    pub fn stdio_allowed_commands(mut self, commands: Vec<String>) -> Self {
+        self.upstream.stdio_allowed_commands = commands;
+        self
+    }
+
     /// Plugins around routed calls: `tools/call`, `prompts/get` and `resources/read` run the
     /// runtime's current chain (pre hooks before the backend, post hooks on the result), and lists
     /// leave out what an enforcing filter plugin hides. See `mcp_plugins` and the router's

@@ -12,9 +12,9 @@ use url::Url;
 use super::error::{ConfigError, Problems, Source};
 use super::layers::{EffectiveConfig, Value};
 use super::{
-    AuthConfig, GatewayConfig, JwtConfig, LimitsConfig, ListenConfig, LogFormat, PluginSource,
-    PluginsConfig, RouterConfig, SecurityConfig, SessionsConfig, SessionsKind, StoreKind,
-    TelemetryConfig, TlsFiles, UserStoreConfig,
+    AuthConfig, BackendsConfig, GatewayConfig, JwtConfig, LimitsConfig, ListenConfig, LogFormat,
+    PluginSource, PluginsConfig, RouterConfig, SecurityConfig, SessionsConfig, SessionsKind,
+    StoreKind, TelemetryConfig, TlsFiles, UserStoreConfig,
 };
 
 /// Reads typed values out of an [`EffectiveConfig`], collecting problems.
@@ -468,13 +468,9 @@ impl EffectiveConfig {
         }
 
         // [backends]
-        let stdio = r.list("backends.stdio_allowed_commands");
-        if !stdio.is_empty() {
-            r.fail(
-                "backends.stdio_allowed_commands",
-                "stdio backends are not in this build of mcp-gateway; the list must be empty",
-            );
-        }
+        let backends = BackendsConfig {
+            stdio_allowed_commands: r.list("backends.stdio_allowed_commands"),
+        };
 
         // [security]
         let allowed_origins = r.list("security.allowed_origins");
@@ -594,6 +590,7 @@ impl EffectiveConfig {
             security,
             router,
             plugins,
+            backends,
             telemetry,
             shutdown_drain,
             sources,
@@ -647,7 +644,7 @@ mod tests {
     #[test]
     fn cross_key_problems_are_reported_together() {
         let e = errors(
-            "[listen]\naddr = \"nowhere\"\ntls_cert = \"c.pem\"\n[auth.jwt]\nissuer = \"\"\nalgorithms = [\"HS256\", \"XX1\"]\n[config_store]\nkind = \"mongo\"\n[sessions]\nkind = \"sealed\"\n[backends]\nstdio_allowed_commands = [\"npx\"]\n[security]\nallowed_origins = [\"localhost\"]\n[telemetry]\nlog_format = \"xml\"\n[breaker]\nhalf_open_probes = 0\n",
+            "[listen]\naddr = \"nowhere\"\ntls_cert = \"c.pem\"\n[auth.jwt]\nissuer = \"\"\nalgorithms = [\"HS256\", \"XX1\"]\n[config_store]\nkind = \"mongo\"\n[sessions]\nkind = \"sealed\"\n[plugins]\nreload_interval_ms = 0\n[security]\nallowed_origins = [\"localhost\"]\n[telemetry]\nlog_format = \"xml\"\n[breaker]\nhalf_open_probes = 0\n",
         );
         let joined = e.join("\n");
         for needle in [
@@ -658,7 +655,7 @@ mod tests {
             "auth.jwt.algorithms: unknown algorithm `XX1`",
             "config_store.kind: unknown kind `mongo`",
             "sessions.keys_env: must name the environment variable holding the key ring",
-            "backends.stdio_allowed_commands: stdio backends are not in this build",
+            "plugins.reload_interval_ms: must be at least 1",
             "security.allowed_origins: `localhost` is not an origin",
             "telemetry.log_format: unknown format `xml`",
             "configuration: breaker.half_open_probes: ",

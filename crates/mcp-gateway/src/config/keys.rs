@@ -471,7 +471,7 @@ pub static KEYS: &[KeySpec] = &[
         "backends.stdio_allowed_commands",
         L,
         List(&[]),
-        "commands a user config may spawn as stdio backends; must stay empty in this build (no stdio backends)",
+        "programs a user config may run as stdio backends (`command`, compared verbatim: list absolute paths or the exact names users write, e.g. npx); a command not listed is refused when the user configuration is loaded, and never started",
     ),
     // [security]
     key(

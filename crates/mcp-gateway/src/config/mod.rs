@@ -10,8 +10,7 @@
 //! relative to that file's directory; paths from the environment or the command line are relative
 //! to the working directory.
 //!
-//! Values this build cannot honour are rejected, never ignored: a non-empty
-//! `backends.stdio_allowed_commands`. A session store that lacks what it needs (a Redis URL, a key
+//! Values this build cannot honour are rejected, never ignored. A session store that lacks what it needs (a Redis URL, a key
 //! ring) is an error too; so is an invalid plugin document (`plugins.config`), when the gateway is
 //! built.
 //!
@@ -81,6 +80,8 @@ pub struct GatewayConfig {
     pub router: RouterConfig,
     /// `[plugins]`.
     pub plugins: PluginsConfig,
+    /// `[backends]`.
+    pub backends: BackendsConfig,
     /// `[telemetry]`.
     pub telemetry: TelemetryConfig,
     /// `shutdown_drain_s`: longest wait for in-flight requests and streams on shutdown.
@@ -260,6 +261,14 @@ pub struct PluginsConfig {
     pub reload_interval: Duration,
     /// `keep_last_good`: an invalid reload keeps the last good chain.
     pub keep_last_good: bool,
+}
+
+/// `[backends]`: what user configurations may ask of the gateway.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BackendsConfig {
+    /// `stdio_allowed_commands`: programs user configurations may run as stdio backends.
+    pub stdio_allowed_commands: Vec<String>,
 }
 
 /// Where the plugin document is read from (and re-read on every poll).

@@ -29,6 +29,13 @@ pub enum UpstreamError {
     /// The backend entry cannot be called over HTTP (no `url`: a stdio backend).
     #[error("backend has no HTTP url")]
     NoUrl,
+    /// A stdio backend's command is not on the operator's allow-list: nothing was started.
+    #[error("backend command not allowed by the gateway operator")]
+    NotAllowed,
+    /// A stdio backend's process could not be started, died and is waiting to be restarted, or
+    /// there are too many processes.
+    #[error("backend process unavailable")]
+    ProcessFailed,
     /// The backend's circuit breaker is open: the call was not sent.
     #[error("circuit open, retry in {}s", .0.as_secs().max(1))]
     CircuitOpen(Duration),
@@ -48,7 +55,12 @@ impl UpstreamError {
     pub fn never_sent(&self) -> bool {
         matches!(
             self,
-            Self::Connect | Self::NoUrl | Self::SessionExpired | Self::CircuitOpen(_)
+            Self::Connect
+                | Self::NoUrl
+                | Self::SessionExpired
+                | Self::CircuitOpen(_)
+                | Self::NotAllowed
+                | Self::ProcessFailed
         )
     }
 }

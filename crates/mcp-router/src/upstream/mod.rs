@@ -7,6 +7,7 @@ mod get_stream;
 mod meta;
 mod request;
 mod session;
+mod stdio;
 mod transport;
 
 use std::collections::HashMap;
@@ -49,6 +50,11 @@ pub struct UpstreamOptions {
     /// Circuit breaker defaults for every backend URL; a backend's `breaker` object overrides
     /// single keys.
     pub breaker: BreakerConfig,
+    /// Programs a user configuration may run as stdio backends (`command`, compared verbatim);
+    /// empty (the default): no stdio backend is ever started.
+    pub stdio_allowed_commands: Vec<String>,
+    /// Most stdio backend processes running at once.
+    pub max_stdio_processes: usize,
 }
 
 impl Default for UpstreamOptions {
@@ -58,6 +64,8 @@ impl Default for UpstreamOptions {
             era_ttl: Duration::from_secs(300),
             max_sessions: 10_000,
             breaker: BreakerConfig::default(),
+            stdio_allowed_commands: Vec::new(),
+            max_stdio_processes: 64,
         }
     }
 }
@@ -131,6 +139,8 @@ pub(crate) struct Upstream {
     hubs: get_stream::Hubs,
     /// Merged breaker config per backend, so overrides are not re-merged on every call.
     breaker_configs: Mutex<HashMap<String, MergedBreakerConfig>>,
+    /// Child processes of stdio backends.
+    stdio: stdio::StdioPool,
 }
 
 impl std::fmt::Debug for Upstream {
@@ -145,6 +155,11 @@ const LEGACY_PROTOCOL: ProtocolVersion = ProtocolVersion::LATEST_LEGACY;
 
 impl Upstream {
     pub(crate) fn new(options: UpstreamOptions, client_info: Box<RawValue>) -> Self {
+        let stdio = stdio::StdioPool::new(
+            options.stdio_allowed_commands.clone(),
+            options.max_stdio_processes,
+            client_info.clone(),
+        );
         Self {
             http: transport::build_client(options.connect_timeout),
             sessions: SessionTable::new(options.max_sessions),
@@ -155,6 +170,7 @@ impl Upstream {
             breakers: BreakerRegistry::new(),
             hubs: get_stream::Hubs::default(),
             breaker_configs: Mutex::new(HashMap::new()),
+            stdio,
         }
     }
 
@@ -247,6 +263,9 @@ impl Upstream {
         target: &Target<'_>,
         call: &Call<'_>,
     ) -> Result<Reply, UpstreamError> {
+        if let Some(command) = &target.config.command {
+            return self.send_stdio(target, call, command).await;
+        }
         let mut first_error: Option<UpstreamError> = None;
         let mut latest_error: Option<UpstreamError> = None;
         for url in Self::urls(target)? {
@@ -267,6 +286,35 @@ impl Upstream {
         Err(first_error.unwrap_or(UpstreamError::NoUrl))
     }
 
+    /// A call to a stdio backend, behind the breaker of its command.
+    async fn send_stdio(
+        &self,
+        target: &Target<'_>,
+        call: &Call<'_>,
+        command: &str,
+    ) -> Result<Reply, UpstreamError> {
+        let permit = match self.breaker(target, &format!("stdio:{command}")) {
+            Some(breaker) => Some(
+                breaker
+                    .try_acquire()
+                    .map_err(|open| UpstreamError::CircuitOpen(open.retry_after()))?,
+            ),
+            None => None,
+        };
+        match self.stdio.send(target, call).await {
+            Ok(mut reply) => {
+                reply.messages = recording(reply.messages, reply.id.clone(), permit);
+                Ok(reply)
+            }
+            Err(e) => {
+                if let Some(permit) = permit {
+                    permit.record_elapsed(outcome_of(&e));
+                }
+                Err(e)
+            }
+        }
+    }
+
     /// The primary URL, then the replicas.
     fn urls<'a>(target: &Target<'a>) -> Result<impl Iterator<Item = &'a Url>, UpstreamError> {
         let primary = Self::url(target)?;
@@ -280,7 +328,7 @@ impl Upstream {
         url: &Url,
         call: &Call<'_>,
     ) -> Result<Reply, UpstreamError> {
-        let permit = match self.breaker(target, url) {
+        let permit = match self.breaker(target, url.as_str()) {
             Some(breaker) => Some(
                 breaker
                     .try_acquire()
@@ -305,8 +353,8 @@ impl Upstream {
     /// The breaker of one backend URL (per backend name and URL: tenants naming one URL
     /// differently do not reset each other's breaker). `None` when the backend's `breaker`
     /// overrides are invalid (logged; config validation should have caught them).
-    fn breaker(&self, target: &Target<'_>, url: &Url) -> Option<CircuitBreaker> {
-        let key = format!("{}\u{0}{}", target.name, url.as_str());
+    fn breaker(&self, target: &Target<'_>, url: &str) -> Option<CircuitBreaker> {
+        let key = format!("{}\u{0}{url}", target.name);
         let config = {
             let mut configs = self
                 .breaker_configs
@@ -628,9 +676,17 @@ impl Upstream {
     /// upstream session. Tries the replicas when the primary fails (describing is read-only), each
     /// behind its breaker.
     pub(crate) async fn describe(&self, target: &Target<'_>) -> Result<Description, UpstreamError> {
+        if target.config.command.is_some() {
+            // Callers never see a stdio backend's session: it describes itself like a modern one.
+            return Ok(Description {
+                era: Era::Modern,
+                result: self.stdio.describe(target).await?,
+                session: None,
+            });
+        }
         let mut first_error = None;
         for url in Self::urls(target)? {
-            let permit = match self.breaker(target, url) {
+            let permit = match self.breaker(target, url.as_str()) {
                 Some(breaker) => match breaker.try_acquire() {
                     Ok(permit) => Some(permit),
                     Err(open) => {
@@ -734,12 +790,15 @@ fn outcome_of(error: &UpstreamError) -> Outcome {
         UpstreamError::Connect
         | UpstreamError::Timeout(_)
         | UpstreamError::Malformed(_)
-        | UpstreamError::Disconnected => Outcome::Failure,
+        | UpstreamError::Disconnected
+        | UpstreamError::ProcessFailed => Outcome::Failure,
         UpstreamError::Status(code) if *code >= 500 || *code == 408 || *code == 429 => {
             Outcome::Failure
         }
         UpstreamError::Status(_) | UpstreamError::SessionExpired => Outcome::Success,
-        UpstreamError::NoUrl | UpstreamError::CircuitOpen(_) => Outcome::Ignore,
+        UpstreamError::NoUrl | UpstreamError::CircuitOpen(_) | UpstreamError::NotAllowed => {
+            Outcome::Ignore
+        }
     }
 }
 

@@ -466,6 +466,35 @@ async fn the_last_delete_of_a_caller_ends_the_shared_upstream_session() {
 async fn set_level_reaches_legacy_backends_and_is_stamped_on_modern_calls() {
     let (alpha, beta, gw) = setup().await;
     let session = initialize(&gw, "alice").await;
+
+    // Before any setLevel a 2025 client hears a modern backend's logs, as it would a 2025 server's.
+    let before = post(
+        &gw,
+        "alice",
+        "vh",
+        Some(&session),
+        request(
+            9,
+            "tools/call",
+            json!({"name": "alpha-slow", "arguments": {"steps": 2, "delay_ms": 1}}),
+        ),
+    )
+    .await;
+    let logs = before
+        .sse_messages()
+        .into_iter()
+        .filter(|m| m["method"] == "notifications/message")
+        .count();
+    assert_eq!(logs, 2, "{}", before.text());
+    let call = alpha
+        .requests_for("tools/call")
+        .pop()
+        .expect("call at alpha");
+    assert_eq!(
+        call.json().expect("json")["params"]["_meta"]["io.modelcontextprotocol/logLevel"],
+        "debug"
+    );
+
     let level = post(
         &gw,
         "alice",

@@ -432,6 +432,10 @@ async fn tasks_get_without_the_declaration_is_missing_capability() {
         reply.status,
         reply.text()
     );
+    assert_eq!(
+        reply.status, 400,
+        "2026-07-28 ties -32021 to HTTP 400, through the gateway too"
+    );
     assert_eq!(alpha.calls_cancelled("long_task"), 0);
 }
 

@@ -352,3 +352,27 @@ async fn a_legacy_initialize_opens_a_session_instead_of_failing_validation() {
             .is_some_and(|id| id.len() >= 32)
     );
 }
+
+#[tokio::test]
+async fn an_initialize_declaring_2026_07_28_is_an_unknown_method() {
+    let (alpha, gw) = gateway().await;
+    let body = json!({"jsonrpc": "2.0", "id": 3, "method": "initialize", "params": {
+        "protocolVersion": "2026-07-28", "capabilities": {}, "clientInfo": {"name": "new", "version": "1"}}})
+    .to_string();
+    let headers = [
+        (
+            "accept".to_owned(),
+            "application/json, text/event-stream".to_owned(),
+        ),
+        ("content-type".to_owned(), "application/json".to_owned()),
+        ("mcp-protocol-version".to_owned(), "2026-07-28".to_owned()),
+        ("mcp-method".to_owned(), "initialize".to_owned()),
+    ];
+    let reply = post(&gw, &headers, &body).await;
+    assert_eq!(reply.status, 404, "{}", reply.text());
+    assert!(reply.header("mcp-session-id").is_none(), "no session");
+    let reply_body = reply.json();
+    assert_eq!(reply_body["id"], 3);
+    assert_eq!(reply_body["error"]["code"], -32601, "{reply_body}");
+    assert_untouched(&alpha);
+}

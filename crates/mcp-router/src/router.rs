@@ -424,24 +424,30 @@ where
     }
 }
 
-/// A 2025-era request: `initialize`, a session id, or a body without the 2026-07-28 `_meta`
-/// protocol version whose `MCP-Protocol-Version` is absent or a 2025 revision (a 2025 client that
-/// lost its session is then told it needs one, instead of being told about 2026-07-28 headers).
+/// A 2025-era request: a session id, an `initialize` that does not declare 2026-07-28 (in
+/// `_meta` or `MCP-Protocol-Version`: that revision removed `initialize`, so such a request gets
+/// the modern engine's 404 `-32601`), or a body without the 2026-07-28 `_meta` protocol version
+/// whose `MCP-Protocol-Version` is absent or a 2025 revision (a 2025 client that lost its session
+/// is then told it needs one, instead of being told about 2026-07-28 headers).
 fn is_legacy(parts: &http::request::Parts, env: &Envelope<'_>) -> bool {
     use mcp_core::headers::{MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
-    if env.method() == Some("initialize") || parts.headers.contains_key(MCP_SESSION_ID) {
+    if parts.headers.contains_key(MCP_SESSION_ID) {
         return true;
     }
     if has_modern_meta(env) {
         return false;
     }
-    match parts.headers.get(MCP_PROTOCOL_VERSION) {
-        Some(version) => version
+    let header_era = parts.headers.get(MCP_PROTOCOL_VERSION).map(|version| {
+        version
             .to_str()
             .ok()
             .and_then(|v| v.parse::<mcp_core::ProtocolVersion>().ok())
-            .is_some_and(|v| v.era() == mcp_core::Era::Legacy),
+            .map(|v| v.era())
+    });
+    match header_era {
         None => true,
+        Some(era) if env.method() == Some("initialize") => era != Some(mcp_core::Era::Modern),
+        Some(era) => era == Some(mcp_core::Era::Legacy),
     }
 }
 

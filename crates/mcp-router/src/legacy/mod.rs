@@ -301,7 +301,10 @@ async fn in_session(
         .params()
         .and_then(|p| RawObject::from_raw(p).ok())
         .unwrap_or_default();
-    let meta = with_log_level(params.get_borrowed("_meta"), record.log_level.as_deref());
+    // A 2025 server logs without being asked; a 2026-07-28 backend only when a request carries
+    // a level: until the client sets one, its session asks for everything.
+    let level = record.log_level.as_deref().unwrap_or(BRIDGED_LOG_LEVEL);
+    let meta = with_log_level(params.get_borrowed("_meta"), Some(level));
     params.remove("_meta");
     let caps = RawValue::from_string(record.client_capabilities.clone())
         .unwrap_or_else(|_| empty_object());
@@ -496,6 +499,9 @@ async fn pass_on(
         )
     }
 }
+
+/// The log level a 2025 session asks modern backends for before `logging/setLevel`.
+const BRIDGED_LOG_LEVEL: &str = "debug";
 
 /// The session's `_meta` for upstream calls: the client's, plus the session's log level as the
 /// 2026-07-28 `logLevel` (modern backends need it on every request to send log messages; legacy

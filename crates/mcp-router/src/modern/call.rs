@@ -563,10 +563,34 @@ async fn relay_call(
         post,
     };
     match relay.next().await {
-        Some(Relayed::Final(bytes)) => respond::json(StatusCode::OK, bytes),
+        Some(Relayed::Final(bytes)) => {
+            let status = match scope.era {
+                Era::Modern => modern_status(&bytes),
+                Era::Legacy => StatusCode::OK,
+            };
+            respond::json(status, bytes)
+        }
         Some(Relayed::Notification(first)) => respond::sse(stream_body(first, relay)),
         // Cancelled by a 2025 client before anything arrived: no response is owed.
         None => respond::accepted(),
+    }
+}
+
+/// The HTTP status of a final JSON answer to a 2026-07-28 client: the errors that revision ties to
+/// `400 Bad Request` (a backend's header mismatch, missing client capability or unsupported
+/// version) keep it through the gateway; everything else is 200.
+fn modern_status(message: &[u8]) -> StatusCode {
+    let code = Envelope::parse(message)
+        .ok()
+        .and_then(|env| env.error())
+        .map(|e| e.code);
+    match code {
+        Some(
+            error_code::HEADER_MISMATCH
+            | error_code::MISSING_REQUIRED_CLIENT_CAPABILITY
+            | error_code::UNSUPPORTED_PROTOCOL_VERSION,
+        ) => StatusCode::BAD_REQUEST,
+        _ => StatusCode::OK,
     }
 }
 

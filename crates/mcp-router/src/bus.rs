@@ -12,7 +12,7 @@
 //! Delivery is at most once and best effort, as Redis pub/sub is: a node that is down or
 //! reconnecting misses the message (its calls are gone or time out anyway). The publisher answers
 //! the client `202 Accepted` as soon as Redis took the message. Answers to a *backend's* requests
-//! need no bus: their ids carry the whole route (see [`crate::pending`]).
+//! need no bus: their ids carry the whole route.
 //!
 //! Each node subscribes from its first 2025 request on, reconnecting with backoff (100 ms doubling
 //! to 5 s) after a Redis outage. Without a bus (the local or sealed session stores) the two cases

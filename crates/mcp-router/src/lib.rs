@@ -17,7 +17,13 @@
 //!   sessions, re-initialised transparently when the backend forgets them (404). Every backend URL
 //!   has a circuit breaker (`mcp-breaker`); a backend's `replicas` take over under `mcp-fallback`'s
 //!   replay rules; a failing backend's last good list/discover answer is served for a while,
-//!   marked stale.
+//!   marked stale. A backend may also be a **stdio program** (`command`): started only when the
+//!   operator allow-listed it ([`McpRouterBuilder::stdio_allowed_commands`]), multiplexed,
+//!   restarted after a crash, `shared` or `per_principal`.
+//! - **Plugins** ([`McpRouterBuilder::plugins`], `mcp-plugins`): pre hooks before a routed
+//!   `tools/call`, `prompts/get` or `resources/read` reaches its backend (deny, rewrite arguments,
+//!   add headers and `_meta`), post hooks on its result, list filtering; a failed plugin runtime
+//!   fails those calls closed.
 //! - **A 2026-07-28 client calling a 2025 backend** that sends a request mid-call (sampling,
 //!   elicitation): the gateway declines it (`-32601`) so the call ends instead of hanging; the
 //!   backend decides what its tool returns.

@@ -14,7 +14,7 @@
 //!
 //! Ids are percent-decoded, then checked: 1–128 bytes of `A-Z a-z 0-9 . _ ~ -` by default (the URI
 //! unreserved set, so an id never needs escaping), extendable with [`PathPattern::allow_chars`];
-//! `/` is never part of an id. The path is read as the inner service sees it, so when nested under a
+//! `/` is never part of an id, nor are the dot-segments `.` and `..`. The path is read as the inner service sees it, so when nested under a
 //! router prefix (axum `nest`) the pattern is relative to that prefix.
 //!
 //! ```

@@ -404,3 +404,156 @@ where
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+impl GatewayProcess {
+    /// The process id (for `/proc/<pid>/…` resource checks).
+    pub fn pid(&self) -> u32 {
+        self.child.id().expect("running child has a pid")
+    }
+}
+
+/// What a raw exchange got back: the status of the first response (`None` when the server closed
+/// without answering) and everything read until the server closed the connection.
+#[derive(Debug)]
+pub struct RawReply {
+    pub status: Option<u16>,
+    pub bytes: Vec<u8>,
+}
+
+impl RawReply {
+    /// The first response's body (after the blank line), lossily decoded.
+    pub fn body(&self) -> String {
+        let text = String::from_utf8_lossy(&self.bytes);
+        text.split_once("\r\n\r\n")
+            .map(|(_, body)| body.to_owned())
+            .unwrap_or_default()
+    }
+
+    /// Whether the first response's head has `name: value` (case-insensitive name).
+    pub fn has_header(&self, name: &str, value: &str) -> bool {
+        let text = String::from_utf8_lossy(&self.bytes);
+        let head = text.split("\r\n\r\n").next().unwrap_or_default();
+        head.lines().skip(1).any(|line| {
+            line.split_once(':')
+                .is_some_and(|(n, v)| n.trim().eq_ignore_ascii_case(name) && v.trim() == value)
+        })
+    }
+}
+
+/// Writes `request` (raw bytes, so that headers hyper's client would refuse can be sent) on a new
+/// connection and reads until the server closes it. Panics when the server neither answers nor
+/// closes within 20 s: a hang is a failure, not a slow answer.
+pub async fn raw_exchange(addr: SocketAddr, request: &[u8]) -> RawReply {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let mut stream = tokio::net::TcpStream::connect(addr)
+        .await
+        .expect("connect to the gateway");
+    // The server may answer and close before reading everything (e.g. 431): a failed write is
+    // not the test's concern, the answer is.
+    let _ = stream.write_all(request).await;
+    let mut bytes = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(20), async {
+        let mut buf = [0_u8; 16 * 1024];
+        loop {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => bytes.extend_from_slice(&buf[..n]),
+            }
+        }
+    })
+    .await;
+    assert!(
+        read.is_ok(),
+        "the gateway neither answered nor closed within 20 s; read so far: {}",
+        String::from_utf8_lossy(&bytes)
+    );
+    // "HTTP/1.1 200": the first 12 bytes, whatever the body holds.
+    let status = bytes
+        .get(..12)
+        .and_then(|head| std::str::from_utf8(head).ok())
+        .and_then(|t| t.strip_prefix("HTTP/1.1 "))
+        .and_then(|code| code.parse().ok());
+    RawReply { status, bytes }
+}
+
+/// The value of the Prometheus sample `series` (name plus labels, exactly as rendered) in the
+/// admin listener's `/metrics`, or `None` when it is not there.
+pub async fn metric(process: &GatewayProcess, series: &str) -> Option<f64> {
+    let text = admin_get(process, "/metrics").await;
+    text.text().lines().find_map(|line| {
+        line.strip_prefix(series)
+            .and_then(|rest| rest.strip_prefix(' '))
+            .and_then(|v| v.trim().parse().ok())
+    })
+}
+
+/// A 2025-11-25 POST for `sub` to `/servers/{vhost}/mcp`, in `session` when given.
+pub async fn legacy_post(
+    addr: SocketAddr,
+    sub: &str,
+    vhost: &str,
+    session: Option<&str>,
+    body: &Value,
+) -> Reply {
+    let auth = bearer(sub);
+    let mut headers = vec![
+        ("authorization", auth.as_str()),
+        ("accept", "application/json, text/event-stream"),
+        ("content-type", "application/json"),
+    ];
+    if let Some(session) = session {
+        headers.push(("mcp-session-id", session));
+        headers.push(("mcp-protocol-version", "2025-11-25"));
+    }
+    send(
+        addr,
+        "POST",
+        &format!("/servers/{vhost}/mcp"),
+        &headers,
+        &body.to_string(),
+    )
+    .await
+}
+
+/// Opens a 2025-11-25 session for `sub` (`initialize` + `notifications/initialized`) and returns
+/// its id.
+pub async fn legacy_initialize(addr: SocketAddr, sub: &str, vhost: &str) -> String {
+    let init = legacy_post(
+        addr,
+        sub,
+        vhost,
+        None,
+        &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "gateway-tests", "version": "0"}}}),
+    )
+    .await;
+    assert_eq!(init.status, 200, "{}", init.text());
+    let session = init
+        .header("mcp-session-id")
+        .expect("initialize answers a session id")
+        .to_owned();
+    let initialized = legacy_post(
+        addr,
+        sub,
+        vhost,
+        Some(&session),
+        &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    )
+    .await;
+    assert_eq!(initialized.status, 202, "{}", initialized.text());
+    session
+}
+
+/// `(code, message)` of the JSON-RPC error in `reply` (the last message of an SSE answer).
+pub fn rpc_error(reply: &Reply) -> (i64, String) {
+    let message = reply.messages().pop().expect("a JSON-RPC message");
+    let error = &message["error"];
+    (
+        error["code"]
+            .as_i64()
+            .unwrap_or_else(|| panic!("not a JSON-RPC error: {message}")),
+        error["message"].as_str().unwrap_or_default().to_owned(),
+    )
+}

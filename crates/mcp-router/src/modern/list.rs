@@ -154,6 +154,13 @@ pub(crate) async fn list(
     let shape =
         ListShape::of(method).ok_or_else(|| ErrorObject::method_not_found(method.as_str()))?;
     let binding = scope.binding(&[method.as_str()]);
+    // A cursor that is present but not a string (nor null) is as invalid as a tampered one.
+    if params
+        .get("cursor")
+        .is_some_and(|c| c.get() != "null" && !c.get().starts_with('"'))
+    {
+        return Err(ErrorObject::invalid_params("Invalid cursor"));
+    }
     let pending: Vec<(String, Option<String>)> = match params.get_str("cursor") {
         Some(handle) => MergedCursor::open(&scope.inner.sealer, &binding, &handle)
             .map_err(|_| ErrorObject::invalid_params("Invalid cursor"))?

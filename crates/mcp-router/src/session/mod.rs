@@ -2,8 +2,8 @@
 
 mod local;
 mod record;
-pub(crate) mod redis;
-mod sealed;
+pub mod redis;
+pub mod sealed;
 mod store;
 
 pub use local::{LocalSessionLimits, LocalSessionStore};

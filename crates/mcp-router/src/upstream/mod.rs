@@ -523,12 +523,14 @@ impl Upstream {
     }
 
     /// A downstream 2025 session that used the upstream session at `url` ended: when it was the
-    /// last one, the upstream session is ended too (HTTP DELETE, best effort).
+    /// last one, the upstream session is forgotten (new calls open another) and ended with an
+    /// HTTP DELETE (best effort) once no call still uses it: 2026-07-28 clients of the same
+    /// caller share it without being counted as its users, and their calls in flight must finish.
     pub(crate) async fn release(&self, target: &Target<'_>, url: &Url) {
         let Some(session) = self.sessions.detach(&Self::session_key(target, url)) else {
             return;
         };
-        let Some(id) = &session.id else {
+        let Some(id) = session.id.clone() else {
             return;
         };
         let out = Outgoing {
@@ -539,14 +541,25 @@ impl Upstream {
         };
         let mut request = request::build(out, target.downstream, &target.config.headers);
         *request.method_mut() = http::Method::DELETE;
-        match transport::exchange(&self.http, request, Self::timeout(target)).await {
-            Ok(answer) => {
-                tracing::debug!(backend = target.name, status = %answer.status, session = ?id, "upstream session ended")
+        let http = self.http.clone();
+        let timeout = Self::timeout(target);
+        let backend = target.name.to_owned();
+        tokio::spawn(async move {
+            // Calls in flight hold the session (their replies keep it); wait for them, as long as
+            // the backend's own timeout at most.
+            let waited = Instant::now();
+            while Arc::strong_count(&session) > 1 && waited.elapsed() < timeout {
+                tokio::time::sleep(Duration::from_millis(50)).await;
             }
-            Err(e) => {
-                tracing::debug!(backend = target.name, error = %e, "could not end an upstream session")
+            match transport::exchange(&http, request, timeout).await {
+                Ok(answer) => {
+                    tracing::debug!(backend = %backend, status = %answer.status, session = ?id, "upstream session ended")
+                }
+                Err(e) => {
+                    tracing::debug!(backend = %backend, error = %e, "could not end an upstream session")
+                }
             }
-        }
+        });
     }
 
     /// Continues the upstream session a downstream session record names (created by another node,

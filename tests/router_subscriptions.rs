@@ -591,3 +591,82 @@ async fn a_2025_session_gets_only_the_updates_it_subscribed_to() {
         summary(&bystander_seen)
     );
 }
+
+/// `resources/subscribe` of a 2025 session for a 2026-07-28 backend's resource: that revision has
+/// no such method, so the gateway answers `{}` itself and follows the backend through a
+/// `subscriptions/listen` that carries the session's URIs; the update arrives on the session's
+/// GET stream with the public URI, and stops after `resources/unsubscribe`.
+#[tokio::test]
+async fn a_2025_session_subscribes_to_a_modern_backends_resource_through_a_listen() {
+    let (alpha, _beta, gw) = setup().await;
+    let session = initialize(&gw).await;
+    let auth = bearer("alice");
+    let headers = [
+        ("authorization", auth.as_str()),
+        ("accept", "text/event-stream"),
+        ("mcp-session-id", session.as_str()),
+    ];
+    let mut stream = support::open_stream(gw.addr, "GET", "/servers/vh/mcp", &headers).await;
+    assert_eq!(stream.status, 200);
+
+    let subscribe = legacy_post(
+        &gw,
+        Some(&session),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "resources/subscribe", "params": {"uri": ALPHA_STATIC}}),
+    )
+    .await;
+    assert_eq!(
+        legacy_answer(&subscribe),
+        json!({"jsonrpc": "2.0", "id": 1, "result": {}}),
+        "{}",
+        subscribe.text()
+    );
+    assert!(
+        alpha.requests_for("resources/subscribe").is_empty(),
+        "nothing 2026-07-28 removed reaches the backend"
+    );
+    assert!(
+        alpha
+            .wait_until(WAIT, |a| a.sessions_subscribed_to("test://alpha/static")
+                == 0
+                && a.subscriptions() >= 1)
+            .await,
+        "the gateway follows alpha with a listen"
+    );
+    let mut seen = Vec::new();
+    let mut updated = false;
+    for _ in 0..10 {
+        alpha.touch(Some("test://alpha/static")).await;
+        match until_tools_list_changed(&mut stream, Duration::from_secs(1)).await {
+            Ok(messages) | Err(messages) => seen.extend(messages),
+        }
+        if seen
+            .iter()
+            .any(|m| m["method"] == "notifications/resources/updated")
+        {
+            updated = true;
+            break;
+        }
+    }
+    assert!(updated, "no update on the GET stream: {:?}", summary(&seen));
+    let update = seen
+        .iter()
+        .find(|m| m["method"] == "notifications/resources/updated")
+        .expect("update");
+    assert_eq!(update["params"]["uri"], ALPHA_STATIC, "{update}");
+    assert!(
+        update["params"]["_meta"].is_null(),
+        "no subscription id: {update}"
+    );
+
+    let unsubscribe = legacy_post(
+        &gw,
+        Some(&session),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "resources/unsubscribe", "params": {"uri": ALPHA_STATIC}}),
+    )
+    .await;
+    assert_eq!(
+        legacy_answer(&unsubscribe),
+        json!({"jsonrpc": "2.0", "id": 2, "result": {}})
+    );
+}

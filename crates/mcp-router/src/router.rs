@@ -1,5 +1,6 @@
 //! [`McpRouter`]: the MCP endpoint as a tower `Service`.
 
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
@@ -54,6 +55,9 @@ pub(crate) struct RouterInner {
     pub(crate) bus: Option<Arc<NodeBus>>,
     /// Plugin hooks around routed calls (see [`crate::plugins`]).
     pub(crate) plugins: Option<Arc<PluginRuntime>>,
+    /// The open GET streams of this node's 2025 sessions that follow modern backends' resources,
+    /// woken when their session's subscriptions change.
+    subscription_watchers: std::sync::Mutex<HashMap<String, std::sync::Weak<tokio::sync::Notify>>>,
 }
 
 /// (issuer, subject, virtual host, backend, method, cursor): a stale answer is only ever served
@@ -61,6 +65,32 @@ pub(crate) struct RouterInner {
 pub(crate) type StaleKey = (String, String, String, String, String, String);
 
 impl RouterInner {
+    /// A signal that fires when `session`'s resource subscriptions change on this node.
+    pub(crate) fn subscription_watch(&self, session: &str) -> Arc<tokio::sync::Notify> {
+        let mut watchers = self
+            .subscription_watchers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        watchers.retain(|_, w| w.strong_count() > 0);
+        if let Some(watch) = watchers.get(session).and_then(std::sync::Weak::upgrade) {
+            return watch;
+        }
+        let watch = Arc::new(tokio::sync::Notify::new());
+        watchers.insert(session.to_owned(), Arc::downgrade(&watch));
+        watch
+    }
+
+    /// Wakes the GET streams of `session` on this node (its subscriptions changed).
+    pub(crate) fn subscriptions_changed(&self, session: &str) {
+        let watchers = self
+            .subscription_watchers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some(watch) = watchers.get(session).and_then(std::sync::Weak::upgrade) {
+            watch.notify_waiters();
+        }
+    }
+
     /// The annotations a backend's `tools/list` gave a tool.
     pub(crate) fn tool_hints(
         &self,
@@ -309,6 +339,7 @@ impl McpRouterBuilder {
                 replay: ReplayBuffers::new(10_000),
                 bus: self.bus,
                 plugins: self.plugins,
+                subscription_watchers: std::sync::Mutex::default(),
             }),
         }
     }

@@ -19,6 +19,7 @@
 //! Backends are reached through the caller's shared upstream session per backend; a backend that
 //! forgot its session (404) is re-initialised once and the call retried, transparently.
 
+mod follow;
 mod initialize;
 mod stream;
 
@@ -330,6 +331,12 @@ async fn in_session(
         },
         Method::ResourcesSubscribe | Method::ResourcesUnsubscribe => {
             track_subscription(&scope, session_id, method, &params).await;
+            if owned_by_modern_backend(&scope, record, &params) {
+                // 2026-07-28 removed these methods: the session's GET stream follows the URI
+                // through a `subscriptions/listen` to the backend instead (see `stream`).
+                inner.subscriptions_changed(session_id);
+                return respond::json(StatusCode::OK, encode_result(id, &empty_object()));
+            }
             modern::targeted(&scope, inner, id, method, params).await
         }
         Method::ToolsCall
@@ -361,6 +368,26 @@ pub(crate) fn adopt_recorded(scope: &Scope<'_>, record: &SessionRecord) {
             let target = scope.target(&entry.name, config);
             scope.inner.upstream.adopt(&target, &url, id, version);
         }
+    }
+}
+
+/// Whether the resource `params.uri` names belongs to exactly one backend, a 2026-07-28 one.
+fn owned_by_modern_backend(
+    scope: &Scope<'_>,
+    record: &SessionRecord,
+    params: &RawObject<'_>,
+) -> bool {
+    let Some(uri) = params.get_str("uri") else {
+        return false;
+    };
+    match scope
+        .namer()
+        .resolve(&uri, crate::naming::ItemKind::Resource)
+    {
+        crate::naming::Resolution::One(target) => record
+            .backend(target.backend)
+            .is_some_and(|b| b.era == Some(crate::session::BackendEra::Modern)),
+        _ => false,
     }
 }
 

@@ -7,8 +7,9 @@
 //! `elicitation/create`, `ping`) under gateway ids that lead the client's answers back. Every event
 //! carries a gateway event id (see [`crate::replay`]); a 2025-11-25 client first gets a priming
 //! event, and a GET with `Last-Event-ID` first gets what the named stream missed — this GET stream
-//! or a broken POST response stream (the last 128 events per stream). Modern backends' list changes are
-//! not relayed on this stream yet.
+//! or a broken POST response stream (the last 128 events per stream). Modern (2026-07-28)
+//! backends are followed through `subscriptions/listen` (see [`super::follow`]): their list
+//! changes and the updates of resources this session subscribed to arrive here too.
 
 use std::sync::Arc;
 
@@ -85,7 +86,7 @@ pub(crate) async fn get_stream(
                 match source.receiver.recv().await {
                     Ok(message) => {
                         let backend = source.backend.clone();
-                        let session = Arc::clone(&source.session);
+                        let session = Some(Arc::clone(&source.session));
                         return Some(((backend, session, message), source));
                     }
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(missed)) => {
@@ -96,6 +97,17 @@ pub(crate) async fn get_stream(
             }
         }))
     }));
+    let follower = super::follow::Follower {
+        inner: Arc::clone(inner),
+        vhost: Arc::clone(&ctx.vhost),
+        headers: parts.headers.clone(),
+        principal: ctx.principal.clone(),
+        client_caps: caps.clone(),
+        session: session_id.to_owned(),
+    };
+    let modern = super::follow::follow(follower, super::follow::modern_backends(record))
+        .map(|(backend, message)| (backend, None, message));
+    let merged = futures_util::stream::select(merged, modern);
     let inner_for_stream = Arc::clone(inner);
     let vhost = Arc::clone(&ctx.vhost);
     let session = session_id.to_owned();
@@ -183,12 +195,14 @@ fn translate(
     vhost: &VirtualHostConfig,
     session: &str,
     backend: &str,
-    upstream_session: Arc<LegacySession>,
+    upstream_session: Option<Arc<LegacySession>>,
     message: &[u8],
 ) -> Option<Vec<u8>> {
     let env = Envelope::parse(message).ok()?;
     match env.kind() {
         MessageKind::Request => {
+            // Only a legacy backend's own GET stream carries requests.
+            let upstream_session = upstream_session?;
             let upstream_id = env.id()?.clone();
             let mut request = RawObject::parse(std::str::from_utf8(message).ok()?).ok()?;
             let id = inner

@@ -1,0 +1,186 @@
+//! A 2025 session's GET stream following its 2026-07-28 backends: 2026-07-28 removed
+//! `resources/subscribe` and the GET stream, so the gateway opens one `subscriptions/listen` per
+//! modern backend (list changes, and the resources this session subscribed to there) and relays
+//! what comes as 2025 notifications. When the session subscribes or unsubscribes (on this node)
+//! the listens are opened again with the new URIs; a listen that ends is reopened after a pause.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use futures_util::stream::BoxStream;
+use http::HeaderMap;
+use mcp_core::{Envelope, MessageKind, Principal, RawObject, encode_notification};
+use mcp_fallback::ToolHints;
+use serde_json::value::RawValue;
+
+use crate::naming::{ItemKind, Namer, Resolution};
+use crate::router::RouterInner;
+use crate::session::BackendEra;
+use crate::upstream::{Call, Target};
+
+/// How long a follower waits before reopening listens that ended.
+const REOPEN_AFTER: Duration = Duration::from_secs(2);
+
+/// What the follower needs after the GET handler returned.
+pub(super) struct Follower {
+    pub(super) inner: Arc<RouterInner>,
+    pub(super) vhost: Arc<mcp_config_store::VirtualHostConfig>,
+    pub(super) headers: HeaderMap,
+    pub(super) principal: Principal,
+    pub(super) client_caps: Box<RawValue>,
+    pub(super) session: String,
+}
+
+/// Messages of the session's modern backends as `(backend, message)`, already in 2025 form; an
+/// empty stream when the session has no modern backend.
+pub(super) fn follow(
+    follower: Follower,
+    modern: Vec<String>,
+) -> BoxStream<'static, (String, Bytes)> {
+    if modern.is_empty() {
+        return futures_util::stream::empty().boxed();
+    }
+    let watch = follower.inner.subscription_watch(&follower.session);
+    let state = (
+        follower,
+        modern,
+        watch,
+        None::<BoxStream<'static, (String, Bytes)>>,
+    );
+    futures_util::stream::unfold(state, |(follower, modern, watch, mut current)| async move {
+        loop {
+            let changed = watch.notified();
+            let feed = match current.as_mut() {
+                Some(feed) => feed,
+                None => current.insert(open(&follower, &modern).await),
+            };
+            tokio::select! {
+                item = feed.next() => match item {
+                    Some(item) => return Some((item, (follower, modern, watch, current))),
+                    None => {
+                        current = None;
+                        tokio::select! {
+                            () = tokio::time::sleep(REOPEN_AFTER) => {}
+                            () = watch.notified() => {}
+                        }
+                    }
+                },
+                () = changed => current = None,
+            }
+        }
+    })
+    .boxed()
+}
+
+/// One `subscriptions/listen` per modern backend, merged.
+async fn open(follower: &Follower, modern: &[String]) -> BoxStream<'static, (String, Bytes)> {
+    let subscribed = match follower.inner.sessions.get(&follower.session).await {
+        Ok(Some(record)) => record.subscriptions.clone(),
+        _ => Vec::new(),
+    };
+    let namer = Namer::new(&follower.vhost);
+    let mut feeds = Vec::new();
+    for backend in modern {
+        // stdio backends are recorded as modern (no upstream session) but have no listen.
+        let Some(config) = follower
+            .vhost
+            .backends
+            .get(backend)
+            .filter(|c| c.command.is_none())
+        else {
+            continue;
+        };
+        let uris: Vec<String> = subscribed
+            .iter()
+            .filter_map(|public| match namer.resolve(public, ItemKind::Resource) {
+                Resolution::One(t) if t.backend == backend => Some(t.upstream.into_owned()),
+                _ => None,
+            })
+            .collect();
+        let mut notifications = RawObject::new();
+        for flag in [
+            "toolsListChanged",
+            "promptsListChanged",
+            "resourcesListChanged",
+        ] {
+            notifications.set_json(flag, &true);
+        }
+        if !uris.is_empty() {
+            notifications.set_json("resourceSubscriptions", &uris);
+        }
+        let mut params = RawObject::new();
+        params.set_raw("notifications", notifications.to_raw());
+        let call = Call {
+            method: "subscriptions/listen",
+            params,
+            name: None,
+            progress_token: None,
+            hints: ToolHints::NONE,
+            headers: None,
+        };
+        let target = Target {
+            name: backend,
+            config,
+            downstream: &follower.headers,
+            principal: &follower.principal,
+            client_caps: &follower.client_caps,
+            meta: None,
+        };
+        match follower.inner.upstream.send(&target, &call).await {
+            Ok(reply) => {
+                let name = backend.clone();
+                feeds.push(
+                    reply
+                        .messages
+                        .filter_map(move |m| {
+                            let name = name.clone();
+                            async move { as_2025(&m.ok()?).map(|m| (name, m)) }
+                        })
+                        .boxed(),
+                );
+            }
+            Err(e) => {
+                tracing::debug!(backend = %backend, error = %e, "cannot follow a modern backend for a 2025 session")
+            }
+        }
+    }
+    futures_util::stream::select_all(feeds).boxed()
+}
+
+/// A listen notification as a 2025 client knows it (without the subscription id); `None` for the
+/// acknowledgement and anything else.
+fn as_2025(message: &Bytes) -> Option<Bytes> {
+    let env = Envelope::parse(message).ok()?;
+    if env.kind() != MessageKind::Notification {
+        return None;
+    }
+    let method = env.method()?;
+    if !matches!(
+        method,
+        "notifications/resources/updated"
+            | "notifications/resources/list_changed"
+            | "notifications/tools/list_changed"
+            | "notifications/prompts/list_changed"
+    ) {
+        return None;
+    }
+    let mut params = env
+        .params()
+        .and_then(|p| RawObject::from_raw(p).ok())
+        .unwrap_or_default();
+    params.remove("_meta");
+    let params = (params.keys().next().is_some()).then(|| params.to_raw());
+    Some(Bytes::from(encode_notification(method, params.as_deref())))
+}
+
+/// The names of the record's backends that speak 2026-07-28.
+pub(super) fn modern_backends(record: &crate::session::SessionRecord) -> Vec<String> {
+    record
+        .backends
+        .iter()
+        .filter(|b| b.era == Some(BackendEra::Modern))
+        .map(|b| b.name.clone())
+        .collect()
+}

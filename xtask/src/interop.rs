@@ -18,8 +18,9 @@ use crate::{prerequisites, run};
 /// `tests/interop.rs` reads the same name.
 const MARKER: &str = ".interop-installed";
 
-/// (venv folder under the workspace root, pinned requirements file).
-const PYTHON_ENVS: [(&str, &str); 2] = [
+/// (venv folder under the workspace root, pinned requirements file). `cargo xtask conformance`
+/// uses the same venvs.
+pub(crate) const PYTHON_ENVS: [(&str, &str); 2] = [
     (".venv/mcp1", "tests/interop/requirements-mcp1.txt"),
     (".venv/mcp2", "tests/interop/requirements-mcp2.txt"),
 ];
@@ -37,7 +38,8 @@ pub(crate) fn ensure_interop_peers() -> Result<(), String> {
             problems.push(format!("{venv}: {problem}"));
         }
     }
-    if let Err(problem) = ensure_node_modules(&root.join(NODE_PROJECT)) {
+    let project = root.join(NODE_PROJECT);
+    if let Err(problem) = ensure_node_modules(&project, &project) {
         problems.push(format!("{NODE_PROJECT}/node_modules: {problem}"));
     }
     if problems.is_empty() {
@@ -56,7 +58,9 @@ pub(crate) fn ensure_interop_peers() -> Result<(), String> {
     }
 }
 
-fn ensure_venv(venv: &Path, requirements: &Path) -> Result<(), String> {
+/// Makes `venv` a venv holding exactly `requirements` (pip install -r), unless its marker says it
+/// already is.
+pub(crate) fn ensure_venv(venv: &Path, requirements: &Path) -> Result<(), String> {
     let wanted = read(requirements)?;
     let marker = venv.join(MARKER);
     if venv.join("bin/python").is_file()
@@ -93,19 +97,31 @@ fn ensure_venv(venv: &Path, requirements: &Path) -> Result<(), String> {
     write(&marker, &wanted)
 }
 
-fn ensure_node_modules(project: &Path) -> Result<(), String> {
-    let wanted = read(&project.join("package-lock.json"))?;
+/// Installs the npm project whose `package.json` + `package-lock.json` are in `manifests` into
+/// `project/node_modules` (`npm ci`; the manifests are copied there first when the folders
+/// differ), unless the marker says it is installed from the same lock file.
+pub(crate) fn ensure_node_modules(manifests: &Path, project: &Path) -> Result<(), String> {
+    let wanted = read(&manifests.join("package-lock.json"))?;
     let marker = project.join("node_modules").join(MARKER);
     if std::fs::read_to_string(&marker).ok() == Some(wanted.clone()) {
         return Ok(());
     }
     println!(
-        "xtask: installing {}/package-lock.json (npm ci)",
+        "xtask: installing {}/package-lock.json (npm ci) into {}",
+        manifests.display(),
         project.display()
     );
     for tool in ["node", "npm"] {
         if !run::on_path(tool) {
             return Err(format!("{tool} is not on PATH"));
+        }
+    }
+    if manifests != project {
+        std::fs::create_dir_all(project)
+            .map_err(|e| format!("cannot create {}: {e}", project.display()))?;
+        for file in ["package.json", "package-lock.json"] {
+            std::fs::copy(manifests.join(file), project.join(file))
+                .map_err(|e| format!("cannot copy {file} to {}: {e}", project.display()))?;
         }
     }
     // npm ci removes node_modules first, so a half-finished earlier install does not linger.
@@ -121,7 +137,7 @@ fn read(path: &Path) -> Result<String, String> {
     std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
 }
 
-fn write(path: &Path, content: &str) -> Result<(), String> {
+pub(crate) fn write(path: &Path, content: &str) -> Result<(), String> {
     std::fs::write(path, content).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 

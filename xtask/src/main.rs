@@ -6,6 +6,8 @@
 //!   from Debian's packages when running as root; the interop peers: Python MCP SDK 1.x and 2.x
 //!   venvs in `.venv/`, the TypeScript SDK and server-everything in `tests/interop/node/`), then
 //!   runs cargo-nextest (or `cargo test` when nextest is not installed) and the doc tests.
+//! - `conformance`: the `mcp-gateway` binary against the official MCP conformance suite and
+//!   real peers (see `conformance.rs`); writes `target/conformance/REPORT.md`. Also run by `test`.
 //! - `ci`: `cargo fmt --check`, `cargo clippy --workspace --all-targets -D warnings`, then `test`.
 //!
 //! Under `CI=true` a missing prerequisite is a failure (the tests themselves refuse to skip);
@@ -14,6 +16,7 @@
 // A binary that reports to the terminal: printing is its job.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod conformance;
 mod interop;
 mod prerequisites;
 mod run;
@@ -25,6 +28,9 @@ cargo xtask <task>
 
 Tasks:
   test    run every test (installs redis-server and the interop peers when missing and possible)
+  conformance  the gateway binary against the official MCP conformance suite
+               (installs Node 22 and the suite under target/conformance/; writes
+               target/conformance/REPORT.md)
   ci      fmt check + clippy -D warnings + test
 ";
 
@@ -33,6 +39,7 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("test") => test(&args[1..]),
         Some("ci") => ci(),
+        Some("conformance") => conformance::conformance(),
         Some("-h" | "--help" | "help") | None => {
             print!("{HELP}");
             Ok(())
@@ -69,7 +76,8 @@ fn test(extra: &[String]) -> Result<(), String> {
         run::cargo(&args)?;
     }
     // nextest does not run doc tests; they carry the crates' runnable examples.
-    run::cargo(&["test", "--workspace", "--doc"])
+    run::cargo(&["test", "--workspace", "--doc"])?;
+    conformance::conformance()
 }
 
 fn ci() -> Result<(), String> {

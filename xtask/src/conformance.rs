@@ -1,0 +1,138 @@
+//! `cargo xtask conformance`: the gateway binary against the official MCP conformance suite.
+//!
+//! 1. Installs the peers into git-ignored folders, reused when present ([`install`]).
+//! 2. Builds `mcp-gateway`, starts it as a process with a generated configuration, starts the
+//!    conformance backend (`tests/conformance/backend.py`, Python SDK 2.x, both eras), and tears
+//!    every process down by pid when done, also on failure ([`process::Spawned`]).
+//! 3. Runs the suite (0.1.16; 0.2 alpha with `--requirements 2025-11-25` and `2026-07-28`)
+//!    through a bearer-injecting hop ([`proxy`]) and the gateway, to single-backend virtual
+//!    hosts with `naming = "auto"` (the backend in each era, see [`official`]); and the same
+//!    suites against the backend alone, so a failure can be blamed on the gateway or the backend.
+//! 4. Runs the interop matrix ([`matrix`]): six real clients x four real backends through one
+//!    prefixing virtual host; a failing cell is re-run against its backend alone.
+//! 5. Checks the failure contract (DESIGN §3) against the binary ([`contract`]).
+//! 6. Judges every scenario against `tests/conformance/baseline.toml` ([`outcome`]): a new
+//!    failure or a stale entry fails the run.
+//! 7. Writes `target/conformance/REPORT.md` ([`report`]) and prints `N passed, M failed`.
+
+mod contract;
+mod gateway;
+mod http;
+mod install;
+mod matrix;
+mod official;
+mod outcome;
+mod process;
+mod proxy;
+mod report;
+mod suite;
+
+use crate::{prerequisites, run};
+use outcome::{Baseline, Outcome};
+
+/// What the runs produced so far.
+#[derive(Default)]
+struct Collected {
+    /// (run id, heading) in report order.
+    sections: Vec<(String, String)>,
+    outcomes: Vec<Outcome>,
+    /// Runs that could not happen at all (a process did not start, ...): each fails the run.
+    problems: Vec<String>,
+}
+
+impl Collected {
+    fn section(&mut self, run: &str, heading: String) {
+        self.sections.push((run.to_owned(), heading));
+    }
+
+    fn record(&mut self, result: Result<Vec<Outcome>, String>) {
+        match result {
+            Ok(outcomes) => self.outcomes.extend(outcomes),
+            Err(problem) => self.problems.push(problem),
+        }
+    }
+}
+
+/// Runs everything and writes the report. Fails on a new failure, a stale baseline entry or a
+/// run that could not happen. A peer that cannot be installed is a failure under `CI=true` and
+/// a loud skip elsewhere.
+pub(crate) fn conformance() -> Result<(), String> {
+    let root = run::workspace_root();
+    let out = root.join("target/conformance");
+    let peers = match install::ensure(&root) {
+        Ok(peers) => peers,
+        Err(message) if prerequisites::in_ci() => return Err(message),
+        Err(message) => {
+            println!("xtask: WARNING: {message}\nxtask: WARNING: skipping the conformance run");
+            return Ok(());
+        }
+    };
+    let baseline_path = root.join("tests/conformance/baseline.toml");
+    let baseline = Baseline::load(&baseline_path)?;
+    let binary = gateway::build(&root, "mcp-gateway", "mcp-gateway")?;
+
+    let mut collected = Collected::default();
+    official::run(&root, &peers, &binary, &out, &mut collected);
+    collected.section(
+        matrix::RUN,
+        "Interop matrix: clients x backends through one virtual host with prefixing".to_owned(),
+    );
+    collected.section(
+        contract::RUN,
+        "Failure contract (DESIGN §3) against the gateway binary".to_owned(),
+    );
+    match gateway::build(&root, "mcp-test-backends", "mcp-test-peer") {
+        Ok(peer) => {
+            let cells = matrix::run(&root, &peers, &binary, &peer, &out.join("matrix"));
+            collected.record(cells);
+            match contract::redis_server() {
+                Some(redis) => {
+                    let rows =
+                        contract::run(&root, &peers, &binary, &peer, &redis, &out.join("contract"));
+                    collected.record(rows);
+                }
+                None if prerequisites::in_ci() => collected.problems.push(
+                    "redis-server not found: the failure-contract rows cannot run".to_owned(),
+                ),
+                None => println!(
+                    "xtask: WARNING: redis-server not found (install it or set REDIS_SERVER_BIN): \
+                     skipping the failure-contract rows"
+                ),
+            }
+        }
+        Err(problem) => collected.problems.push(problem),
+    }
+
+    let runs: Vec<String> = collected
+        .sections
+        .iter()
+        .map(|(run, _)| run.clone())
+        .collect();
+    let stale = outcome::unmatched(&baseline, &collected.outcomes, &runs);
+    let (text, totals) = report::render(
+        &collected.sections,
+        &collected.outcomes,
+        &baseline,
+        &stale,
+        &collected.problems,
+    );
+    let report_path = out.join("REPORT.md");
+    std::fs::write(&report_path, text)
+        .map_err(|e| format!("cannot write {}: {e}", report_path.display()))?;
+    println!(
+        "xtask: conformance report: {} ({} expected failures, {} not scored)",
+        report_path.display(),
+        totals.expected,
+        totals.not_scored
+    );
+    println!("{} passed, {} failed", totals.passed, totals.failed);
+    if totals.failed == 0 {
+        Ok(())
+    } else {
+        Err(format!(
+            "conformance: {} failed (see {})",
+            totals.failed,
+            report_path.display()
+        ))
+    }
+}

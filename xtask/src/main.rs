@@ -9,6 +9,8 @@
 //! - `conformance`: the `mcp-gateway` binary against the official MCP conformance suite and
 //!   real peers (see `conformance.rs`); writes `target/conformance/REPORT.md`. Also run by `test`.
 //! - `ci`: `cargo fmt --check`, `cargo clippy --workspace --all-targets -D warnings`, then `test`.
+//! - `bench [--quick] [--baseline FILE]`: the gateway benchmark (`crates/mcp-bench`, DESIGN §12),
+//!   written to `target/bench/REPORT.md` and `report.json`; never part of `ci`.
 //!
 //! Under `CI=true` a missing prerequisite is a failure (the tests themselves refuse to skip);
 //! elsewhere the Redis and interop tests print loudly that they skipped.
@@ -16,6 +18,7 @@
 // A binary that reports to the terminal: printing is its job.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod bench;
 mod conformance;
 mod interop;
 mod prerequisites;
@@ -32,6 +35,7 @@ Tasks:
                (installs Node 22 and the suite under target/conformance/; writes
                target/conformance/REPORT.md)
   ci      fmt check + clippy -D warnings + test
+  bench   benchmark the release gateway (--quick: ~30 s smoke; --baseline FILE: compare)
 ";
 
 fn main() -> ExitCode {
@@ -40,6 +44,7 @@ fn main() -> ExitCode {
         Some("test") => test(&args[1..]),
         Some("ci") => ci(),
         Some("conformance") => conformance::conformance(),
+        Some("bench") => bench::bench(&args[1..]),
         Some("-h" | "--help" | "help") | None => {
             print!("{HELP}");
             Ok(())

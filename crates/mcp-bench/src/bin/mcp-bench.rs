@@ -1,0 +1,157 @@
+//! `mcp-bench`: runs the gateway benchmark (`run`, what `cargo xtask bench` calls) or serves an
+//! echo MCP backend for manual measurements (`echo`).
+
+// A command-line tool: printing is its job.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use mcp_bench::scenario::{self, Options, Plan};
+use mcp_bench::{EchoBackend, Era, Report};
+
+#[derive(Parser)]
+#[command(name = "mcp-bench", about = "MCP gateway benchmark harness")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run every scenario against a release gateway; write REPORT.md and report.json.
+    Run {
+        /// The release `mcp-gateway` binary.
+        #[arg(long)]
+        gateway_bin: PathBuf,
+        /// Where REPORT.md and report.json go.
+        #[arg(long)]
+        out: PathBuf,
+        /// The ~30-second smoke version.
+        #[arg(long)]
+        quick: bool,
+        /// A previous report.json: print now/baseline ratios.
+        #[arg(long)]
+        baseline: Option<PathBuf>,
+        /// The source revision measured (for the report).
+        #[arg(long)]
+        git_rev: Option<String>,
+    },
+    /// Serve one echo MCP backend until killed.
+    Echo {
+        /// Protocol era.
+        #[arg(long, value_enum, default_value_t = EraArg::Modern)]
+        era: EraArg,
+        /// Tools in tools/list.
+        #[arg(long, default_value_t = 1)]
+        tools: usize,
+        /// Listen address.
+        #[arg(long, default_value = "127.0.0.1:0")]
+        listen: SocketAddr,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum EraArg {
+    Modern,
+    Legacy,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run {
+            gateway_bin,
+            out,
+            quick,
+            baseline,
+            git_rev,
+        } => run(
+            Options {
+                gateway_bin,
+                git_rev,
+                quick,
+                plan: if quick { Plan::quick() } else { Plan::full() },
+            },
+            &out,
+            baseline.as_deref(),
+        ),
+        Command::Echo { era, tools, listen } => echo(era, tools, listen),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("mcp-bench: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn runtime(threads: usize, name: &str) -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .thread_name(name)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start a runtime: {e}"))
+}
+
+fn run(
+    options: Options,
+    out: &std::path::Path,
+    baseline: Option<&std::path::Path>,
+) -> Result<(), String> {
+    let baseline = baseline
+        .map(|path| {
+            let text =
+                std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            serde_json::from_str::<Report>(&text).map_err(|e| format!("{}: {e}", path.display()))
+        })
+        .transpose()?;
+    let cores = std::thread::available_parallelism().map_or(2, usize::from);
+    // Two runtimes: the echo backends' tasks never queue behind the load generator's.
+    let backends = runtime(cores, "echo")?;
+    let load = runtime(cores, "load")?;
+    let progress = |line: &str| eprintln!("mcp-bench: {line}");
+    let report = load.block_on(scenario::run(&options, backends.handle(), &progress))?;
+    drop(load);
+    drop(backends);
+
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
+    let json_path = out.join("report.json");
+    std::fs::write(&json_path, json).map_err(|e| format!("{}: {e}", json_path.display()))?;
+    let markdown = report.markdown(baseline.as_ref());
+    let md_path = out.join("REPORT.md");
+    std::fs::write(&md_path, &markdown).map_err(|e| format!("{}: {e}", md_path.display()))?;
+    // REPORT.md holds the comparison against the baseline too.
+    println!("{markdown}");
+    println!("wrote {} and {}", md_path.display(), json_path.display());
+    Ok(())
+}
+
+fn echo(era: EraArg, tools: usize, listen: SocketAddr) -> Result<(), String> {
+    let era = match era {
+        EraArg::Modern => Era::Modern,
+        EraArg::Legacy => Era::Legacy,
+    };
+    let rt = runtime(
+        std::thread::available_parallelism().map_or(2, usize::from),
+        "echo",
+    )?;
+    rt.block_on(async {
+        let backend = EchoBackend::builder()
+            .era(era)
+            .tools(tools)
+            .addr(listen)
+            .spawn()
+            .await
+            .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+        println!("MCP_BENCH_ECHO_URL={}", backend.url());
+        tokio::signal::ctrl_c()
+            .await
+            .map_err(|e| format!("cannot wait for Ctrl-C: {e}"))
+    })
+}

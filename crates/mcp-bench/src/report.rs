@@ -1,0 +1,489 @@
+//! [`Report`]: what a benchmark run measured, as JSON (for `--baseline` comparisons) and as
+//! Markdown (`REPORT.md`).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::{Deserialize, Serialize};
+
+use crate::stats::Summary;
+
+/// Where and how the run happened.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Meta {
+    /// UTC time the run started, `YYYY-MM-DDTHH:MM:SSZ`.
+    pub date: String,
+    /// Logical CPUs available.
+    pub cores: usize,
+    /// `model name` of `/proc/cpuinfo`.
+    pub cpu: String,
+    /// The source revision measured, when known.
+    pub git_rev: Option<String>,
+    /// Whether this was the `--quick` smoke version.
+    pub quick: bool,
+    /// A/B rounds per comparison.
+    pub rounds: usize,
+    /// Measured seconds per side and round.
+    pub seconds_per_run: f64,
+}
+
+/// One A/B comparison: direct to the backend vs through the gateway.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Comparison {
+    /// What was measured, e.g. `tools/call modern`.
+    pub scenario: String,
+    /// Concurrent clients.
+    pub concurrency: usize,
+    /// Open-loop arrival rate (iterations/s), `None` for closed loop.
+    pub rate: Option<f64>,
+    /// Direct to the backend(s).
+    pub direct: Summary,
+    /// Through the gateway.
+    pub gateway: Summary,
+    /// Gateway CPU time per iteration in microseconds (`/proc/<pid>/stat`).
+    pub gateway_cpu_us: Option<f64>,
+    /// The first failure seen, if any.
+    pub first_error: Option<String>,
+}
+
+impl Comparison {
+    /// Gateway throughput / direct throughput.
+    #[must_use]
+    pub fn ratio(&self) -> f64 {
+        if self.direct.rps > 0.0 {
+            self.gateway.rps / self.direct.rps
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Gateway memory figures (bytes).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Memory {
+    /// RSS after start and one warm-up request per virtual host.
+    pub idle_rss: u64,
+    /// Legacy sessions opened (initialize + initialized, not deleted).
+    pub sessions: usize,
+    /// RSS with those sessions open.
+    pub sessions_rss: u64,
+    /// (sessions_rss - idle_rss) / sessions.
+    pub bytes_per_session: f64,
+    /// RSS after deleting them.
+    pub after_delete_rss: u64,
+    /// Largest RSS sampled during the load runs.
+    pub load_max_rss: u64,
+    /// RSS at the end of the run.
+    pub end_rss: u64,
+}
+
+/// One session store's figures.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct StoreRun {
+    /// `local`, `redis` or `sealed`.
+    pub kind: String,
+    /// Legacy session cycles (initialize + initialized + DELETE).
+    pub setup: Summary,
+    /// Gateway CPU per session cycle, µs.
+    pub setup_cpu_us: Option<f64>,
+    /// Legacy `tools/call` in an open session.
+    pub call: Summary,
+    /// Gateway CPU per call, µs.
+    pub call_cpu_us: Option<f64>,
+    /// The first failure seen, if any.
+    pub first_error: Option<String>,
+}
+
+/// Modern `tools/call` through a gateway running a number of plugins.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PluginRun {
+    /// How many plugins govern the call.
+    pub plugins: usize,
+    /// `tools/call`, 16 clients.
+    pub call: Summary,
+    /// Gateway CPU per call, µs.
+    pub call_cpu_us: Option<f64>,
+    /// The first failure seen, if any.
+    pub first_error: Option<String>,
+}
+
+/// One comparable figure: the flat form `--baseline` compares.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Metric {
+    /// The value.
+    pub value: f64,
+    /// Its unit.
+    pub unit: String,
+    /// Whether a larger value is an improvement.
+    pub higher_is_better: bool,
+}
+
+/// Everything one run measured.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Report {
+    /// Where and how.
+    pub meta: Meta,
+    /// Closed-loop `tools/call`, both eras, each concurrency.
+    pub tool_calls: Vec<Comparison>,
+    /// Open-loop `tools/call` at a fixed rate.
+    pub open_loop: Vec<Comparison>,
+    /// `tools/list` fan-out: the client's own concurrent fan-out vs the gateway's.
+    pub fanout: Vec<Comparison>,
+    /// Legacy session setup and `server/discover` rates.
+    pub rates: Vec<Comparison>,
+    /// Gateway memory.
+    pub memory: Memory,
+    /// Local vs Redis vs sealed session stores.
+    pub session_stores: Vec<StoreRun>,
+    /// `tools/call` with 0, 1 and 5 plugins.
+    #[serde(default)]
+    pub plugins: Vec<PluginRun>,
+    /// Notes (skipped parts and why).
+    pub notes: Vec<String>,
+    /// The flat figures, filled by [`Report::finish`].
+    pub metrics: BTreeMap<String, Metric>,
+}
+
+fn key(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect::<String>()
+        .trim_matches('_')
+        .to_owned()
+}
+
+impl Report {
+    /// Fills [`metrics`](Self::metrics) from the sections.
+    pub fn finish(&mut self) {
+        let mut m = BTreeMap::new();
+        let mut put = |name: String, value: f64, unit: &str, higher: bool| {
+            m.insert(
+                name,
+                Metric {
+                    value,
+                    unit: unit.to_owned(),
+                    higher_is_better: higher,
+                },
+            );
+        };
+        for c in self
+            .tool_calls
+            .iter()
+            .chain(&self.open_loop)
+            .chain(&self.fanout)
+            .chain(&self.rates)
+        {
+            let base = format!("{}.c{}", key(&c.scenario), c.concurrency);
+            if c.rate.is_none() {
+                put(format!("{base}.gateway.rps"), c.gateway.rps, "1/s", true);
+                put(format!("{base}.ratio"), c.ratio(), "x", true);
+            }
+            put(format!("{base}.gateway.p50"), c.gateway.p50_us, "us", false);
+            put(format!("{base}.gateway.p99"), c.gateway.p99_us, "us", false);
+            put(
+                format!("{base}.added.p50"),
+                c.gateway.p50_us - c.direct.p50_us,
+                "us",
+                false,
+            );
+            if let Some(cpu) = c.gateway_cpu_us {
+                put(format!("{base}.gateway.cpu_per_op"), cpu, "us", false);
+            }
+        }
+        let mem = &self.memory;
+        put("memory.idle_rss".into(), mem.idle_rss as f64, "B", false);
+        put(
+            "memory.bytes_per_session".into(),
+            mem.bytes_per_session,
+            "B",
+            false,
+        );
+        put(
+            "memory.load_max_rss".into(),
+            mem.load_max_rss as f64,
+            "B",
+            false,
+        );
+        for s in &self.session_stores {
+            let base = format!("session_store.{}", s.kind);
+            put(format!("{base}.setup.rps"), s.setup.rps, "1/s", true);
+            put(format!("{base}.call.rps"), s.call.rps, "1/s", true);
+            put(format!("{base}.call.p50"), s.call.p50_us, "us", false);
+        }
+        for p in &self.plugins {
+            let base = format!("plugins.{}", p.plugins);
+            put(format!("{base}.call.rps"), p.call.rps, "1/s", true);
+            put(format!("{base}.call.p50"), p.call.p50_us, "us", false);
+            if let Some(cpu) = p.call_cpu_us {
+                put(format!("{base}.call.cpu_per_op"), cpu, "us", false);
+            }
+        }
+        self.metrics = m;
+    }
+
+    /// `REPORT.md`.
+    #[must_use]
+    pub fn markdown(&self, baseline: Option<&Report>) -> String {
+        let mut out = String::new();
+        let meta = &self.meta;
+        let _ = writeln!(out, "# mcp-gateway benchmark\n");
+        let _ = writeln!(
+            out,
+            "{} UTC, {} cores ({}), revision {}, {} run: {} A/B round(s) of {:.1} s per side.\n",
+            meta.date,
+            meta.cores,
+            meta.cpu,
+            meta.git_rev.as_deref().unwrap_or("unknown"),
+            if meta.quick { "`--quick`" } else { "full" },
+            meta.rounds,
+            meta.seconds_per_run
+        );
+        let _ = writeln!(
+            out,
+            "Direct = the load generator straight to the echo backend(s); gateway = the same \
+             requests through the release `mcp-gateway` process (HS256 JWT verified on every \
+             request, file config store, access log off). Latencies in µs; \"added\" is gateway \
+             minus direct; CPU is the gateway process's user+system time per iteration.\n"
+        );
+        comparison_table(&mut out, "## tools/call, closed loop", &self.tool_calls);
+        comparison_table(
+            &mut out,
+            "## tools/call, open loop (latency from the intended send time)",
+            &self.open_loop,
+        );
+        comparison_table(
+            &mut out,
+            "## tools/list fan-out (direct = the client lists every backend at once: the slowest backend)",
+            &self.fanout,
+        );
+        comparison_table(&mut out, "## Setup and discovery rates", &self.rates);
+        let mem = &self.memory;
+        let _ = writeln!(out, "## Gateway memory (RSS)\n");
+        let _ = writeln!(out, "| state | RSS |\n|---|---:|");
+        let _ = writeln!(out, "| idle (after warm-up) | {} |", mib(mem.idle_rss));
+        let _ = writeln!(
+            out,
+            "| {} open legacy sessions | {} ({:.0} B per session) |",
+            mem.sessions,
+            mib(mem.sessions_rss),
+            mem.bytes_per_session
+        );
+        let _ = writeln!(
+            out,
+            "| after deleting them | {} |",
+            mib(mem.after_delete_rss)
+        );
+        let _ = writeln!(out, "| largest under load | {} |", mib(mem.load_max_rss));
+        let _ = writeln!(out, "| end of run | {} |\n", mib(mem.end_rss));
+        if !self.session_stores.is_empty() {
+            let _ = writeln!(out, "## Session stores (legacy clients)\n");
+            let _ = writeln!(
+                out,
+                "| store | session cycles/s | cycle p50 | cycle p99 | CPU/cycle | calls/s | call p50 | call p99 | CPU/call | errors |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+            );
+            for s in &self.session_stores {
+                let _ = writeln!(
+                    out,
+                    "| {} | {:.0} | {:.0} | {:.0} | {} | {:.0} | {:.0} | {:.0} | {} | {} |",
+                    s.kind,
+                    s.setup.rps,
+                    s.setup.p50_us,
+                    s.setup.p99_us,
+                    opt_us(s.setup_cpu_us),
+                    s.call.rps,
+                    s.call.p50_us,
+                    s.call.p99_us,
+                    opt_us(s.call_cpu_us),
+                    s.setup.errors + s.call.errors
+                );
+            }
+            out.push('\n');
+        }
+        if !self.plugins.is_empty() {
+            let _ = writeln!(out, "## Plugins (modern tools/call, 16 clients)\n");
+            let _ = writeln!(
+                out,
+                "| plugins | calls/s | p50 | p99 | CPU/call | errors |\n|---:|---:|---:|---:|---:|---:|"
+            );
+            for p in &self.plugins {
+                let _ = writeln!(
+                    out,
+                    "| {} | {:.0} | {:.0} | {:.0} | {} | {} |",
+                    p.plugins,
+                    p.call.rps,
+                    p.call.p50_us,
+                    p.call.p99_us,
+                    opt_us(p.call_cpu_us),
+                    p.call.errors
+                );
+            }
+            out.push('\n');
+        }
+        let errors: Vec<&str> = self
+            .tool_calls
+            .iter()
+            .chain(&self.open_loop)
+            .chain(&self.fanout)
+            .chain(&self.rates)
+            .filter_map(|c| c.first_error.as_deref())
+            .chain(
+                self.session_stores
+                    .iter()
+                    .filter_map(|s| s.first_error.as_deref()),
+            )
+            .chain(self.plugins.iter().filter_map(|p| p.first_error.as_deref()))
+            .collect();
+        if !errors.is_empty() || !self.notes.is_empty() {
+            let _ = writeln!(out, "## Notes\n");
+            for note in &self.notes {
+                let _ = writeln!(out, "- {note}");
+            }
+            for e in errors {
+                let _ = writeln!(out, "- first error: `{e}`");
+            }
+            out.push('\n');
+        }
+        if let Some(base) = baseline {
+            let _ = writeln!(
+                out,
+                "## Against the baseline ({}, revision {})\n",
+                base.meta.date,
+                base.meta.git_rev.as_deref().unwrap_or("unknown")
+            );
+            out.push_str(&self.compare(base));
+        }
+        out
+    }
+
+    /// A Markdown table of every metric both runs have: baseline, now, now/baseline, and
+    /// whether that is better.
+    #[must_use]
+    pub fn compare(&self, baseline: &Report) -> String {
+        let mut out = String::from(
+            "| metric | baseline | now | now/baseline | |\n|---|---:|---:|---:|---|\n",
+        );
+        for (name, now) in &self.metrics {
+            let Some(before) = baseline.metrics.get(name) else {
+                continue;
+            };
+            let ratio = if before.value != 0.0 {
+                now.value / before.value
+            } else {
+                f64::NAN
+            };
+            let verdict = if !ratio.is_finite() || (0.95..=1.05).contains(&ratio) {
+                "≈"
+            } else if (ratio > 1.0) == now.higher_is_better {
+                "better"
+            } else {
+                "worse"
+            };
+            let _ = writeln!(
+                out,
+                "| {name} | {:.2} {unit} | {:.2} {unit} | {ratio:.3} | {verdict} |",
+                before.value,
+                now.value,
+                unit = now.unit
+            );
+        }
+        out
+    }
+}
+
+fn comparison_table(out: &mut String, title: &str, rows: &[Comparison]) {
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "{title}\n");
+    let _ = writeln!(
+        out,
+        "| scenario | clients | direct/s | gateway/s | ratio | direct p50 | gateway p50 | added p50 | direct p99 | gateway p99 | added p99 | gateway p999 | CPU/op | errors |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
+    for c in rows {
+        let scenario = match c.rate {
+            Some(rate) => format!("{} @ {rate:.0}/s", c.scenario),
+            None => c.scenario.clone(),
+        };
+        let _ = writeln!(
+            out,
+            "| {scenario} | {} | {:.0} | {:.0} | {:.2} | {:.0} | {:.0} | {:+.0} | {:.0} | {:.0} | {:+.0} | {:.0} | {} | {} |",
+            c.concurrency,
+            c.direct.rps,
+            c.gateway.rps,
+            c.ratio(),
+            c.direct.p50_us,
+            c.gateway.p50_us,
+            c.gateway.p50_us - c.direct.p50_us,
+            c.direct.p99_us,
+            c.gateway.p99_us,
+            c.gateway.p99_us - c.direct.p99_us,
+            c.gateway.p999_us,
+            opt_us(c.gateway_cpu_us),
+            c.direct.errors + c.gateway.errors
+        );
+    }
+    out.push('\n');
+}
+
+fn opt_us(v: Option<f64>) -> String {
+    v.map_or_else(|| "n/a".to_owned(), |v| format!("{v:.0} µs"))
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn comparison(rps: f64) -> Comparison {
+        Comparison {
+            scenario: "tools/call modern".into(),
+            concurrency: 16,
+            rate: None,
+            direct: Summary {
+                rps: 2.0 * rps,
+                p50_us: 50.0,
+                ..Summary::default()
+            },
+            gateway: Summary {
+                rps,
+                p50_us: 150.0,
+                ..Summary::default()
+            },
+            gateway_cpu_us: Some(80.0),
+            first_error: None,
+        }
+    }
+
+    #[test]
+    fn metrics_are_flat_and_compared_by_direction() {
+        let mut before = Report::default();
+        before.tool_calls.push(comparison(1000.0));
+        before.finish();
+        let mut now = Report::default();
+        now.tool_calls.push(comparison(2000.0));
+        now.finish();
+        assert_eq!(now.metrics["tools_call_modern.c16.ratio"].value, 0.5);
+        assert_eq!(now.metrics["tools_call_modern.c16.added.p50"].value, 100.0);
+        let table = now.compare(&before);
+        assert!(
+            table.contains(
+                "| tools_call_modern.c16.gateway.rps | 1000.00 1/s | 2000.00 1/s | 2.000 | better |"
+            ),
+            "{table}"
+        );
+        assert!(
+            table.contains("| tools_call_modern.c16.ratio | 0.50 x | 0.50 x | 1.000 | ≈ |"),
+            "{table}"
+        );
+        let json = serde_json::to_string(&now).expect("serialise");
+        let back: Report = serde_json::from_str(&json).expect("parse");
+        assert_eq!(back.metrics, now.metrics);
+        assert!(
+            now.markdown(Some(&before))
+                .contains("## Against the baseline")
+        );
+    }
+}

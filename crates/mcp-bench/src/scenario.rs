@@ -1,0 +1,678 @@
+//! The benchmark itself: start echo backends and gateway processes, run every scenario with
+//! alternating A/B rounds (so machine drift hits both sides alike), and fill a [`Report`].
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use futures_util::future::join_all;
+use mcp_test_support::RedisServer;
+use serde_json::json;
+use tokio::runtime::Handle;
+
+use crate::client::McpClient;
+use crate::echo::EchoBackend;
+use crate::gateway::{GatewayProcess, SessionStoreKind};
+use crate::load::{self, LoadResult, Operation, Pace, Workload};
+use crate::proc_stats;
+use crate::protocol::{Endpoint, Era};
+use crate::report::{Comparison, Memory, Meta, PluginRun, Report, StoreRun};
+
+/// How long and how much to measure.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// A/B rounds per comparison (sides alternate their order each round).
+    pub rounds: usize,
+    /// Unmeasured time before each run.
+    pub warmup: Duration,
+    /// Measured time per run.
+    pub duration: Duration,
+    /// Client counts of the closed-loop `tools/call` runs.
+    pub concurrencies: Vec<usize>,
+    /// Backend counts of the `tools/list` fan-out runs.
+    pub fanouts: Vec<usize>,
+    /// Tools each fan-out backend lists.
+    pub fanout_tools: usize,
+    /// Legacy sessions held open for the memory figure.
+    pub sessions: usize,
+}
+
+impl Plan {
+    /// The full benchmark (a few minutes).
+    #[must_use]
+    pub fn full() -> Self {
+        Self {
+            rounds: 3,
+            warmup: Duration::from_millis(300),
+            duration: Duration::from_secs(2),
+            concurrencies: vec![1, 16, 64],
+            fanouts: vec![1, 4, 16],
+            fanout_tools: 20,
+            sessions: 10_000,
+        }
+    }
+
+    /// The `--quick` smoke version (about 30 seconds).
+    #[must_use]
+    pub fn quick() -> Self {
+        Self {
+            rounds: 1,
+            warmup: Duration::from_millis(200),
+            duration: Duration::from_millis(800),
+            sessions: 2_000,
+            ..Self::full()
+        }
+    }
+}
+
+/// What the benchmark needs from its caller.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The release `mcp-gateway` binary.
+    pub gateway_bin: PathBuf,
+    /// The source revision measured (for the report).
+    pub git_rev: Option<String>,
+    /// Whether this is the `--quick` smoke run.
+    pub quick: bool,
+    /// Durations and sizes.
+    pub plan: Plan,
+}
+
+/// Progress lines go to the caller (a binary prints them; the library does not).
+pub type Progress<'a> = &'a (dyn Fn(&str) + Sync);
+
+/// Runs every scenario. Echo backends run on `backends` (their own runtime, so their work does
+/// not queue behind the load generator's tasks).
+///
+/// # Errors
+///
+/// When a backend or a gateway cannot be started, or nothing could be measured.
+pub async fn run(
+    options: &Options,
+    backends: &Handle,
+    progress: Progress<'_>,
+) -> Result<Report, String> {
+    let plan = &options.plan;
+    let mut report = Report {
+        meta: Meta {
+            date: utc_now(),
+            cores: std::thread::available_parallelism().map_or(0, usize::from),
+            cpu: cpu_model(),
+            git_rev: options.git_rev.clone(),
+            quick: options.quick,
+            rounds: plan.rounds,
+            seconds_per_run: plan.duration.as_secs_f64(),
+        },
+        ..Report::default()
+    };
+
+    let max_fanout = plan.fanouts.iter().copied().max().unwrap_or(1);
+    let spawn = |era: Era, tools: usize| {
+        backends.spawn(async move { EchoBackend::builder().era(era).tools(tools).spawn().await })
+    };
+    let modern = spawn(Era::Modern, 1)
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?;
+    let legacy = spawn(Era::Legacy, 1)
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?;
+    let mut fan = Vec::with_capacity(max_fanout);
+    for _ in 0..max_fanout {
+        fan.push(
+            spawn(Era::Modern, plan.fanout_tools)
+                .await
+                .map_err(|e| e.to_string())?
+                .map_err(|e| e.to_string())?,
+        );
+    }
+    let users = users_json(&modern, &legacy, &fan, &plan.fanouts);
+
+    progress("starting the gateway (local session store)");
+    let gateway =
+        GatewayProcess::start(&options.gateway_bin, &SessionStoreKind::Local, &users, None)
+            .map_err(|e| e.to_string())?;
+    let bench = Bench {
+        plan: plan.clone(),
+        load_max_rss: Arc::new(AtomicU64::new(0)),
+    };
+    warm_up(&gateway, &plan.fanouts).await?;
+
+    progress("memory: idle and with open legacy sessions");
+    report.memory = bench.memory(&gateway).await?;
+
+    for era in [Era::Modern, Era::Legacy] {
+        for &concurrency in &plan.concurrencies {
+            progress(&format!("tools/call {era}, {concurrency} client(s)"));
+            let (direct_ep, gateway_ep) = match era {
+                Era::Modern => (direct(&modern), through(&gateway, "modern", "echo-echo")),
+                Era::Legacy => (direct(&legacy), through(&gateway, "legacy", "echo-echo")),
+            };
+            let comparison = bench
+                .compare(
+                    &format!("tools/call {era}"),
+                    bench.workload(vec![direct_ep], era, Operation::CallTool, concurrency),
+                    bench.workload(vec![gateway_ep], era, Operation::CallTool, concurrency),
+                    &gateway,
+                )
+                .await;
+            report.tool_calls.push(comparison);
+        }
+    }
+
+    // Open loop at half the gateway's closed-loop throughput with 16 clients: a moderate load
+    // at which added latency, not saturation, is what shows.
+    let reference = report
+        .tool_calls
+        .iter()
+        .find(|c| c.scenario == "tools/call modern" && c.concurrency == 16)
+        .or_else(|| report.tool_calls.first())
+        .map_or(1000.0, |c| c.gateway.rps);
+    let rate = (reference * 0.5).max(100.0).round();
+    progress(&format!("tools/call modern, open loop at {rate}/s"));
+    let mut direct_open =
+        bench.workload(vec![direct(&modern)], Era::Modern, Operation::CallTool, 16);
+    direct_open.pace = Pace::Open { rate };
+    let mut gateway_open = direct_open.clone();
+    gateway_open.endpoints = vec![through(&gateway, "modern", "echo-echo")];
+    let mut open = bench
+        .compare("tools/call modern", direct_open, gateway_open, &gateway)
+        .await;
+    open.rate = Some(rate);
+    report.open_loop.push(open);
+
+    for &n in &plan.fanouts {
+        progress(&format!("tools/list fan-out over {n} backend(s)"));
+        let direct_eps = fan.iter().take(n).map(direct).collect();
+        let gateway_ep = through(&gateway, &format!("fan{n}"), "");
+        let comparison = bench
+            .compare(
+                &format!("tools/list fan-out x{n}"),
+                bench.workload(direct_eps, Era::Modern, Operation::ListTools, 1),
+                bench.workload(vec![gateway_ep], Era::Modern, Operation::ListTools, 1),
+                &gateway,
+            )
+            .await;
+        report.fanout.push(comparison);
+    }
+
+    progress("legacy session setup rate (8 clients)");
+    let setup = bench
+        .compare(
+            "legacy session setup",
+            bench.workload(
+                vec![direct(&legacy)],
+                Era::Legacy,
+                Operation::SessionCycle,
+                8,
+            ),
+            bench.workload(
+                vec![through(&gateway, "legacy", "echo-echo")],
+                Era::Legacy,
+                Operation::SessionCycle,
+                8,
+            ),
+            &gateway,
+        )
+        .await;
+    report.rates.push(setup);
+    progress("server/discover rate (8 clients)");
+    let discover = bench
+        .compare(
+            "server/discover",
+            bench.workload(vec![direct(&modern)], Era::Modern, Operation::Discover, 8),
+            bench.workload(
+                vec![through(&gateway, "modern", "")],
+                Era::Modern,
+                Operation::Discover,
+                8,
+            ),
+            &gateway,
+        )
+        .await;
+    report.rates.push(discover);
+
+    progress("session stores: local, redis, sealed");
+    let redis = RedisServer::start().await;
+    if redis.is_none() {
+        let note = "redis-server not found: the Redis session store was NOT measured (install \
+                    redis-server or set REDIS_URL)";
+        progress(&format!("WARNING: {note}"));
+        report.notes.push(note.to_owned());
+    }
+    let mut stores = vec![(SessionStoreKind::Local, None)];
+    if let Some(redis) = &redis {
+        let kind = SessionStoreKind::Redis(redis.url().to_owned());
+        let gw = GatewayProcess::start(&options.gateway_bin, &kind, &users, None)
+            .map_err(|e| e.to_string())?;
+        stores.push((kind, Some(gw)));
+    }
+    let sealed = GatewayProcess::start(
+        &options.gateway_bin,
+        &SessionStoreKind::Sealed,
+        &users,
+        None,
+    )
+    .map_err(|e| e.to_string())?;
+    stores.push((SessionStoreKind::Sealed, Some(sealed)));
+    let gateways: Vec<(String, &GatewayProcess)> = stores
+        .iter()
+        .map(|(kind, gw)| (kind.to_string(), gw.as_ref().unwrap_or(&gateway)))
+        .collect();
+    report.session_stores = bench.stores(&gateways).await;
+
+    progress("plugins: tools/call modern with 0, 1 and 5 plugins");
+    let mut with_plugins = Vec::new();
+    for count in [1, 5] {
+        let gw = GatewayProcess::start(
+            &options.gateway_bin,
+            &SessionStoreKind::Local,
+            &users,
+            Some(&plugin_document(count)),
+        )
+        .map_err(|e| e.to_string())?;
+        warm_up(&gw, &plan.fanouts).await?;
+        with_plugins.push((count, gw));
+    }
+    let mut plugin_gateways = vec![(0, &gateway)];
+    plugin_gateways.extend(with_plugins.iter().map(|(n, gw)| (*n, gw)));
+    report.plugins = bench.plugins(&plugin_gateways).await;
+
+    report.memory.load_max_rss = bench.load_max_rss.load(Ordering::Relaxed);
+    report.memory.end_rss = gateway.rss_bytes().unwrap_or(0);
+    report.finish();
+    Ok(report)
+}
+
+struct Bench {
+    plan: Plan,
+    /// Largest gateway RSS sampled during any gateway-side load run.
+    load_max_rss: Arc<AtomicU64>,
+}
+
+/// One measured side: its merged load results and the gateway's CPU time over them.
+struct Side {
+    result: Option<LoadResult>,
+    cpu: Duration,
+    cpu_ops: u64,
+}
+
+impl Side {
+    fn new() -> Self {
+        Self {
+            result: None,
+            cpu: Duration::ZERO,
+            cpu_ops: 0,
+        }
+    }
+
+    fn add(&mut self, result: &LoadResult, cpu: Option<Duration>) {
+        match &mut self.result {
+            Some(total) => total.merge(result),
+            None => self.result = Some(result.clone()),
+        }
+        if let Some(cpu) = cpu {
+            self.cpu += cpu;
+            self.cpu_ops += result.total_ops;
+        }
+    }
+
+    fn cpu_us(&self) -> Option<f64> {
+        (self.cpu_ops > 0).then(|| self.cpu.as_secs_f64() * 1e6 / self.cpu_ops as f64)
+    }
+
+    fn summary(&self) -> crate::stats::Summary {
+        self.result
+            .as_ref()
+            .map(LoadResult::summary)
+            .unwrap_or_default()
+    }
+
+    fn first_error(&self) -> Option<String> {
+        self.result.as_ref().and_then(|r| r.first_error.clone())
+    }
+}
+
+impl Bench {
+    fn workload(
+        &self,
+        endpoints: Vec<Endpoint>,
+        era: Era,
+        operation: Operation,
+        concurrency: usize,
+    ) -> Workload {
+        Workload {
+            endpoints,
+            era,
+            operation,
+            concurrency,
+            pace: Pace::Closed,
+            warmup: self.plan.warmup,
+            duration: self.plan.duration,
+        }
+    }
+
+    /// Runs `workload`; when it targets `gateway`, also its CPU time and RSS samples.
+    async fn measure(
+        &self,
+        workload: &Workload,
+        gateway: Option<&GatewayProcess>,
+    ) -> (LoadResult, Option<Duration>) {
+        let Some(gateway) = gateway else {
+            return (load::run(workload).await, None);
+        };
+        let pid = gateway.pid();
+        let stop = Arc::new(AtomicBool::new(false));
+        let sampler = {
+            let stop = Arc::clone(&stop);
+            let max = Arc::clone(&self.load_max_rss);
+            tokio::spawn(async move {
+                while !stop.load(Ordering::Relaxed) {
+                    if let Some(rss) = proc_stats::rss_bytes(pid) {
+                        max.fetch_max(rss, Ordering::Relaxed);
+                    }
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            })
+        };
+        let before = gateway.cpu_time();
+        let result = load::run(workload).await;
+        let after = gateway.cpu_time();
+        stop.store(true, Ordering::Relaxed);
+        let _ = sampler.await;
+        let cpu = before.zip(after).map(|(b, a)| a.saturating_sub(b));
+        (result, cpu)
+    }
+
+    /// Alternating A/B rounds of `direct` and `through` (A B, then B A, ...).
+    async fn compare(
+        &self,
+        scenario: &str,
+        direct: Workload,
+        through: Workload,
+        gateway: &GatewayProcess,
+    ) -> Comparison {
+        let mut a = Side::new();
+        let mut b = Side::new();
+        for round in 0..self.plan.rounds.max(1) {
+            let direct_first = round % 2 == 0;
+            for step in 0..2 {
+                if (step == 0) == direct_first {
+                    let (result, _) = self.measure(&direct, None).await;
+                    a.add(&result, None);
+                } else {
+                    let (result, cpu) = self.measure(&through, Some(gateway)).await;
+                    b.add(&result, cpu);
+                }
+            }
+        }
+        Comparison {
+            scenario: scenario.to_owned(),
+            concurrency: direct.concurrency,
+            rate: None,
+            direct: a.summary(),
+            gateway: b.summary(),
+            gateway_cpu_us: b.cpu_us(),
+            first_error: b.first_error().or_else(|| a.first_error()),
+        }
+    }
+
+    /// RSS idle, with `plan.sessions` open legacy sessions, and after deleting them.
+    async fn memory(&self, gateway: &GatewayProcess) -> Result<Memory, String> {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let idle_rss = gateway.rss_bytes().unwrap_or(0);
+        let clients = 8;
+        let per_client = self.plan.sessions.div_ceil(clients);
+        let endpoint = through(gateway, "legacy", "echo-echo");
+        let opened = join_all((0..clients).map(|_| {
+            let endpoint = endpoint.clone();
+            async move {
+                let mut client = McpClient::new(endpoint, Era::Legacy);
+                let mut sessions = Vec::with_capacity(per_client);
+                for _ in 0..per_client {
+                    client.initialize().await.map_err(|e| e.to_string())?;
+                    sessions.extend(client.take_session());
+                }
+                Ok::<_, String>((client, sessions))
+            }
+        }))
+        .await;
+        let mut open = Vec::with_capacity(clients);
+        for outcome in opened {
+            open.push(outcome?);
+        }
+        let sessions: usize = open.iter().map(|(_, s)| s.len()).sum();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let sessions_rss = gateway.rss_bytes().unwrap_or(0);
+        let deleted = join_all(open.into_iter().map(|(mut client, sessions)| async move {
+            for session in sessions {
+                client.delete(&session).await.map_err(|e| e.to_string())?;
+            }
+            Ok::<_, String>(())
+        }))
+        .await;
+        deleted.into_iter().collect::<Result<Vec<()>, String>>()?;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        Ok(Memory {
+            idle_rss,
+            sessions,
+            sessions_rss,
+            bytes_per_session: sessions_rss.saturating_sub(idle_rss) as f64
+                / sessions.max(1) as f64,
+            after_delete_rss: gateway.rss_bytes().unwrap_or(0),
+            ..Memory::default()
+        })
+    }
+
+    /// Modern `tools/call` (16 clients) against gateways with 0, 1 and 5 plugins, rotating the
+    /// order every round.
+    async fn plugins(&self, gateways: &[(usize, &GatewayProcess)]) -> Vec<PluginRun> {
+        let mut sides: Vec<Side> = gateways.iter().map(|_| Side::new()).collect();
+        for round in 0..self.plan.rounds.max(1) {
+            for offset in 0..gateways.len() {
+                let index = (round + offset) % gateways.len();
+                let (_, gw) = gateways[index];
+                let call = self.workload(
+                    vec![through(gw, "modern", "echo-echo")],
+                    Era::Modern,
+                    Operation::CallTool,
+                    16,
+                );
+                let (result, cpu) = self.measure(&call, Some(gw)).await;
+                sides[index].add(&result, cpu);
+            }
+        }
+        gateways
+            .iter()
+            .zip(sides)
+            .map(|((plugins, _), side)| PluginRun {
+                plugins: *plugins,
+                call: side.summary(),
+                call_cpu_us: side.cpu_us(),
+                first_error: side.first_error(),
+            })
+            .collect()
+    }
+
+    /// Session cycles and legacy calls against each gateway, rotating the order every round.
+    async fn stores(&self, gateways: &[(String, &GatewayProcess)]) -> Vec<StoreRun> {
+        let mut sides: Vec<(Side, Side)> = gateways
+            .iter()
+            .map(|_| (Side::new(), Side::new()))
+            .collect();
+        for round in 0..self.plan.rounds.max(1) {
+            for offset in 0..gateways.len() {
+                let index = (round + offset) % gateways.len();
+                let (_, gw) = gateways[index];
+                let endpoint = through(gw, "legacy", "echo-echo");
+                let setup = self.workload(
+                    vec![endpoint.clone()],
+                    Era::Legacy,
+                    Operation::SessionCycle,
+                    8,
+                );
+                let (result, cpu) = self.measure(&setup, Some(gw)).await;
+                sides[index].0.add(&result, cpu);
+                let call = self.workload(vec![endpoint], Era::Legacy, Operation::CallTool, 16);
+                let (result, cpu) = self.measure(&call, Some(gw)).await;
+                sides[index].1.add(&result, cpu);
+            }
+        }
+        gateways
+            .iter()
+            .zip(sides)
+            .map(|((kind, _), (setup, call))| StoreRun {
+                kind: kind.clone(),
+                setup: setup.summary(),
+                setup_cpu_us: setup.cpu_us(),
+                call: call.summary(),
+                call_cpu_us: call.cpu_us(),
+                first_error: setup.first_error().or_else(|| call.first_error()),
+            })
+            .collect()
+    }
+}
+
+/// A plugin document with the first `count` of five plugins that all govern the benchmark's
+/// `tools/call` (allow-list, size limit, secret scan, rate limit far above the load, headers).
+fn plugin_document(count: usize) -> String {
+    const PLUGINS: [&str; 5] = [
+        "name = \"allow\"\nkind = \"tool_filter\"\nconfig = { allow = [\"*\"] }",
+        "name = \"sizes\"\nkind = \"size_limit\"\nconfig = { max_argument_bytes = 65536 }",
+        "name = \"secrets\"\nkind = \"secret_filter\"\nhooks = [\"tool_pre_invoke\"]",
+        "name = \"rate\"\nkind = \"rate_limit\"\nconfig = { limit = 100000000, window_s = 1, per = \"principal\" }",
+        "name = \"headers\"\nkind = \"upstream_headers\"\nconfig = { headers = { x-bench-caller = \"{subject}\" } }",
+    ];
+    let mut doc = String::from("version = 1\n");
+    for plugin in PLUGINS.iter().take(count) {
+        doc.push_str("\n[[plugins]]\n");
+        doc.push_str(plugin);
+        doc.push('\n');
+    }
+    doc
+}
+
+/// One request per virtual host, so the gateway has probed every backend's era before anything
+/// is measured.
+async fn warm_up(gateway: &GatewayProcess, fanouts: &[usize]) -> Result<(), String> {
+    let mut modern = McpClient::new(through(gateway, "modern", "echo-echo"), Era::Modern);
+    modern
+        .call_tool()
+        .await
+        .map_err(|e| format!("gateway warm-up (modern): {e}"))?;
+    let mut legacy = McpClient::new(through(gateway, "legacy", "echo-echo"), Era::Legacy);
+    legacy
+        .call_tool()
+        .await
+        .map_err(|e| format!("gateway warm-up (legacy): {e}"))?;
+    legacy
+        .delete_session()
+        .await
+        .map_err(|e| format!("gateway warm-up (legacy DELETE): {e}"))?;
+    for n in fanouts {
+        let mut client = McpClient::new(through(gateway, &format!("fan{n}"), ""), Era::Modern);
+        client
+            .list_tools()
+            .await
+            .map_err(|e| format!("gateway warm-up (fan{n}): {e}"))?;
+    }
+    Ok(())
+}
+
+fn direct(backend: &EchoBackend) -> Endpoint {
+    Endpoint::new(backend.addr(), "/mcp")
+}
+
+fn through(gateway: &GatewayProcess, vhost: &str, tool: &str) -> Endpoint {
+    Endpoint::new(gateway.addr(), format!("/servers/{vhost}/mcp"))
+        .bearer(gateway.token())
+        .tool(tool)
+}
+
+/// The file store document: virtual hosts `modern` and `legacy` (one echo backend named `echo`)
+/// and `fan<n>` (backends `b0`..).
+fn users_json(
+    modern: &EchoBackend,
+    legacy: &EchoBackend,
+    fan: &[EchoBackend],
+    fanouts: &[usize],
+) -> String {
+    let backend = |url: String| json!({ "url": url, "timeout_ms": 30000 });
+    let mut vhosts = serde_json::Map::new();
+    vhosts.insert(
+        "modern".into(),
+        json!({ "naming": "prefix", "backends": { "echo": backend(modern.url()) } }),
+    );
+    vhosts.insert(
+        "legacy".into(),
+        json!({ "naming": "prefix", "backends": { "echo": backend(legacy.url()) } }),
+    );
+    for &n in fanouts {
+        let backends: serde_json::Map<String, serde_json::Value> = fan
+            .iter()
+            .take(n)
+            .enumerate()
+            .map(|(i, b)| (format!("b{i}"), backend(b.url())))
+            .collect();
+        vhosts.insert(
+            format!("fan{n}"),
+            json!({ "naming": "prefix", "backends": backends }),
+        );
+    }
+    json!({ "users": { crate::gateway::SUBJECT: { "virtual_hosts": vhosts } } }).to_string()
+}
+
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".to_owned())
+}
+
+/// Now as `YYYY-MM-DDTHH:MM:SSZ` (civil-from-days, so no date crate for one timestamp).
+fn utc_now() -> String {
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    format_utc(secs)
+}
+
+fn format_utc(secs: u64) -> String {
+    let days = i64::try_from(secs / 86_400).unwrap_or(0);
+    let rem = secs % 86_400;
+    // Howard Hinnant's days_from_civil inverse.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_timestamps_are_civil_dates() {
+        assert_eq!(format_utc(0), "1970-01-01T00:00:00Z");
+        assert_eq!(format_utc(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(format_utc(1_795_995_045), "2026-11-29T23:30:45Z");
+    }
+}

@@ -11,6 +11,8 @@
 //! - `ci`: `cargo fmt --check`, `cargo clippy --workspace --all-targets -D warnings`, then `test`.
 //! - `bench [--quick] [--baseline FILE]`: the gateway benchmark (`crates/mcp-bench`, DESIGN §12),
 //!   written to `target/bench/REPORT.md` and `report.json`; never part of `ci`.
+//! - `fuzz [--seconds N] [TARGET...]`: the cargo-fuzz targets of `fuzz/` (see `fuzz.rs`), N
+//!   seconds each (default 30); fails on a crash. Never part of `test` or `ci`.
 //!
 //! Under `CI=true` a missing prerequisite is a failure (the tests themselves refuse to skip);
 //! elsewhere the Redis and interop tests print loudly that they skipped.
@@ -20,6 +22,7 @@
 
 mod bench;
 mod conformance;
+mod fuzz;
 mod interop;
 mod prerequisites;
 mod run;
@@ -36,6 +39,8 @@ Tasks:
                target/conformance/REPORT.md)
   ci      fmt check + clippy -D warnings + test
   bench   benchmark the release gateway (--quick: ~30 s smoke; --baseline FILE: compare)
+  fuzz    run the fuzz targets of fuzz/, N seconds each (--seconds N, default 30; TARGET...
+          to pick some); installs cargo-fuzz when missing
 ";
 
 fn main() -> ExitCode {
@@ -45,6 +50,7 @@ fn main() -> ExitCode {
         Some("ci") => ci(),
         Some("conformance") => conformance::conformance(),
         Some("bench") => bench::bench(&args[1..]),
+        Some("fuzz") => fuzz::fuzz(&args[1..]),
         Some("-h" | "--help" | "help") | None => {
             print!("{HELP}");
             Ok(())

@@ -71,9 +71,15 @@ async fn a_backend_killed_mid_stream_ends_the_call_with_an_error() {
     let last = stream
         .next_message_where(Duration::from_secs(20), |m| m["id"] == 1)
         .await;
-    assert_eq!(
-        last["error"],
-        json!({"code": -32603, "message": "Backend alpha failed: malformed backend response: stream ended without a response"}),
+    // Whether the kill reaches the gateway as a reset or as an early end of the body is a race
+    // of the backend's shutdown; both end the call with an error naming the backend.
+    assert_eq!(last["error"]["code"], -32603, "{last}");
+    assert!(
+        [
+            "Backend alpha failed: malformed backend response: stream ended without a response",
+            "Backend alpha failed: backend connection lost",
+        ]
+        .contains(&last["error"]["message"].as_str().unwrap_or_default()),
         "{last}"
     );
     assert!(
@@ -141,10 +147,14 @@ async fn a_legacy_backend_killed_mid_stream_ends_a_2025_call_with_an_error() {
     let last = stream
         .next_message_where(Duration::from_secs(20), |m| m["id"] == 1)
         .await;
-    assert_eq!(
-        last["error"],
-        json!({"code": -32603,
-            "message": "Backend legacy failed: malformed backend response: stream ended without a response"}),
+    // A reset or an early end of the body, depending on the backend's shutdown (see above).
+    assert_eq!(last["error"]["code"], -32603, "{last}");
+    assert!(
+        [
+            "Backend legacy failed: malformed backend response: stream ended without a response",
+            "Backend legacy failed: backend connection lost",
+        ]
+        .contains(&last["error"]["message"].as_str().unwrap_or_default()),
         "{last}"
     );
 

@@ -19,7 +19,7 @@
 //! above only work on the node that asked or runs the call.
 
 use std::fmt;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
 use deadpool_redis::Pool;
@@ -73,7 +73,8 @@ pub struct NodeBus {
     pool: Pool,
     prefix: String,
     timeout: Duration,
-    listener: Mutex<Option<tokio::task::AbortHandle>>,
+    /// The subscriber task, started by the first 2025 request (checked on every one: lock-free).
+    listener: OnceLock<tokio::task::AbortHandle>,
 }
 
 impl fmt::Debug for NodeBus {
@@ -87,8 +88,7 @@ impl fmt::Debug for NodeBus {
 
 impl Drop for NodeBus {
     fn drop(&mut self) {
-        let listener = self.listener.get_mut().unwrap_or_else(|p| p.into_inner());
-        if let Some(handle) = listener.take() {
+        if let Some(handle) = self.listener.get() {
             handle.abort();
         }
     }
@@ -112,7 +112,7 @@ impl NodeBus {
             pool,
             prefix: config.key_prefix.clone(),
             timeout: config.connect_timeout + config.response_timeout,
-            listener: Mutex::new(None),
+            listener: OnceLock::new(),
         })
     }
 
@@ -127,17 +127,15 @@ impl NodeBus {
 
     /// Starts listening (once) for `inner`'s router.
     pub(crate) fn ensure_listening(&self, inner: &Arc<RouterInner>) {
-        let mut listener = self.listener.lock().unwrap_or_else(|p| p.into_inner());
-        if listener.is_some() {
-            return;
-        }
-        let subscription = Subscription {
-            client: self.client.clone(),
-            channels: vec![self.channel(&self.node), self.channel("all")],
-            timeout: self.timeout,
-            router: Arc::downgrade(inner),
-        };
-        *listener = Some(tokio::spawn(subscription.run()).abort_handle());
+        self.listener.get_or_init(|| {
+            let subscription = Subscription {
+                client: self.client.clone(),
+                channels: vec![self.channel(&self.node), self.channel("all")],
+                timeout: self.timeout,
+                router: Arc::downgrade(inner),
+            };
+            tokio::spawn(subscription.run()).abort_handle()
+        });
     }
 
     /// Publishes `message` for `node` (`"all"`: every node); `false` when Redis did not take it.

@@ -64,6 +64,41 @@ impl<'a> Scope<'a> {
     }
 }
 
+/// An owned copy of a request's caller-side facts, for work that outlives its handler (a relayed
+/// stream, a GET stream following backends).
+#[derive(Clone)]
+pub(crate) struct OwnedCaller {
+    /// The virtual host (shared, so no per-call copy of its config).
+    pub(crate) vhost: std::sync::Arc<mcp_config_store::VirtualHostConfig>,
+    pub(crate) headers: HeaderMap,
+    pub(crate) principal: mcp_core::Principal,
+    pub(crate) client_caps: Box<RawValue>,
+}
+
+impl OwnedCaller {
+    /// The caller of `scope`.
+    pub(crate) fn of(scope: &Scope<'_>) -> Self {
+        Self {
+            vhost: std::sync::Arc::clone(&scope.ctx.vhost),
+            headers: scope.headers.clone(),
+            principal: scope.ctx.principal.clone(),
+            client_caps: scope.client_caps.to_owned(),
+        }
+    }
+
+    /// The upstream target for backend `name`, if the virtual host has it.
+    pub(crate) fn target<'a>(&'a self, name: &'a str) -> Option<Target<'a>> {
+        Some(Target {
+            name,
+            config: self.vhost.backends.get(name)?,
+            downstream: &self.headers,
+            principal: &self.principal,
+            client_caps: &self.client_caps,
+            meta: None,
+        })
+    }
+}
+
 /// Why a backend contributed nothing to a fan-out or a routed call failed.
 #[derive(Debug, Clone)]
 pub(crate) enum BackendFailure {

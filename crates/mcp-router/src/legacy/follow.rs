@@ -10,15 +10,14 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures_util::StreamExt;
 use futures_util::stream::BoxStream;
-use http::HeaderMap;
-use mcp_core::{Envelope, MessageKind, Principal, RawObject, encode_notification};
+use mcp_core::{Envelope, MessageKind, RawObject, encode_notification};
 use mcp_fallback::ToolHints;
-use serde_json::value::RawValue;
 
 use crate::naming::{ItemKind, Namer, Resolution};
 use crate::router::RouterInner;
+use crate::scope::OwnedCaller;
 use crate::session::BackendEra;
-use crate::upstream::{Call, Target};
+use crate::upstream::Call;
 
 /// How long a follower waits before reopening listens that ended.
 const REOPEN_AFTER: Duration = Duration::from_secs(2);
@@ -26,10 +25,7 @@ const REOPEN_AFTER: Duration = Duration::from_secs(2);
 /// What the follower needs after the GET handler returned.
 pub(super) struct Follower {
     pub(super) inner: Arc<RouterInner>,
-    pub(super) vhost: Arc<mcp_config_store::VirtualHostConfig>,
-    pub(super) headers: HeaderMap,
-    pub(super) principal: Principal,
-    pub(super) client_caps: Box<RawValue>,
+    pub(super) caller: OwnedCaller,
     pub(super) session: String,
 }
 
@@ -80,15 +76,14 @@ async fn open(follower: &Follower, modern: &[String]) -> BoxStream<'static, (Str
         Ok(Some(record)) => record.subscriptions.clone(),
         _ => Vec::new(),
     };
-    let namer = Namer::new(&follower.vhost);
+    let namer = Namer::new(&follower.caller.vhost);
     let mut feeds = Vec::new();
     for backend in modern {
         // stdio backends are recorded as modern (no upstream session) but have no listen.
-        let Some(config) = follower
-            .vhost
-            .backends
-            .get(backend)
-            .filter(|c| c.command.is_none())
+        let Some(target) = follower
+            .caller
+            .target(backend)
+            .filter(|t| t.config.command.is_none())
         else {
             continue;
         };
@@ -119,14 +114,6 @@ async fn open(follower: &Follower, modern: &[String]) -> BoxStream<'static, (Str
             progress_token: None,
             hints: ToolHints::NONE,
             headers: None,
-        };
-        let target = Target {
-            name: backend,
-            config,
-            downstream: &follower.headers,
-            principal: &follower.principal,
-            client_caps: &follower.client_caps,
-            meta: None,
         };
         match follower.inner.upstream.send(&target, &call).await {
             Ok(reply) => {

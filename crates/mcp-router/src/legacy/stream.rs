@@ -99,10 +99,12 @@ pub(crate) async fn get_stream(
     }));
     let follower = super::follow::Follower {
         inner: Arc::clone(inner),
-        vhost: Arc::clone(&ctx.vhost),
-        headers: parts.headers.clone(),
-        principal: ctx.principal.clone(),
-        client_caps: caps.clone(),
+        caller: crate::scope::OwnedCaller {
+            vhost: Arc::clone(&ctx.vhost),
+            headers: parts.headers.clone(),
+            principal: ctx.principal.clone(),
+            client_caps: caps.clone(),
+        },
         session: session_id.to_owned(),
     };
     let modern = super::follow::follow(follower, super::follow::modern_backends(record))

@@ -22,11 +22,11 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use futures_util::StreamExt;
-use http::{HeaderMap, Response, StatusCode};
+use http::{Response, StatusCode};
 use mcp_config_store::{BackendConfig, VirtualHostConfig};
 use mcp_core::sse::SseEvent;
 use mcp_core::{
-    Envelope, Era, ErrorObject, MessageKind, Method, Principal, RawObject, RequestId, encode_error,
+    Envelope, Era, ErrorObject, MessageKind, Method, RawObject, RequestId, encode_error,
     encode_notification, encode_result, error_code,
 };
 use serde_json::value::RawValue;
@@ -41,7 +41,7 @@ use crate::naming::{ItemKind, Namer, Resolution, Target as NameTarget};
 use crate::plugins::{self, Governed, PostHook};
 use crate::respond;
 use crate::router::RouterInner;
-use crate::scope::{Incoming, Scope, classify, final_response, result_of};
+use crate::scope::{Incoming, OwnedCaller, Scope, classify, final_response, result_of};
 use crate::upstream::{Call, LegacySession, MessageStream, PROGRESS_TOKEN, Target, UpstreamError};
 
 /// Where the routed name sits in the params.
@@ -69,26 +69,16 @@ pub(crate) async fn targeted(
     method: Method,
     params: RawObject<'_>,
 ) -> Response<McpBody> {
-    // The public name, for plugins (only read when there are plugins at all).
-    let public = scope.inner.plugins.as_ref().and_then(|_| {
-        let key = if method == Method::ResourcesRead {
-            "uri"
-        } else {
-            "name"
-        };
-        params.get_str(key)
-    });
-    let (routed, mut params) = match prepare(scope, method, params).await {
+    let (routed, mut params, public) = match prepare(scope, method, params).await {
         Ok(prepared) => prepared,
         Err(error) => return respond::error(StatusCode::OK, Some(id), &error),
     };
-    let public = public.as_deref().unwrap_or(&routed.upstream);
     let governed = plugins::pre(
         scope,
         method,
         routed.backend,
         &routed.upstream,
-        public,
+        &public,
         &mut params,
     )
     .await;
@@ -106,12 +96,15 @@ fn wrong_name(scope: &Scope<'_>, what: &str, name: &str) -> ErrorObject {
     ErrorObject::new(code, format!("{what}: {name}"))
 }
 
+/// The routed backend, the upstream params, and the name (or task id) the caller used.
+type Prepared<'a> = (Routed<'a>, RawObject<'static>, String);
+
 /// Finds the backend and builds the upstream params.
 async fn prepare<'a>(
     scope: &Scope<'a>,
     method: Method,
     mut params: RawObject<'_>,
-) -> Result<(Routed<'a>, RawObject<'static>), ErrorObject> {
+) -> Result<Prepared<'a>, ErrorObject> {
     if matches!(
         method,
         Method::TasksGet | Method::TasksUpdate | Method::TasksCancel
@@ -145,14 +138,14 @@ async fn prepare<'a>(
             .map_err(|e| ErrorObject::invalid_params(format!("Invalid requestState ({e})")))?;
         params.set_str("requestState", &inner_state);
     }
-    Ok((routed, params.into_owned()))
+    Ok((routed, params.into_owned(), public))
 }
 
 /// A tasks-extension follow-up: the gateway task id leads to the backend and its raw id.
 fn prepare_task<'a>(
     scope: &Scope<'a>,
     mut params: RawObject<'_>,
-) -> Result<(Routed<'a>, RawObject<'static>), ErrorObject> {
+) -> Result<Prepared<'a>, ErrorObject> {
     let unknown = || ErrorObject::invalid_params("Unknown task");
     let public = params.get_str("taskId").ok_or_else(unknown)?;
     let (backend, raw) =
@@ -169,7 +162,7 @@ fn prepare_task<'a>(
         config,
         upstream: raw,
     };
-    Ok((routed, params.into_owned()))
+    Ok((routed, params.into_owned(), public))
 }
 
 fn completion_slot(
@@ -354,28 +347,15 @@ async fn lists_item(
 #[derive(Clone)]
 struct OwnedTarget {
     name: String,
-    /// The virtual host the backend belongs to (shared, so no per-call copy of its config).
-    vhost: Arc<VirtualHostConfig>,
-    headers: HeaderMap,
-    principal: Principal,
-    client_caps: Box<RawValue>,
+    caller: OwnedCaller,
 }
 
 impl OwnedTarget {
     fn target(&self) -> Target<'_> {
-        Target {
-            name: &self.name,
-            // Built from this very virtual host by `relay_call`: the backend is always there.
-            config: self
-                .vhost
-                .backends
-                .get(&self.name)
-                .expect("the routed backend belongs to its virtual host"),
-            downstream: &self.headers,
-            principal: &self.principal,
-            client_caps: &self.client_caps,
-            meta: None,
-        }
+        // Built from this very virtual host by `relay_call`: the backend is always there.
+        self.caller
+            .target(&self.name)
+            .expect("the routed backend belongs to its virtual host")
     }
 }
 
@@ -540,10 +520,7 @@ async fn relay_call(
         session: reply.session,
         target: OwnedTarget {
             name: routed.backend.to_owned(),
-            vhost: Arc::clone(&scope.ctx.vhost),
-            headers: scope.headers.clone(),
-            principal: scope.ctx.principal.clone(),
-            client_caps: scope.client_caps.to_owned(),
+            caller: OwnedCaller::of(scope),
         },
         progress,
         log_threshold: log_threshold(scope),

@@ -779,7 +779,7 @@ pub(crate) struct Description {
 
 /// The `result` of the response to `reply`'s request (notifications skipped; an error response is
 /// a malformed answer here, where only a result makes sense).
-async fn final_result(mut reply: Reply) -> Result<Bytes, UpstreamError> {
+pub(super) async fn final_result(mut reply: Reply) -> Result<Bytes, UpstreamError> {
     while let Some(message) = reply.messages.next().await {
         let message = message?;
         let Ok(env) = Envelope::parse(&message) else {

@@ -35,7 +35,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
 use super::meta;
-use super::{Call, MessageStream, Reply, Target, UpstreamError, legacy_capabilities};
+use super::{Call, MessageStream, Reply, Target, UpstreamError, final_result, legacy_capabilities};
 
 /// Restart delays after a process died, doubling up to the last.
 const BACKOFF_START: Duration = Duration::from_millis(100);
@@ -357,7 +357,12 @@ impl Process {
         params.set_raw("capabilities", legacy_capabilities(target.client_caps));
         params.set_borrowed("clientInfo", client_info);
         let initialize = self.request("initialize", params, None, None, timeout)?;
-        let result = final_result(initialize).await?;
+        let result = final_result(initialize).await.map_err(|e| match e {
+            UpstreamError::Malformed("backend answered with an error") => {
+                UpstreamError::Malformed("backend refused the handshake")
+            }
+            other => other,
+        })?;
         self.write(mcp_core::encode_notification(
             "notifications/initialized",
             None,
@@ -551,24 +556,6 @@ fn messages(
             }
         },
     ))
-}
-
-/// The result of a handshake request's response.
-async fn final_result(mut reply: Reply) -> Result<Bytes, UpstreamError> {
-    use futures_util::StreamExt;
-    while let Some(message) = reply.messages.next().await {
-        let message = message?;
-        let Ok(env) = Envelope::parse(&message) else {
-            continue;
-        };
-        if env.id() == Some(&reply.id) {
-            return env
-                .result()
-                .map(|r| Bytes::copy_from_slice(r.get().as_bytes()))
-                .ok_or(UpstreamError::Malformed("backend refused the handshake"));
-        }
-    }
-    Err(UpstreamError::Disconnected)
 }
 
 async fn write_stdin(

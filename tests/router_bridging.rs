@@ -1,43 +1,230 @@
-//! Features that cannot cross eras as they are, decided and tested (DESIGN §4): a legacy
-//! backend's mid-call request to a 2026-07-28 client is declined, so the call ends instead of
-//! hanging.
+//! Features crossing eras (DESIGN §4): a 2025 backend's mid-call request to a 2026-07-28 client
+//! becomes an `input_required` round whose retry answers the same upstream call; a 2025 backend's
+//! results get the fields a 2026-07-28 client requires.
 
 mod support;
 
+use std::time::Duration;
+
+use mcp_router::McpRouter;
 use mcp_test_backends::{BackendSpec, TestBackend};
 use serde_json::{Value, json};
 use support::gateway::{Gateway, user_config};
 
+/// The final JSON-RPC message of a reply, whether it came as JSON or as an SSE stream.
+fn last_message(reply: &support::Reply) -> Value {
+    if reply.header("content-type") == Some("text/event-stream") {
+        reply.sse_messages().pop().expect("a final message")
+    } else {
+        reply.json()
+    }
+}
+
+/// `beta-ask`, retried with `inputResponses` and `requestState` when given.
+fn ask(answers: Option<Value>, state: Option<&Value>) -> Value {
+    let mut params = json!({"name": "beta-ask", "arguments": {}});
+    if let Some(answers) = answers {
+        params["inputResponses"] = answers;
+    }
+    if let Some(state) = state {
+        params["requestState"] = state.clone();
+    }
+    params
+}
+
+fn accept(key: &str, value: &str) -> Value {
+    json!({"elicitation": {"action": "accept", "content": {key: value}}})
+}
+
+/// The `input_required` result of a reply, asserting its shape.
+fn input_required(reply: &support::Reply) -> Value {
+    assert_eq!(reply.status, 200);
+    let message = last_message(reply);
+    let result = message["result"].clone();
+    assert_eq!(result["resultType"], "input_required", "{message}");
+    assert_eq!(
+        result["inputRequests"]["elicitation"]["method"], "elicitation/create",
+        "{result}"
+    );
+    assert!(result["requestState"].is_string(), "{result}");
+    result
+}
+
 #[tokio::test]
-async fn a_legacy_backends_elicitation_is_declined_for_a_modern_client() {
+async fn a_legacy_backends_elicitation_reaches_a_modern_client_as_input_required() {
     let beta = TestBackend::start(BackendSpec::legacy("beta")).await;
     let gw = Gateway::start(&[("alice", user_config(&[("beta", beta.url())]))]).await;
-    let reply = gw
+    let first = input_required(
+        &gw.modern("alice", "vh", "tools/call", ask(None, None))
+            .await,
+    );
+    // The backend's own request, verbatim: its form asks for `name`.
+    let schema = &first["inputRequests"]["elicitation"]["params"]["requestedSchema"];
+    assert!(schema["properties"]["name"].is_object(), "{first}");
+    let state = &first["requestState"];
+    let second = input_required(
+        &gw.modern(
+            "alice",
+            "vh",
+            "tools/call",
+            ask(Some(accept("name", "Ada")), Some(state)),
+        )
+        .await,
+    );
+    let schema = &second["inputRequests"]["elicitation"]["params"]["requestedSchema"];
+    assert!(schema["properties"]["color"].is_object(), "{second}");
+    let done = gw
         .modern(
             "alice",
             "vh",
             "tools/call",
-            json!({"name": "beta-ask", "arguments": {}}),
+            ask(Some(accept("color", "teal")), Some(&second["requestState"])),
         )
         .await;
-    assert_eq!(reply.status, 200);
-    let last: Value = if reply.header("content-type") == Some("text/event-stream") {
-        reply.sse_messages().pop().expect("a final message")
-    } else {
-        reply.json()
-    };
-    assert_eq!(last["id"], 1, "the call ends with its response: {last}");
-    // The backend got a clear refusal for its elicitation request, in its own session.
-    let refusal = beta
+    let message = last_message(&done);
+    assert_eq!(message["id"], 1, "{message}");
+    assert_eq!(message["result"]["resultType"], "complete", "{message}");
+    assert_eq!(
+        message["result"]["content"][0]["text"],
+        "beta: Ada likes teal"
+    );
+    // One upstream call answered twice: the backend ran `ask` once.
+    let calls = beta
         .requests()
         .iter()
         .filter_map(|r| r.json())
-        .find(|m| m.get("error").is_some() && m.get("method").is_none())
-        .expect("the gateway answered the backend's request");
-    assert_eq!(refusal["error"]["code"], -32601);
+        .filter(|m| m["method"] == "tools/call")
+        .count();
+    assert_eq!(calls, 1);
+    // A state is good for one retry only.
+    let replay = gw
+        .modern(
+            "alice",
+            "vh",
+            "tools/call",
+            ask(Some(accept("name", "Eve")), Some(state)),
+        )
+        .await;
+    let error = &last_message(&replay)["error"];
+    assert_eq!(error["code"], -32602, "{error}");
     assert_eq!(
-        refusal["error"]["message"],
-        "Method not found: server-to-client requests are not relayed to 2026-07-28 clients by the gateway"
+        error["message"],
+        "Invalid requestState (its input round is over: answered already, expired, or held by \
+         another gateway node); call again without requestState"
+    );
+}
+
+#[tokio::test]
+async fn a_parked_call_is_only_resumed_by_its_caller_with_its_answers() {
+    let beta = TestBackend::start(BackendSpec::legacy("beta")).await;
+    let config = user_config(&[("beta", beta.url())]);
+    let gw = Gateway::start(&[("alice", config.clone()), ("mallory", config)]).await;
+    let first = input_required(
+        &gw.modern("alice", "vh", "tools/call", ask(None, None))
+            .await,
+    );
+    let state = &first["requestState"];
+    let stolen = gw
+        .modern(
+            "mallory",
+            "vh",
+            "tools/call",
+            ask(Some(accept("name", "M")), Some(state)),
+        )
+        .await;
+    let error = &last_message(&stolen)["error"];
+    assert_eq!(error["code"], -32602, "{error}");
+    assert_eq!(
+        error["message"],
+        "Invalid requestState (invalid or foreign handle)"
+    );
+    // No answer for the pending request: the client is asked again, for the same input.
+    let again = input_required(
+        &gw.modern("alice", "vh", "tools/call", ask(None, Some(state)))
+            .await,
+    );
+    assert_eq!(again["inputRequests"], first["inputRequests"]);
+    // A declined elicitation is the backend's business: it ends the call its own way.
+    let declined = gw
+        .modern(
+            "alice",
+            "vh",
+            "tools/call",
+            ask(
+                Some(json!({"elicitation": {"action": "decline"}})),
+                Some(&again["requestState"]),
+            ),
+        )
+        .await;
+    let message = last_message(&declined);
+    assert_eq!(message["result"]["isError"], true, "{message}");
+    assert_eq!(
+        message["result"]["content"][0]["text"],
+        "beta: ask was declined"
+    );
+}
+
+#[tokio::test]
+async fn an_abandoned_parked_call_is_cancelled_upstream() {
+    let beta = TestBackend::start(BackendSpec::legacy("beta")).await;
+    let router = McpRouter::builder()
+        .request_state_ttl(Duration::from_secs(1))
+        .build();
+    let gw = Gateway::start_with(&[("alice", user_config(&[("beta", beta.url())]))], router).await;
+    let first = input_required(
+        &gw.modern("alice", "vh", "tools/call", ask(None, None))
+            .await,
+    );
+    let cancelled = || {
+        beta.requests()
+            .iter()
+            .filter_map(|r| r.json())
+            .any(|m| m["method"] == "notifications/cancelled")
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !cancelled() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the backend was never told"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let late = gw
+        .modern(
+            "alice",
+            "vh",
+            "tools/call",
+            ask(Some(accept("name", "Ada")), Some(&first["requestState"])),
+        )
+        .await;
+    let error = &last_message(&late)["error"];
+    assert_eq!(error["code"], -32602, "{error}");
+    assert!(
+        error["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("Invalid requestState (")),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn a_client_without_the_capability_is_not_asked() {
+    let beta = TestBackend::start(BackendSpec::legacy("beta")).await;
+    let gw = Gateway::start(&[("alice", user_config(&[("beta", beta.url())]))]).await;
+    let mut params = ask(None, None);
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "e2e", "version": "0"},
+    });
+    let reply = gw.modern("alice", "vh", "tools/call", params).await;
+    let message = last_message(&reply);
+    // The backend's session with this caller does not declare elicitation either, so the backend
+    // answers on its own; nothing is parked or relayed.
+    assert_eq!(message["result"]["resultType"], "complete", "{message}");
+    assert_eq!(
+        message["result"]["content"][0]["text"],
+        "beta: ask needs a client that declares elicitation"
     );
 }
 

@@ -25,8 +25,10 @@
 //!   add headers and `_meta`), post hooks on its result, list filtering; a failed plugin runtime
 //!   fails those calls closed.
 //! - **A 2026-07-28 client calling a 2025 backend** that sends a request mid-call (sampling,
-//!   elicitation): the gateway declines it (`-32601`) so the call ends instead of hanging; the
-//!   backend decides what its tool returns.
+//!   elicitation, roots): when the client declared the capability, it gets an `input_required`
+//!   result and its retry answers the backend's request in the **same** upstream call, parked on
+//!   this node meanwhile (one use, bound to the caller, cancelled upstream when abandoned); any
+//!   other backend request is declined (`-32601`) so the call ends instead of hanging.
 //! - **2025 clients** (`initialize`, `Mcp-Session-Id`) get sessions on the same endpoint: a
 //!   session bound to the principal and virtual host, kept in a [`session::SessionStore`]; lists
 //!   and routed calls work as for modern clients (error codes of their era), `ping` and

@@ -42,6 +42,8 @@ pub(crate) struct RouterInner {
     pub(crate) max_body_bytes: usize,
     pub(crate) origins: OriginPolicy,
     pub(crate) request_state_ttl_secs: u64,
+    /// 2025 backends' calls waiting for a 2026-07-28 client's input (see `modern::parked`).
+    pub(crate) parked: crate::modern::ParkedCalls,
     pub(crate) sessions: Arc<dyn SessionStore>,
     pub(crate) pending: PendingRequests,
     pub(crate) max_open_share: f64,
@@ -328,6 +330,7 @@ impl McpRouterBuilder {
                 max_body_bytes: self.max_body_bytes,
                 origins: self.origins,
                 request_state_ttl_secs: self.request_state_ttl.as_secs(),
+                parked: crate::modern::ParkedCalls::new(10_000),
                 sessions: self
                     .sessions
                     .unwrap_or_else(|| Arc::new(LocalSessionStore::default())),

@@ -17,6 +17,16 @@
 //! backend's `-32002` resource-not-found becomes `-32602` for a modern client. Everything else is
 //! passed through byte for byte. URIs inside tool results (resource links, embedded resources) are
 //! not rewritten.
+//!
+//! Input mid-call, across eras (DESIGN §4 bridging):
+//! - a modern backend's `input_required` for a 2025 client becomes real server-to-client requests on
+//!   the call's stream, and the answers the backend's retry ([`Bridge`]);
+//! - a 2025 backend's mid-call request (`sampling/createMessage`, `elicitation/create`,
+//!   `roots/list`) for a 2026-07-28 client that declared the capability ends the client's exchange
+//!   with an `input_required` result; the upstream call stays open ([`parked`](super::parked)) and
+//!   the client's retry, carrying `inputResponses` and the gateway's `requestState`, answers the
+//!   backend's request and relays the rest of the same call. Other backend requests (or a client
+//!   without the capability, or a full parking table) are declined with `-32601`.
 
 use std::sync::Arc;
 
@@ -31,7 +41,8 @@ use mcp_core::{
 };
 use serde_json::value::RawValue;
 
-use super::{request_state, task_id};
+use super::request_state::{self, State};
+use super::{parked, task_id};
 use mcp_fallback::ToolHints;
 
 use crate::body::{self, McpBody};
@@ -69,7 +80,7 @@ pub(crate) async fn targeted(
     method: Method,
     params: RawObject<'_>,
 ) -> Response<McpBody> {
-    let (routed, mut params, public) = match prepare(scope, method, params).await {
+    let (routed, mut params, public, parked) = match prepare(scope, method, params).await {
         Ok(prepared) => prepared,
         Err(error) => return respond::error(StatusCode::OK, Some(id), &error),
     };
@@ -82,9 +93,12 @@ pub(crate) async fn targeted(
         &mut params,
     )
     .await;
-    match governed {
-        Ok(governed) => relay_call(scope, inner, id, method, routed, params, governed).await,
-        Err(error) => respond::error(StatusCode::OK, Some(id), &error),
+    match (governed, parked) {
+        (Ok(_), Some(token)) => resume(scope, inner, id, &token, &params).await,
+        (Ok(governed), None) => {
+            relay_call(scope, inner, id, method, routed, params, governed).await
+        }
+        (Err(error), _) => respond::error(StatusCode::OK, Some(id), &error),
     }
 }
 
@@ -96,8 +110,9 @@ fn wrong_name(scope: &Scope<'_>, what: &str, name: &str) -> ErrorObject {
     ErrorObject::new(code, format!("{what}: {name}"))
 }
 
-/// The routed backend, the upstream params, and the name (or task id) the caller used.
-type Prepared<'a> = (Routed<'a>, RawObject<'static>, String);
+/// The routed backend, the upstream params, the name (or task id) the caller used, and the token
+/// of the parked call a retry resumes.
+type Prepared<'a> = (Routed<'a>, RawObject<'static>, String, Option<String>);
 
 /// Finds the backend and builds the upstream params.
 async fn prepare<'a>(
@@ -132,13 +147,17 @@ async fn prepare<'a>(
         return Err(wrong_name(scope, what, &public));
     }
     write_name(&mut params, slot, &routed.upstream);
+    let mut parked = None;
     if let Some(handle) = params.get_str("requestState") {
         let binding = scope.binding(&[routed.backend, method.as_str(), &routed.upstream]);
-        let inner_state = request_state::unwrap(&scope.inner.sealer, &binding, &handle)
+        let state = request_state::unwrap(&scope.inner.sealer, &binding, &handle)
             .map_err(|e| ErrorObject::invalid_params(format!("Invalid requestState ({e})")))?;
-        params.set_str("requestState", &inner_state);
+        match state {
+            State::Backend(inner_state) => params.set_str("requestState", &inner_state),
+            State::Parked(token) => parked = Some(token),
+        }
     }
-    Ok((routed, params.into_owned(), public))
+    Ok((routed, params.into_owned(), public, parked))
 }
 
 /// A tasks-extension follow-up: the gateway task id leads to the backend and its raw id.
@@ -162,7 +181,7 @@ fn prepare_task<'a>(
         config,
         upstream: raw,
     };
-    Ok((routed, params.into_owned(), public))
+    Ok((routed, params.into_owned(), public, None))
 }
 
 fn completion_slot(
@@ -360,6 +379,7 @@ impl OwnedTarget {
 }
 
 /// How to finish the response for the client.
+#[derive(Clone)]
 struct Finish {
     method: Method,
     backend: String,
@@ -511,7 +531,7 @@ async fn relay_call(
         awaiting: Vec::new(),
         request_state: None,
     });
-    let mut relay = Relay {
+    let relay = Relay {
         bridge,
         inner: Arc::clone(inner),
         downstream_id: id.clone(),
@@ -539,9 +559,15 @@ async fn relay_call(
         inflight_key: registration.map(|(_, key)| key),
         post,
     };
+    respond_relay(relay).await
+}
+
+/// Answers the client with the relay's first message: as JSON when it is the final one, else as
+/// a stream of the rest.
+async fn respond_relay(mut relay: Relay) -> Response<McpBody> {
     match relay.next().await {
         Some(Relayed::Final(bytes)) => {
-            let status = match scope.era {
+            let status = match relay.finish.era {
                 Era::Modern => modern_status(&bytes),
                 Era::Legacy => StatusCode::OK,
             };
@@ -551,6 +577,112 @@ async fn relay_call(
         // Cancelled by a 2025 client before anything arrived: no response is owed.
         None => respond::accepted(),
     }
+}
+
+/// Most seconds a parked call waits for the client's retry.
+const MAX_PARKED_SECS: u64 = 600;
+
+/// A 2025 backend's call waiting for a 2026-07-28 client's input (see [`parked`]).
+pub(crate) struct ParkedCall {
+    /// Boxed: a relay is large, and parked calls move through the table.
+    relay: Box<Relay>,
+    inputs: Vec<Input>,
+}
+
+/// One backend request the client is asked to answer.
+struct Input {
+    /// Its key in `inputRequests` / `inputResponses`.
+    key: String,
+    /// The backend's request id, to answer upstream.
+    upstream_id: RequestId,
+    /// `{"method", "params"}` as the client gets it.
+    request: Box<RawValue>,
+}
+
+/// The parked calls of a router.
+pub(crate) type ParkedCalls = parked::ParkedCalls<ParkedCall>;
+
+impl ParkedCall {
+    /// Parks the call and returns the client's `input_required` answer; gives the call back when
+    /// the table is full.
+    fn park(self) -> Result<Vec<u8>, Self> {
+        let inner = Arc::clone(&self.relay.inner);
+        let downstream_id = self.relay.downstream_id.clone();
+        let binding = self.relay.finish.state_binding.clone();
+        let mut requests = RawObject::new();
+        for input in &self.inputs {
+            requests.set_raw(&input.key, input.request.clone());
+        }
+        let ttl = inner.request_state_ttl_secs.clamp(1, MAX_PARKED_SECS);
+        let token = inner
+            .parked
+            .park(self, std::time::Duration::from_secs(ttl))?;
+        let binding: Vec<&str> = binding.iter().map(String::as_str).collect();
+        let state = request_state::wrap_parked(&inner.sealer, &binding, &token, ttl);
+        let mut result = RawObject::new();
+        result.set_str("resultType", "input_required");
+        result.set_raw("inputRequests", requests.to_raw());
+        result.set_str("requestState", &state);
+        Ok(encode_result(&downstream_id, &result.to_raw()))
+    }
+}
+
+/// A 2026-07-28 client's retry of a parked call: its `inputResponses` answer the backend's
+/// requests, and the rest of the same upstream call is relayed (it may ask for input again).
+async fn resume(
+    scope: &Scope<'_>,
+    inner: &RouterInner,
+    id: &RequestId,
+    token: &str,
+    params: &RawObject<'_>,
+) -> Response<McpBody> {
+    let Some(mut call) = inner.parked.take(token) else {
+        let error = ErrorObject::invalid_params(
+            "Invalid requestState (its input round is over: answered already, expired, or held \
+             by another gateway node); call again without requestState",
+        );
+        return respond::error(StatusCode::OK, Some(id), &error);
+    };
+    call.relay.downstream_id = id.clone();
+    call.relay.log_threshold = log_threshold(scope);
+    let client_token = scope
+        .meta
+        .and_then(|m| RawObject::from_raw(m).ok())
+        .and_then(|m| m.get(PROGRESS_TOKEN).map(|t| t.to_owned()));
+    call.relay.progress = match (call.relay.progress.take(), client_token) {
+        (Some((upstream, _)), Some(client)) => Some((upstream, client)),
+        _ => None,
+    };
+    let responses = params
+        .get("inputResponses")
+        .and_then(|r| RawObject::from_raw(r).ok());
+    let answers: Option<Vec<(RequestId, Box<RawValue>)>> = call
+        .inputs
+        .iter()
+        .map(|input| {
+            let answer = responses.as_ref()?.get(&input.key)?;
+            Some((input.upstream_id.clone(), answer.to_owned()))
+        })
+        .collect();
+    let Some(answers) = answers else {
+        // Missing inputs get another input_required round, as the revision asks of servers.
+        return match call.park() {
+            Ok(answer) => respond::json(StatusCode::OK, answer),
+            Err(call) => {
+                let error = ErrorObject::internal(format!(
+                    "Backend {} needs input, and the gateway holds too many calls waiting for input",
+                    call.relay.finish.backend
+                ));
+                respond::error(StatusCode::OK, Some(id), &error)
+            }
+        };
+    };
+    for (upstream_id, answer) in answers {
+        if let Err(e) = call.relay.answer_upstream(&upstream_id, &answer).await {
+            return backend_error(id, &call.relay.finish.backend, &e);
+        }
+    }
+    respond_relay(*call.relay).await
 }
 
 /// The HTTP status of a final JSON answer to a 2026-07-28 client: the errors that revision ties to
@@ -816,6 +948,9 @@ impl Relay {
                     if let Some(request) = self.relay_request(&message, id.clone()) {
                         return Some(Relayed::Notification(request));
                     }
+                    if let Some(input_required) = self.park(&message, &id) {
+                        return Some(Relayed::Final(input_required));
+                    }
                     decline(&self.inner, &self.target, self.session.as_deref(), id).await;
                 }
                 Incoming::Other => {
@@ -941,6 +1076,99 @@ impl Relay {
         self.messages = reply.messages;
         self.session = reply.session;
         Ok(())
+    }
+
+    /// Parks the call when a 2025 backend asks a 2026-07-28 client for input it declared it can
+    /// give, and returns the client's `input_required` answer; `None` when the request must be
+    /// declined instead.
+    fn park(&mut self, message: &Bytes, id: &RequestId) -> Option<Vec<u8>> {
+        if self.finish.era != Era::Modern
+            || self.session.is_none()
+            || !matches!(
+                self.finish.method,
+                Method::ToolsCall | Method::PromptsGet | Method::ResourcesRead
+            )
+        {
+            return None;
+        }
+        let env = Envelope::parse(message).ok()?;
+        let method = env.method()?;
+        let capability = match method {
+            "sampling/createMessage" => "sampling",
+            "elicitation/create" => "elicitation",
+            "roots/list" => "roots",
+            _ => return None,
+        };
+        if !RawObject::from_raw(&self.target.caller.client_caps)
+            .is_ok_and(|c| c.contains(capability))
+        {
+            return None;
+        }
+        let mut request = RawObject::new();
+        request.set_str("method", method);
+        if let Some(params) = env.params() {
+            request.set_borrowed("params", params);
+        }
+        let input = Input {
+            key: capability.to_owned(),
+            upstream_id: id.clone(),
+            request: request.to_raw(),
+        };
+        let call = ParkedCall {
+            relay: Box::new(self.detach()),
+            inputs: vec![input],
+        };
+        match call.park() {
+            Ok(input_required) => Some(input_required),
+            Err(call) => {
+                tracing::warn!(backend = %self.finish.backend, "too many calls wait for input: declining a backend request");
+                *self = *call.relay;
+                None
+            }
+        }
+    }
+
+    /// Moves the live upstream call out into a new relay, leaving this one finished (its drop
+    /// then neither cancels nor answers anything).
+    fn detach(&mut self) -> Relay {
+        let relay = Relay {
+            inner: Arc::clone(&self.inner),
+            downstream_id: self.downstream_id.clone(),
+            upstream_id: self.upstream_id.clone(),
+            messages: std::mem::replace(
+                &mut self.messages,
+                Box::pin(futures_util::stream::empty()),
+            ),
+            session: self.session.take(),
+            target: self.target.clone(),
+            progress: self.progress.take(),
+            log_threshold: self.log_threshold,
+            finish: self.finish.clone(),
+            done: false,
+            answered: false,
+            downstream_session: self.downstream_session.take(),
+            cancel: self.cancel.take(),
+            inflight_key: self.inflight_key.take(),
+            bridge: self.bridge.take(),
+            post: self.post.take(),
+        };
+        self.done = true;
+        self.answered = true;
+        relay
+    }
+
+    /// Answers the backend's request `upstream_id` in its session.
+    async fn answer_upstream(
+        &mut self,
+        upstream_id: &RequestId,
+        answer: &RawValue,
+    ) -> Result<(), UpstreamError> {
+        let session = self.session.as_deref().ok_or(UpstreamError::Disconnected)?;
+        let message = encode_result(upstream_id, answer);
+        self.inner
+            .upstream
+            .post_to_session(&self.target.target(), session, message)
+            .await
     }
 
     /// A backend request for a 2025 client, under a gateway id the client answers with (see

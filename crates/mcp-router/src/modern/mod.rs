@@ -3,6 +3,7 @@
 mod call;
 mod discover;
 pub(crate) mod list;
+mod parked;
 mod request_state;
 mod subscribe;
 mod task_id;
@@ -20,7 +21,7 @@ use crate::respond;
 use crate::router::RouterInner;
 use crate::scope::Scope;
 
-pub(crate) use call::targeted;
+pub(crate) use call::{ParkedCalls, targeted};
 pub(crate) use discover::merge_capabilities;
 
 /// Serves one modern request (`env` is a request, not a notification).

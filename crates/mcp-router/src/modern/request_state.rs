@@ -5,6 +5,9 @@
 //! (issuer, subject), the virtual host, the backend, the method and the upstream name, with an
 //! expiry, and unwraps it on the retry: a state replayed by another caller, against another tool,
 //! modified, or too old is refused (`-32602`) before anything reaches a backend.
+//!
+//! The same envelope carries the token of a parked call instead (a 2025 backend's call waiting for
+//! a 2026-07-28 client's input, see [`parked`](super::parked)): the retry then resumes that call.
 
 use serde::{Deserialize, Serialize};
 
@@ -15,15 +18,44 @@ const PURPOSE: &str = "mcp-router/request-state/v1";
 #[derive(Serialize, Deserialize)]
 struct Envelope {
     /// The backend's own requestState, byte for byte.
+    #[serde(default)]
     s: String,
+    /// The token of a parked call, when the state resumes one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    p: Option<String>,
     /// Expiry, Unix seconds.
     e: u64,
 }
 
+/// What a gateway `requestState` stands for.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum State {
+    /// A backend's own `requestState`, to forward on the retry.
+    Backend(String),
+    /// A call parked on this gateway, to resume.
+    Parked(String),
+}
+
 /// Wraps a backend's `requestState`.
 pub(crate) fn wrap(sealer: &Sealer, binding: &[&str], inner: &str, ttl_secs: u64) -> String {
+    seal(sealer, binding, inner.to_owned(), None, ttl_secs)
+}
+
+/// A `requestState` that resumes the call parked under `token`.
+pub(crate) fn wrap_parked(sealer: &Sealer, binding: &[&str], token: &str, ttl_secs: u64) -> String {
+    seal(
+        sealer,
+        binding,
+        String::new(),
+        Some(token.to_owned()),
+        ttl_secs,
+    )
+}
+
+fn seal(sealer: &Sealer, binding: &[&str], s: String, p: Option<String>, ttl_secs: u64) -> String {
     let envelope = Envelope {
-        s: inner.to_owned(),
+        s,
+        p,
         e: unix_now().saturating_add(ttl_secs),
     };
     let payload = serde_json::to_vec(&envelope).unwrap_or_default();
@@ -31,13 +63,16 @@ pub(crate) fn wrap(sealer: &Sealer, binding: &[&str], inner: &str, ttl_secs: u64
 }
 
 /// Unwraps a `requestState` the gateway minted for this binding.
-pub(crate) fn unwrap(sealer: &Sealer, binding: &[&str], handle: &str) -> Result<String, SealError> {
+pub(crate) fn unwrap(sealer: &Sealer, binding: &[&str], handle: &str) -> Result<State, SealError> {
     let payload = sealer.open(PURPOSE, binding, handle)?;
     let envelope: Envelope = serde_json::from_slice(&payload).map_err(|_| SealError::Invalid)?;
     if envelope.e < unix_now() {
         return Err(SealError::Expired);
     }
-    Ok(envelope.s)
+    Ok(match envelope.p {
+        Some(token) => State::Parked(token),
+        None => State::Backend(envelope.s),
+    })
 }
 
 #[cfg(test)]
@@ -50,8 +85,13 @@ mod tests {
         let bind = ["iss", "alice", "vh", "a", "tools/call", "ask"];
         let handle = wrap(&sealer, &bind, "backend-state", 60);
         assert_eq!(
-            unwrap(&sealer, &bind, &handle).as_deref(),
-            Ok("backend-state")
+            unwrap(&sealer, &bind, &handle),
+            Ok(State::Backend("backend-state".into()))
+        );
+        let parked = wrap_parked(&sealer, &bind, "p7", 60);
+        assert_eq!(
+            unwrap(&sealer, &bind, &parked),
+            Ok(State::Parked("p7".into()))
         );
         let other_tool = ["iss", "alice", "vh", "a", "tools/call", "echo"];
         assert_eq!(
@@ -61,6 +101,7 @@ mod tests {
         let expired = {
             let payload = serde_json::to_vec(&Envelope {
                 s: "x".into(),
+                p: None,
                 e: unix_now() - 1,
             })
             .expect("json");

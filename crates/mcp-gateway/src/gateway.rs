@@ -16,8 +16,9 @@ use mcp_router::session::{
     KeyRing, LocalSessionLimits, LocalSessionStore, RedisSessionStore, RedisSessionStoreConfig,
     SealedSessionStore, SessionStore,
 };
+use mcp_router::sse_bridge::{MESSAGES_PATH_SUFFIX, SSE_PATH_SUFFIX, SseBridge, SseBridgeLayer};
 use mcp_router::{McpRouter, UpstreamOptions};
-use mcp_vhost::VhostLayer;
+use mcp_vhost::{PathPattern, VhostLayer};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -147,7 +148,11 @@ impl GatewayBuilder {
         );
         let breakers = router.breakers().clone();
         let metadata = Arc::new(ResourceMetadata::from_config(&config));
-        let mcp = build_stack(validator, store.shared(), router, Arc::clone(&metadata));
+        let bridged = SseBridgeLayer::new()
+            .max_body_bytes(config.limits.max_body_bytes)
+            .max_sessions(config.limits.max_sse_sessions)
+            .layer(router);
+        let mcp = build_stack(validator, store.shared(), bridged, Arc::clone(&metadata));
         let shared = Arc::new(Shared {
             limits: RequestLimits::from_config(&config),
             metadata,
@@ -241,11 +246,12 @@ fn build_router(
     builder.build()
 }
 
-/// vhost -> claims -> config store -> virtual host config -> router.
+/// vhost -> claims -> config store -> virtual host config -> router (with the SSE bridge, whose
+/// `…/sse` and `…/messages` paths the vhost layer lets through next to `…/mcp`).
 fn build_stack(
     validator: JwtValidator,
     store: Arc<dyn UserConfigStore>,
-    router: McpRouter,
+    router: SseBridge<McpRouter>,
     metadata: Arc<ResourceMetadata>,
 ) -> McpStack {
     let claims = ClaimsLayer::new(validator)
@@ -253,7 +259,10 @@ fn build_stack(
     let routed = Routed::new(router);
     let vhost_config = VirtualHostConfigLayer::new().layer(routed);
     let config_store = ConfigStoreLayer::from_shared(store).layer(vhost_config);
-    VhostLayer::new().layer(claims.layer(config_store))
+    let paths = PathPattern::default()
+        .also_suffix(SSE_PATH_SUFFIX)
+        .also_suffix(MESSAGES_PATH_SUFFIX);
+    VhostLayer::with_pattern(paths).layer(claims.layer(config_store))
 }
 
 impl Gateway {

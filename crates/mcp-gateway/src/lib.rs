@@ -8,9 +8,14 @@
 //!
 //! ```text
 //! request ─▶ limits (403 Origin, 431 Mcp-* headers, 413 body) ─┬─▶ /.well-known/oauth-protected-resource[/servers/{vhost}/mcp]  (RFC 9728)
-//!                                                              └─▶ VhostLayer ─▶ ClaimsLayer ─▶ ConfigStoreLayer ─▶ VirtualHostConfigLayer ─▶ McpRouter
-//!                                                                  (400)         (401/403)      (400/500/503)       (404)                     (JSON-RPC)
+//!                                                              └─▶ VhostLayer ─▶ ClaimsLayer ─▶ ConfigStoreLayer ─▶ VirtualHostConfigLayer ─▶ SseBridge ─▶ McpRouter
+//!                                                                  (400)         (401/403)      (400/500/503)       (404)                                    (JSON-RPC)
 //! ```
+//!
+//! The vhost layer accepts `…/sse` and `…/messages` next to `…/mcp`: the SSE bridge
+//! (`mcp_router::sse_bridge`) serves the 2024-11-05 HTTP+SSE transport there for virtual hosts
+//! with `sse_downstream = true` (at most `limits.max_sse_sessions` open streams, posted bodies
+//! bounded by `limits.max_body_bytes`) and passes `…/mcp` through.
 //!
 //! ## Embedding
 //!

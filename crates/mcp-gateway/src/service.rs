@@ -16,6 +16,7 @@ use http_body_util::BodyExt;
 use mcp_claims::ClaimsService;
 use mcp_config_store::{ConfigStoreService, VirtualHostConfigService};
 use mcp_core::{Method, ResponseBody};
+use mcp_router::sse_bridge::{SseBridge, SseBridgeBody};
 use mcp_router::{McpBody, McpRouter};
 use mcp_vhost::Vhost;
 use pin_project_lite::pin_project;
@@ -29,12 +30,13 @@ use crate::metrics::{self, InFlight};
 use crate::routed::{Routed, RoutedVhost};
 
 /// The layered MCP stack inside a [`GatewayService`]: vhost -> claims -> config store -> virtual
-/// host config -> router.
-pub type McpStack =
-    Vhost<ClaimsService<ConfigStoreService<VirtualHostConfigService<Routed<McpRouter>>>>>;
+/// host config -> router (behind the 2024-11-05 SSE bridge).
+pub type McpStack = Vhost<
+    ClaimsService<ConfigStoreService<VirtualHostConfigService<Routed<SseBridge<McpRouter>>>>>,
+>;
 
 /// The response body of [`McpStack`].
-pub type StackBody = ResponseBody<ResponseBody<ResponseBody<ResponseBody<McpBody>>>>;
+pub type StackBody = ResponseBody<ResponseBody<ResponseBody<ResponseBody<SseBridgeBody<McpBody>>>>>;
 
 /// State shared by every clone of a [`GatewayService`].
 #[derive(Debug)]

@@ -1,11 +1,10 @@
-//! Checks of user configurations beyond the store's own validation: features of the user config
-//! model that this build of the gateway cannot honour, stdio backends whose command is not on the
-//! operator's allow-list (`backends.stdio_allowed_commands`), backend `breaker` overrides that do
+//! Checks of user configurations beyond the store's own validation: stdio backends whose command
+//! is not on the operator's allow-list (`backends.stdio_allowed_commands`), backend `breaker` overrides that do
 //! not apply, and overlapping backend names (a warning when serving, an error for
 //! `mcp-gateway check-config`, DESIGN §5).
 
 use mcp_breaker::BreakerConfig;
-use mcp_config_store::{Transport, UserConfig, UsersDocument};
+use mcp_config_store::{UserConfig, UsersDocument};
 
 /// One finding in a user configuration document: the field path and the problem.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -22,9 +21,8 @@ impl std::fmt::Display for UserConfigFinding {
     }
 }
 
-/// Features of the user configuration model that this build does not serve (the 2024-11-05 SSE
-/// transport), stdio backends whose `command` is not in `stdio_allowed` (the operator's
-/// `backends.stdio_allowed_commands`: a user configuration alone never starts a program), and
+/// Stdio backends whose `command` is not in `stdio_allowed` (the operator's
+/// `backends.stdio_allowed_commands`: a user configuration alone never starts a program) and
 /// backend `breaker` overrides that do not apply over `breaker` (the process's `[breaker]`
 /// defaults); using them is an error (never silently ignored).
 pub fn unsupported_features(
@@ -34,18 +32,8 @@ pub fn unsupported_features(
     stdio_allowed: &[String],
 ) -> Vec<UserConfigFinding> {
     let mut out = Vec::new();
-    let unsupported = |path: String, feature: &str| UserConfigFinding {
-        path,
-        message: format!("not in this build of mcp-gateway ({feature})"),
-    };
     for (vhost_id, vhost) in &config.virtual_hosts {
         let vh = join(&join(prefix, "virtual_hosts"), vhost_id);
-        if vhost.sse_downstream {
-            out.push(unsupported(
-                join(&vh, "sse_downstream"),
-                "the 2024-11-05 SSE transport for clients",
-            ));
-        }
         for (name, backend) in &vhost.backends {
             let b = join(&join(&vh, "backends"), name);
             if let Some(command) = &backend.command
@@ -65,12 +53,6 @@ pub fn unsupported_features(
                     path: join(&b, "breaker"),
                     message: e.to_string(),
                 });
-            }
-            if backend.transport == Transport::Sse {
-                out.push(unsupported(
-                    join(&b, "transport"),
-                    "the 2024-11-05 SSE transport towards backends",
-                ));
             }
         }
     }
@@ -137,21 +119,15 @@ mod tests {
         .expect("valid document");
         let (errors, warnings) = check_document(&doc, &BreakerConfig::default(), &[]);
         let text: Vec<String> = errors.iter().map(ToString::to_string).collect();
-        assert_eq!(text.len(), 4, "{text:?}");
+        // `sse_downstream` is served (the SSE bridge) and so is `transport = "sse"` (HTTP+SSE
+        // backends): the document's `true` and `"sse"` are no findings.
+        assert_eq!(text.len(), 2, "{text:?}");
         assert_eq!(
             text[0],
-            "users.alice.virtual_hosts.vh.sse_downstream: not in this build of mcp-gateway (the 2024-11-05 SSE transport for clients)"
-        );
-        assert_eq!(
-            text[1],
-            "users.alice.virtual_hosts.vh.backends.a.transport: not in this build of mcp-gateway (the 2024-11-05 SSE transport towards backends)"
-        );
-        assert_eq!(
-            text[2],
             "users.alice.virtual_hosts.vh.backends.a-b.command: `npx` is not in backends.stdio_allowed_commands (the operator's allow-list of stdio backend programs)"
         );
         assert!(
-            text[3].starts_with("users.alice.virtual_hosts.vh.backends.d.breaker: "),
+            text[1].starts_with("users.alice.virtual_hosts.vh.backends.d.breaker: "),
             "{text:?}"
         );
         assert_eq!(warnings.len(), 1, "{warnings:?}");

@@ -19,7 +19,11 @@
 //!   replay rules; a failing backend's last good list/discover answer is served for a while,
 //!   marked stale. A backend may also be a **stdio program** (`command`): started only when the
 //!   operator allow-listed it ([`McpRouterBuilder::stdio_allowed_commands`]), multiplexed,
-//!   restarted after a crash, `shared` or `per_principal`.
+//!   restarted after a crash, `shared` or `per_principal`. An **HTTP+SSE (2024-11-05) server**
+//!   is reached with `transport = "sse"`, or found by the spec's fallback rule (a legacy
+//!   `initialize` POST answered 400/404/405, then a GET whose stream announces an `endpoint`):
+//!   one GET stream per (backend, URL, principal), messages POSTed to a same-origin endpoint,
+//!   calls multiplexed like stdio, reconnected after the stream is lost.
 //! - **Plugins** ([`McpRouterBuilder::plugins`], `mcp-plugins`): pre hooks before a routed
 //!   `tools/call`, `prompts/get` or `resources/read` reaches its backend (deny, rewrite arguments,
 //!   add headers and `_meta`), post hooks on its result, list filtering; a failed plugin runtime
@@ -66,6 +70,7 @@
 //! | [`naming`] | public names, aliases, the prefix split |
 //! | [`Sealer`] | HMAC sealing of cursors and request-state envelopes |
 //! | [`session`] | downstream legacy session records and the [`session::SessionStore`] trait (local, Redis and sealed stores) |
+//! | [`sse_bridge`] | the 2024-11-05 HTTP+SSE transport for clients (`…/sse` + `…/messages`), bridged onto the 2025 session engine |
 //! | [`bus`] | messages between the nodes sharing one Redis |
 //! | [`UpstreamOptions`] | upstream client tuning |
 //!
@@ -119,6 +124,7 @@ mod router;
 mod scope;
 mod seal;
 pub mod session;
+pub mod sse_bridge;
 mod tool_hints;
 mod upstream;
 

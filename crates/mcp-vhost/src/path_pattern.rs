@@ -45,6 +45,7 @@ pub enum PathError {
 pub struct PathPattern {
     prefix: String,
     suffix: String,
+    other_suffixes: Vec<String>,
     max_id_len: usize,
     extra_id_chars: String,
 }
@@ -54,6 +55,7 @@ impl Default for PathPattern {
         Self {
             prefix: "/servers".to_owned(),
             suffix: "/mcp".to_owned(),
+            other_suffixes: Vec::new(),
             max_id_len: 128,
             extra_id_chars: String::new(),
         }
@@ -78,6 +80,24 @@ impl PathPattern {
     #[must_use]
     pub fn suffix(mut self, suffix: &str) -> Self {
         self.suffix = normalise(suffix);
+        self
+    }
+
+    /// Another path after the id segment that [`extract`](Self::extract) accepts too, e.g. `/sse`
+    /// and `/messages` for the 2024-11-05 SSE transport next to `/mcp` (the inner service tells
+    /// the endpoints apart by the path); [`path_for`](Self::path_for) keeps the main suffix.
+    ///
+    /// ```
+    /// use mcp_vhost::PathPattern;
+    ///
+    /// let p = PathPattern::default().also_suffix("/sse");
+    /// assert_eq!(p.extract("/servers/team-a/sse").unwrap().as_str(), "team-a");
+    /// assert_eq!(p.extract("/servers/team-a/mcp").unwrap().as_str(), "team-a");
+    /// assert!(p.extract("/servers/team-a/messages").is_err());
+    /// ```
+    #[must_use]
+    pub fn also_suffix(mut self, suffix: &str) -> Self {
+        self.other_suffixes.push(normalise(suffix));
         self
     }
 
@@ -120,14 +140,17 @@ impl PathPattern {
 
     /// Extracts the virtual host id from a request path (without query string).
     pub fn extract(&self, path: &str) -> Result<VirtualHostId, PathError> {
-        let raw = path
+        let rest = path
             .strip_prefix(self.prefix.as_str())
             .and_then(|rest| rest.strip_prefix('/'))
-            .and_then(|rest| rest.strip_suffix(self.suffix.as_str()))
             .ok_or(PathError::NotAnEndpoint)?;
-        if raw.contains('/') {
-            return Err(PathError::NotAnEndpoint);
-        }
+        // The first suffix that leaves exactly one segment: with an empty main suffix, `x/sse`
+        // must still match the `/sse` alternative.
+        let raw = std::iter::once(&self.suffix)
+            .chain(&self.other_suffixes)
+            .filter_map(|suffix| rest.strip_suffix(suffix.as_str()))
+            .find(|raw| !raw.contains('/'))
+            .ok_or(PathError::NotAnEndpoint)?;
         let decoded: Cow<'_, str> = percent_decode_str(raw)
             .decode_utf8()
             .map_err(|_| PathError::InvalidId)?;
@@ -221,6 +244,17 @@ mod tests {
             Ok("x".to_owned())
         );
         assert_eq!(p.path_for(&VirtualHostId::new("x")), "/api/v1/x");
+        let both = PathPattern::new().suffix("").also_suffix("sse");
+        assert_eq!(
+            both.extract("/servers/x/sse").map(|id| id.to_string()),
+            Ok("x".to_owned())
+        );
+        assert_eq!(
+            both.extract("/servers/x").map(|id| id.to_string()),
+            Ok("x".to_owned())
+        );
+        assert_eq!(both.extract("/servers/x/y"), Err(PathError::NotAnEndpoint));
+        assert_eq!(both.path_for(&VirtualHostId::new("x")), "/servers/x");
         let root = PathPattern::new().prefix("").suffix("/mcp");
         assert!(root.extract("/x/mcp").is_ok());
         assert_eq!(

@@ -239,6 +239,7 @@ impl EffectiveConfig {
             max_mcp_header_bytes: r.usize("limits.max_mcp_header_bytes", 1),
             header_read_timeout: Duration::from_millis(r.positive("limits.header_read_timeout_ms")),
             max_connections: r.usize("limits.max_connections", 1),
+            max_sse_sessions: r.usize("limits.max_sse_sessions", 1),
         };
 
         // [auth.jwt]

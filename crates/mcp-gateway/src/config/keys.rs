@@ -263,6 +263,12 @@ pub static KEYS: &[KeySpec] = &[
         Int(10_000),
         "most open client connections on listen.addr; further clients wait in the accept backlog",
     ),
+    key(
+        "limits.max_sse_sessions",
+        I,
+        Int(1024),
+        "most open 2024-11-05 SSE streams (virtual hosts with sse_downstream); more get 503",
+    ),
     // [auth]
     key(
         "auth.public_url",

@@ -125,6 +125,8 @@ pub struct LimitsConfig {
     pub header_read_timeout: Duration,
     /// `max_connections`: most open client connections.
     pub max_connections: usize,
+    /// `max_sse_sessions`: most open 2024-11-05 SSE streams; more get 503.
+    pub max_sse_sessions: usize,
 }
 
 /// `[auth]`: RFC 9728 metadata and token validation.

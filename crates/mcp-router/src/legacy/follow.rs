@@ -79,11 +79,12 @@ async fn open(follower: &Follower, modern: &[String]) -> BoxStream<'static, (Str
     let namer = Namer::new(&follower.caller.vhost);
     let mut feeds = Vec::new();
     for backend in modern {
-        // stdio backends are recorded as modern (no upstream session) but have no listen.
+        // stdio and HTTP+SSE backends are recorded as modern (no upstream session) but have no
+        // listen.
         let Some(target) = follower
             .caller
             .target(backend)
-            .filter(|t| t.config.command.is_none())
+            .filter(|t| !follower.inner.upstream.is_linked(t))
         else {
             continue;
         };

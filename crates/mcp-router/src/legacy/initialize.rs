@@ -44,11 +44,12 @@ pub(crate) fn without_tasks(
 }
 
 /// The version the gateway answers a legacy client with: the client's own when the gateway
-/// speaks it, else the newest legacy revision.
-pub(crate) fn negotiate(requested: Option<&str>) -> ProtocolVersion {
+/// speaks it, else the newest legacy revision. 2024-11-05 is the revision of the HTTP+SSE
+/// transport, so only a client of the SSE bridge (`sse_transport`) gets it.
+pub(crate) fn negotiate(requested: Option<&str>, sse_transport: bool) -> ProtocolVersion {
     requested
         .and_then(|v| v.parse::<ProtocolVersion>().ok())
-        .filter(|v| v.era() == Era::Legacy && *v != ProtocolVersion::V2024_11_05)
+        .filter(|v| v.era() == Era::Legacy && (sse_transport || *v != ProtocolVersion::V2024_11_05))
         .unwrap_or(ProtocolVersion::LATEST_LEGACY)
 }
 
@@ -147,8 +148,9 @@ pub(crate) struct Initialized {
 pub(crate) async fn initialize(
     scope: &Scope<'_>,
     params: &RawObject<'_>,
+    sse_transport: bool,
 ) -> Result<Initialized, ErrorObject> {
-    let version = negotiate(params.get_str("protocolVersion").as_deref());
+    let version = negotiate(params.get_str("protocolVersion").as_deref(), sse_transport);
     let backends = &scope.ctx.vhost.backends;
     let joined = join_all(
         backends
@@ -233,11 +235,21 @@ mod tests {
 
     #[test]
     fn negotiation_echoes_supported_legacy_versions() {
-        assert_eq!(negotiate(Some("2025-06-18")), ProtocolVersion::V2025_06_18);
-        assert_eq!(negotiate(Some("2025-03-26")), ProtocolVersion::V2025_03_26);
-        assert_eq!(negotiate(Some("2099-01-01")), ProtocolVersion::V2025_11_25);
-        assert_eq!(negotiate(Some("2026-07-28")), ProtocolVersion::V2025_11_25);
-        assert_eq!(negotiate(Some("2024-11-05")), ProtocolVersion::V2025_11_25);
-        assert_eq!(negotiate(None), ProtocolVersion::V2025_11_25);
+        let streamable = |v| negotiate(v, false);
+        assert_eq!(streamable(Some("2025-06-18")), ProtocolVersion::V2025_06_18);
+        assert_eq!(streamable(Some("2025-03-26")), ProtocolVersion::V2025_03_26);
+        assert_eq!(streamable(Some("2099-01-01")), ProtocolVersion::V2025_11_25);
+        assert_eq!(streamable(Some("2026-07-28")), ProtocolVersion::V2025_11_25);
+        assert_eq!(streamable(Some("2024-11-05")), ProtocolVersion::V2025_11_25);
+        assert_eq!(streamable(None), ProtocolVersion::V2025_11_25);
+        // Over the SSE bridge, the HTTP+SSE transport's own revision is spoken too.
+        assert_eq!(
+            negotiate(Some("2024-11-05"), true),
+            ProtocolVersion::V2024_11_05
+        );
+        assert_eq!(
+            negotiate(Some("2026-07-28"), true),
+            ProtocolVersion::V2025_11_25
+        );
     }
 }

@@ -154,7 +154,11 @@ async fn initialize(
         era: Era::Legacy,
         session_id: None,
     };
-    let initialized = match initialize::initialize(&scope, &params).await {
+    let sse_transport = parts
+        .extensions
+        .get::<crate::sse_bridge::SseTransport>()
+        .is_some();
+    let initialized = match initialize::initialize(&scope, &params, sse_transport).await {
         Ok(initialized) => initialized,
         Err(error) => return respond::error(StatusCode::OK, Some(id), &error),
     };

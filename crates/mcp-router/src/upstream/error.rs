@@ -36,6 +36,9 @@ pub enum UpstreamError {
     /// there are too many processes.
     #[error("backend process unavailable")]
     ProcessFailed,
+    /// The gateway holds as many HTTP+SSE backend connections as it may: nothing was sent.
+    #[error("too many backend connections")]
+    TooManyConnections,
     /// The backend's circuit breaker is open: the call was not sent.
     #[error("circuit open, retry in {}s", .0.as_secs().max(1))]
     CircuitOpen(Duration),
@@ -61,6 +64,7 @@ impl UpstreamError {
                 | Self::CircuitOpen(_)
                 | Self::NotAllowed
                 | Self::ProcessFailed
+                | Self::TooManyConnections
         )
     }
 }

@@ -1,12 +1,20 @@
 //! The upstream side: one pooled HTTP client for every backend, backend era detection (probe once,
 //! cache per URL, re-probe after failures), upstream sessions for legacy backends, and sending one
 //! JSON-RPC request to a backend in that backend's era.
+//!
+//! Besides streamable HTTP, a backend may be a stdio child process ([`stdio`]) or speak the
+//! deprecated 2024-11-05 HTTP+SSE transport ([`sse`]): `transport = "sse"` selects it, and with
+//! the default transport the spec's backwards-compatibility rule applies — a legacy `initialize`
+//! POST answered 400, 404 or 405 makes the gateway GET the URL, and an `endpoint` event marks the
+//! URL as SSE until `era_ttl` passes. Both carry many callers over one connection ([`link`]).
 
 mod error;
 mod get_stream;
+mod link;
 mod meta;
 mod request;
 mod session;
+mod sse;
 mod stdio;
 mod transport;
 
@@ -19,7 +27,7 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use mcp_breaker::{BreakerConfig, BreakerRegistry, CircuitBreaker, Outcome, Permit};
-use mcp_config_store::BackendConfig;
+use mcp_config_store::{BackendConfig, Transport};
 use mcp_core::headers::{
     MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, encode_header_value,
 };
@@ -141,6 +149,10 @@ pub(crate) struct Upstream {
     breaker_configs: Mutex<HashMap<String, MergedBreakerConfig>>,
     /// Child processes of stdio backends.
     stdio: stdio::StdioPool,
+    /// Connections to HTTP+SSE (2024-11-05) backends.
+    sse: sse::SsePool,
+    /// URLs found to speak HTTP+SSE by the fallback rule, and when.
+    sse_urls: Mutex<HashMap<String, Instant>>,
 }
 
 impl std::fmt::Debug for Upstream {
@@ -160,8 +172,11 @@ impl Upstream {
             options.max_stdio_processes,
             client_info.clone(),
         );
+        let http = transport::build_client(options.connect_timeout);
         Self {
-            http: transport::build_client(options.connect_timeout),
+            sse: sse::SsePool::new(http.clone(), client_info.clone()),
+            sse_urls: Mutex::new(HashMap::new()),
+            http,
             sessions: SessionTable::new(options.max_sessions),
             options,
             eras: Mutex::new(HashMap::new()),
@@ -400,11 +415,18 @@ impl Upstream {
         url: &Url,
         call: &Call<'_>,
     ) -> Result<Reply, UpstreamError> {
+        if self.speaks_sse(target, url) {
+            return self.sse.send(target, url, call).await;
+        }
         let result = match self.era_at(target, url).await? {
             Era::Modern => self.send_modern(target, url, call).await,
             Era::Legacy => match self.send_legacy(target, url, call).await {
                 Err(UpstreamError::SessionExpired) => self.send_legacy(target, url, call).await,
-                other => other,
+                Err(e) => match self.fall_back_to_sse(target, url, e).await {
+                    Ok(()) => self.sse.send(target, url, call).await,
+                    Err(e) => Err(e),
+                },
+                ok => ok,
             },
         };
         if let Err(e) = &result
@@ -413,6 +435,57 @@ impl Upstream {
             self.forget_era(url);
         }
         result
+    }
+
+    /// Whether the backend carries every caller over one link of the gateway's own (a stdio
+    /// process or an HTTP+SSE connection): such a backend has no `subscriptions/listen` and no
+    /// upstream session to show callers.
+    pub(crate) fn is_linked(&self, target: &Target<'_>) -> bool {
+        target.config.command.is_some()
+            || Self::url(target).is_ok_and(|url| self.speaks_sse(target, url))
+    }
+
+    /// Whether `url` is served over HTTP+SSE: configured so, or found so by the fallback rule
+    /// within the last `era_ttl`.
+    fn speaks_sse(&self, target: &Target<'_>, url: &Url) -> bool {
+        if target.config.transport == Transport::Sse {
+            return true;
+        }
+        let mut urls = self.sse_urls.lock().unwrap_or_else(|p| p.into_inner());
+        match urls.get(url.as_str()) {
+            Some(found) if found.elapsed() <= self.options.era_ttl => true,
+            Some(_) => {
+                urls.remove(url.as_str());
+                false
+            }
+            None => false,
+        }
+    }
+
+    /// The spec's backwards-compatibility rule for clients: a legacy `initialize` POST answered
+    /// 400, 404 or 405 may come from an HTTP+SSE (2024-11-05) server, so GET the URL; when its
+    /// stream starts with an `endpoint` event, the URL is SSE (remembered like an era). Otherwise
+    /// the original `error` stands.
+    async fn fall_back_to_sse(
+        &self,
+        target: &Target<'_>,
+        url: &Url,
+        error: UpstreamError,
+    ) -> Result<(), UpstreamError> {
+        if !matches!(error, UpstreamError::Status(400 | 404 | 405)) {
+            return Err(error);
+        }
+        if let Err(e) = self.sse.connect(target, url).await {
+            tracing::debug!(backend = target.name, error = %e, "no HTTP+SSE endpoint either");
+            return Err(error);
+        }
+        tracing::info!(
+            backend = target.name,
+            "backend speaks the 2024-11-05 HTTP+SSE transport"
+        );
+        let mut urls = self.sse_urls.lock().unwrap_or_else(|p| p.into_inner());
+        urls.insert(url.as_str().to_owned(), Instant::now());
+        Ok(())
     }
 
     async fn send_modern(
@@ -732,6 +805,9 @@ impl Upstream {
         target: &Target<'_>,
         url: &Url,
     ) -> Result<Description, UpstreamError> {
+        if self.speaks_sse(target, url) {
+            return self.describe_sse(target, url).await;
+        }
         match self.era_at(target, url).await? {
             Era::Modern => {
                 let call = Call {
@@ -751,7 +827,13 @@ impl Upstream {
                 })
             }
             Era::Legacy => {
-                let (key, mut session) = self.session(target, url).await?;
+                let (key, mut session) = match self.session(target, url).await {
+                    Ok(session) => session,
+                    Err(e) => {
+                        self.fall_back_to_sse(target, url, e).await?;
+                        return self.describe_sse(target, url).await;
+                    }
+                };
                 if session.initialize_result.is_empty() {
                     // An adopted session: its InitializeResult is not known on this node.
                     self.sessions.forget(&key, &session, false);
@@ -764,6 +846,21 @@ impl Upstream {
                 })
             }
         }
+    }
+}
+
+impl Upstream {
+    /// Callers never see an HTTP+SSE backend's session: it describes itself like a modern one.
+    async fn describe_sse(
+        &self,
+        target: &Target<'_>,
+        url: &Url,
+    ) -> Result<Description, UpstreamError> {
+        Ok(Description {
+            era: Era::Modern,
+            result: self.sse.describe(target, url).await?,
+            session: None,
+        })
     }
 }
 
@@ -809,9 +906,10 @@ fn outcome_of(error: &UpstreamError) -> Outcome {
             Outcome::Failure
         }
         UpstreamError::Status(_) | UpstreamError::SessionExpired => Outcome::Success,
-        UpstreamError::NoUrl | UpstreamError::CircuitOpen(_) | UpstreamError::NotAllowed => {
-            Outcome::Ignore
-        }
+        UpstreamError::NoUrl
+        | UpstreamError::CircuitOpen(_)
+        | UpstreamError::NotAllowed
+        | UpstreamError::TooManyConnections => Outcome::Ignore,
     }
 }
 

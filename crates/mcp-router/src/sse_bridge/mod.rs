@@ -1,0 +1,314 @@
+//! The deprecated 2024-11-05 HTTP+SSE transport for clients, bridged onto the 2025 session engine.
+//!
+//! [`SseBridgeLayer`] wraps the router (or anything serving streamable HTTP at `…/mcp` behind the
+//! foundation layers) and adds, for virtual hosts whose configuration sets `sse_downstream = true`:
+//!
+//! - `GET …/sse` opens a session: `200 text/event-stream` whose first event is
+//!   `event: endpoint` with `data: …/messages?sessionId=<id>` (the path the client used, `/sse`
+//!   replaced); every server message follows as `event: message`; an SSE comment
+//!   (`: keep-alive`) is sent after each idle period (15 s by default).
+//! - `POST …/messages?sessionId=<id>` takes one JSON-RPC message or a batch and answers
+//!   `202 Accepted`. Each message becomes an internal streamable-HTTP POST to the inner service
+//!   with the request's extensions (virtual host, principal, configs) and headers, plus the
+//!   `Mcp-Session-Id` and `MCP-Protocol-Version` that the inner `initialize` negotiated; every
+//!   message of the inner answer (JSON or SSE) is copied onto the client's stream. After
+//!   `initialize` the inner GET stream (backend notifications and requests) is relayed too.
+//! - When the client's stream closes, the session's tasks end and the inner session is deleted
+//!   (an internal DELETE), which ends the upstream sessions no other session of the caller uses.
+//!
+//! So there is one protocol implementation: the bridge only moves messages between the two
+//! transports. It lives in `mcp-router` rather than in the gateway because it is MCP transport
+//! logic that an integrator mounting the router alone needs as much as the reference gateway does,
+//! and because it reads the same request facts as the router (the `VirtualHost` configuration
+//! and the `Principal`) and answers with the router's error conventions.
+//!
+//! | request | answer |
+//! |---|---|
+//! | virtual host without `sse_downstream` | `404` `{"detail":"SSE transport not enabled for this virtual host"}` |
+//! | `GET …/sse` with [`max_sessions`](SseBridgeLayer::max_sessions) streams open (default 1024) | `503` + `Retry-After: 5`, `{"detail":"Too many open SSE sessions"}` |
+//! | `POST …/messages` without `sessionId` | `400` `{"detail":"Missing sessionId query parameter"}` |
+//! | unknown session id, or one another principal (or virtual host) opened | `404` `{"detail":"Session not found"}` |
+//! | body over [`max_body_bytes`](SseBridgeLayer::max_body_bytes) | `413` `{"detail":"Request body too large"}` |
+//! | body not JSON (empty batch) | `400` JSON-RPC error `-32700` (`-32600`), `id: null` |
+//! | other methods | `405` with `Allow` |
+//! | missing virtual host id or principal (no foundation layers) | `400` `{"detail":"Routing problem: …"}` |
+//!
+//! Session ids are 128 random bits (hex) and bound to the principal and virtual host that opened
+//! the stream. Sessions live in this process: behind several gateway nodes, a client's stream and
+//! its POSTs must reach the same node (sticky routing), whatever the session store of the router.
+//! The stream's `endpoint` is an absolute path as this layer sees it: a proxy that strips a prefix
+//! in front of the gateway must rewrite it. The inner GET stream is not reopened when it ends.
+//!
+//! ```
+//! use mcp_router::McpRouter;
+//! use mcp_router::sse_bridge::SseBridgeLayer;
+//! use tower_layer::Layer;
+//!
+//! // Behind the foundation layers, with `PathPattern::default().also_suffix("/sse")
+//! // .also_suffix("/messages")` in `mcp-vhost` so that the two paths get through.
+//! let service = SseBridgeLayer::new()
+//!     .max_body_bytes(4 * 1024 * 1024)
+//!     .layer(McpRouter::builder().build());
+//! # let _ = service;
+//! ```
+
+mod body;
+mod open;
+mod post;
+mod registry;
+mod relay;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, ready};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Extensions, HeaderValue, Request, Response, StatusCode, header};
+use http_body::Body;
+use http_body_util::Full;
+use mcp_core::Era;
+use pin_project_lite::pin_project;
+use tower_layer::Layer;
+use tower_service::Service;
+
+pub use body::{EventStream, SseBridgeBody};
+use registry::Registry;
+
+use crate::body::BoxError;
+use crate::context::{self, RequestContext};
+
+/// Path suffix of the stream endpoint.
+pub const SSE_PATH_SUFFIX: &str = "/sse";
+/// Path suffix of the message endpoint.
+pub const MESSAGES_PATH_SUFFIX: &str = "/messages";
+/// Path suffix of the inner streamable-HTTP endpoint the internal requests name.
+const MCP_PATH_SUFFIX: &str = "/mcp";
+/// Detail of the 404 for a virtual host without `sse_downstream`.
+pub const DETAIL_NOT_ENABLED: &str = "SSE transport not enabled for this virtual host";
+/// Detail of the 404 for an unknown (or another principal's) session id.
+pub const DETAIL_SESSION_NOT_FOUND: &str = "Session not found";
+/// Detail of the 503 when [`SseBridgeLayer::max_sessions`] streams are open.
+pub const DETAIL_TOO_MANY_SESSIONS: &str = "Too many open SSE sessions";
+
+/// Request extension of the bridge's internal requests: the client speaks the HTTP+SSE transport,
+/// so the session engine may negotiate its revision, 2024-11-05 (refused over streamable HTTP).
+/// Extensions cannot come from the wire, so a client of `…/mcp` cannot claim it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SseTransport;
+
+/// State shared by the layer and every service it made.
+#[derive(Debug)]
+struct Shared {
+    registry: Arc<Registry>,
+    max_body_bytes: usize,
+    keep_alive: Duration,
+}
+
+/// Adds the 2024-11-05 HTTP+SSE transport in front of a streamable-HTTP MCP service; see the
+/// [module docs](self).
+#[derive(Clone, Debug)]
+pub struct SseBridgeLayer {
+    shared: Arc<Shared>,
+}
+
+impl Default for SseBridgeLayer {
+    fn default() -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                registry: Arc::new(Registry::new(1024)),
+                max_body_bytes: 4 * 1024 * 1024,
+                keep_alive: Duration::from_secs(15),
+            }),
+        }
+    }
+}
+
+impl SseBridgeLayer {
+    /// A layer with the defaults: 1024 open streams, 4 MiB messages, keep-alive after 15 s idle.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The most SSE streams open at once (default 1024); more get `503`. Each holds a task, an
+    /// inner session and its upstream sessions, so this bounds what idle clients can pin.
+    #[must_use]
+    pub fn max_sessions(self, max: usize) -> Self {
+        self.with(|s| s.registry = Arc::new(Registry::new(max)))
+    }
+
+    /// The largest posted body (default 4 MiB); larger gets `413`. Use the limit of `…/mcp`.
+    #[must_use]
+    pub fn max_body_bytes(self, max: usize) -> Self {
+        self.with(|s| s.max_body_bytes = max)
+    }
+
+    /// How long a stream may stay silent before a keep-alive comment (default 15 s).
+    #[must_use]
+    pub fn keep_alive(self, idle: Duration) -> Self {
+        self.with(|s| s.keep_alive = idle)
+    }
+
+    /// How many SSE streams are open now (for metrics and tests).
+    pub fn open_sessions(&self) -> usize {
+        self.shared.registry.len()
+    }
+
+    fn with(self, change: impl FnOnce(&mut Shared)) -> Self {
+        let mut shared = Shared {
+            registry: Arc::clone(&self.shared.registry),
+            max_body_bytes: self.shared.max_body_bytes,
+            keep_alive: self.shared.keep_alive,
+        };
+        change(&mut shared);
+        Self {
+            shared: Arc::new(shared),
+        }
+    }
+}
+
+impl<S> Layer<S> for SseBridgeLayer {
+    type Service = SseBridge<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        SseBridge {
+            inner,
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}
+
+/// The service of [`SseBridgeLayer`]: serves `…/sse` and `…/messages`, passes everything else to
+/// the inner service untouched.
+#[derive(Clone, Debug)]
+pub struct SseBridge<S> {
+    inner: S,
+    shared: Arc<Shared>,
+}
+
+impl<S> SseBridge<S> {
+    /// The inner service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+}
+
+impl<S, ReqBody, ResBody> Service<Request<ReqBody>> for SseBridge<S>
+where
+    S: Service<Request<ReqBody>, Response = Response<ResBody>>
+        + Service<Request<Full<Bytes>>, Response = Response<ResBody>>
+        + Clone
+        + Send
+        + 'static,
+    <S as Service<Request<Full<Bytes>>>>::Future: Send + 'static,
+    <S as Service<Request<Full<Bytes>>>>::Error: Into<BoxError>,
+    ReqBody: Body<Data = Bytes> + Send + 'static,
+    ReqBody::Error: Into<BoxError>,
+    ResBody: Body<Data = Bytes> + Send + 'static,
+    ResBody::Error: Into<BoxError>,
+{
+    type Response = Response<SseBridgeBody<ResBody>>;
+    type Error = <S as Service<Request<ReqBody>>>::Error;
+    type Future = ResponseFuture<<S as Service<Request<ReqBody>>>::Future, ResBody>;
+
+    #[inline]
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Service::<Request<ReqBody>>::poll_ready(&mut self.inner, cx)
+    }
+
+    fn call(&mut self, req: Request<ReqBody>) -> Self::Future {
+        let path = req.uri().path();
+        let kind = if path.ends_with(SSE_PATH_SUFFIX) {
+            let (parts, _body) = req.into_parts();
+            let call = relay::caller(self.inner.clone());
+            Kind::Ready {
+                response: Some(open::open(&self.shared, parts, call)),
+            }
+        } else if path.ends_with(MESSAGES_PATH_SUFFIX) {
+            let call = relay::caller(self.inner.clone());
+            Kind::Post {
+                fut: Box::pin(post::post(Arc::clone(&self.shared), req, call)),
+            }
+        } else {
+            Kind::Inner {
+                fut: self.inner.call(req),
+            }
+        };
+        ResponseFuture { kind }
+    }
+}
+
+pin_project! {
+    #[project = KindProj]
+    enum Kind<F, B> {
+        Inner { #[pin] fut: F },
+        Ready { response: Option<Response<SseBridgeBody<B>>> },
+        Post { fut: Pin<Box<dyn Future<Output = Response<Full<Bytes>>> + Send>> },
+    }
+}
+
+pin_project! {
+    /// Response future of [`SseBridge`].
+    pub struct ResponseFuture<F, B> {
+        #[pin]
+        kind: Kind<F, B>,
+    }
+}
+
+impl<F, B, E> Future for ResponseFuture<F, B>
+where
+    F: Future<Output = Result<Response<B>, E>>,
+{
+    type Output = Result<Response<SseBridgeBody<B>>, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project().kind.project() {
+            KindProj::Inner { fut } => {
+                let res = ready!(fut.poll(cx))?;
+                Poll::Ready(Ok(res.map(|body| SseBridgeBody::Inner { body })))
+            }
+            KindProj::Ready { response } => Poll::Ready(Ok(response.take().unwrap_or_else(|| {
+                local(detail(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "Response already taken",
+                ))
+            }))),
+            KindProj::Post { fut } => Poll::Ready(Ok(local(ready!(fut.as_mut().poll(cx))))),
+        }
+    }
+}
+
+fn local<B>(res: Response<Full<Bytes>>) -> Response<SseBridgeBody<B>> {
+    res.map(|body| SseBridgeBody::Local { body })
+}
+
+/// `{"detail": text}` with `status`.
+fn detail(status: StatusCode, text: &str) -> Response<Full<Bytes>> {
+    let mut res = Response::new(Full::new(Bytes::from(mcp_core::detail_body(text))));
+    *res.status_mut() = status;
+    res.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    res
+}
+
+/// A refusal, boxed: it is the rare path, and keeps `Result`s small.
+type Refusal = Box<Response<Full<Bytes>>>;
+
+/// The request's context when its virtual host serves the SSE transport, else the answer.
+fn admitted(extensions: &Extensions) -> Result<RequestContext, Refusal> {
+    let ctx = context::extract(extensions, Era::Legacy).map_err(|error| {
+        let status = if error.message.starts_with("Routing problem") {
+            StatusCode::BAD_REQUEST
+        } else {
+            StatusCode::NOT_FOUND
+        };
+        Box::new(detail(status, &error.message))
+    })?;
+    if !ctx.vhost.sse_downstream {
+        return Err(Box::new(detail(StatusCode::NOT_FOUND, DETAIL_NOT_ENABLED)));
+    }
+    Ok(ctx)
+}

@@ -1,0 +1,90 @@
+//! `GET …/sse`: opens a session and answers with its event stream, whose first event names the
+//! endpoint for the client's messages.
+
+use std::sync::Arc;
+
+use http::request::Parts;
+use http::{HeaderValue, Method, Response, StatusCode, header};
+use mcp_core::sse::SseEvent;
+use tokio::sync::mpsc;
+
+use super::body::{EventStream, SseBridgeBody};
+use super::registry::{BridgeSession, Opening, new_session_id};
+use super::relay::{self, InnerCall};
+use super::{
+    DETAIL_TOO_MANY_SESSIONS, MCP_PATH_SUFFIX, MESSAGES_PATH_SUFFIX, Refusal, SSE_PATH_SUFFIX,
+    Shared, admitted, detail, local,
+};
+
+/// Events queued for one client before the relays wait for it to read: enough for a burst of
+/// notifications, small enough that a client that stops reading holds little memory.
+const QUEUED_EVENTS: usize = 64;
+
+pub(crate) fn open<B>(
+    shared: &Shared,
+    parts: Parts,
+    call: InnerCall,
+) -> Response<SseBridgeBody<B>> {
+    let stream = match start(shared, parts, call) {
+        Ok(stream) => stream,
+        Err(res) => return local(*res),
+    };
+    let mut res = Response::new(SseBridgeBody::Events { body: stream });
+    let headers = res.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    // Reverse proxies that buffer responses (nginx) would hold the events back.
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    res
+}
+
+/// Registers the session and starts the task that ends it when the client goes away.
+fn start(shared: &Shared, parts: Parts, call: InnerCall) -> Result<EventStream, Refusal> {
+    if parts.method != Method::GET {
+        let mut res = detail(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "Only GET opens the SSE stream",
+        );
+        res.headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static("GET"));
+        return Err(Box::new(res));
+    }
+    let ctx = admitted(&parts.extensions)?;
+    let id = new_session_id().ok_or_else(|| {
+        Box::new(detail(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "No system randomness",
+        ))
+    })?;
+    let path = parts.uri.path();
+    let base = path.strip_suffix(SSE_PATH_SUFFIX).unwrap_or(path);
+    let endpoint = format!("{base}{MESSAGES_PATH_SUFFIX}?sessionId={id}");
+    let (events, receiver) = mpsc::channel(QUEUED_EVENTS);
+    let session = Arc::new(BridgeSession::new(
+        id,
+        ctx.principal,
+        ctx.vhost_id,
+        events,
+        Opening {
+            mcp_path: format!("{base}{MCP_PATH_SUFFIX}"),
+            headers: parts.headers,
+            extensions: parts.extensions,
+        },
+    ));
+    if !shared.registry.insert(Arc::clone(&session)) {
+        let mut res = detail(StatusCode::SERVICE_UNAVAILABLE, DETAIL_TOO_MANY_SESSIONS);
+        res.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+        return Err(Box::new(res));
+    }
+    tokio::spawn(relay::end_when_closed(
+        Arc::clone(&shared.registry),
+        session,
+        call,
+    ));
+    let endpoint = SseEvent::message(endpoint).with_event("endpoint").encode();
+    Ok(EventStream::new(endpoint, receiver, shared.keep_alive))
+}

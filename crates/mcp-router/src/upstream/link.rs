@@ -1,0 +1,556 @@
+//! Links: one connection to a backend that carries many callers' requests, whatever the carrier
+//! (a stdio child process, an HTTP+SSE connection). The carrier moves bytes; the link does the
+//! multiplexing:
+//!
+//! - **Ids**: every request gets a link-unique id (`g<n>`); progress tokens are already unique per
+//!   call. Responses and `notifications/progress` go back to the call that asked, so callers of
+//!   different principals sharing a link never see each other's messages.
+//! - **Incoming**: other notifications are logged and dropped; a server's own requests (sampling,
+//!   roots…) are declined with `-32601` (there is no client to ask).
+//! - **Cancellation**: a caller that drops its message stream before the response sends
+//!   `notifications/cancelled`.
+//! - **Death**: when the carrier ends, every call in flight fails with
+//!   [`UpstreamError::Disconnected`] and the link refuses new calls.
+//! - **Handshake**: `server/discover` (2026-07-28) when the carrier may reach a modern server,
+//!   else `initialize` + `notifications/initialized`. Callers never see an upstream session.
+//!
+//! [`Pool`] keeps the links of one kind: one per key, started on demand, restarted after a
+//! backoff (100 ms doubling to 5 s) once it died, at most `max` at once, idle ones ended.
+
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::HeaderMap;
+use mcp_core::{Envelope, Era, MessageKind, RawObject, RequestId, encode_error, encode_request};
+use serde_json::value::RawValue;
+use tokio::sync::mpsc;
+
+use super::meta;
+use super::{Call, MessageStream, Reply, Target, UpstreamError, final_result, legacy_capabilities};
+
+/// Restart delays after a link died or failed to start, doubling up to the last.
+const BACKOFF_START: Duration = Duration::from_millis(100);
+const BACKOFF_MAX: Duration = Duration::from_secs(5);
+/// How often idle links are looked for.
+const REAP_EVERY: Duration = Duration::from_millis(500);
+
+/// One message for the carrier to deliver.
+pub(super) struct Outbound {
+    /// The JSON-RPC message (no line terminator).
+    pub(super) body: Vec<u8>,
+    /// The waiting-table key of the call this message starts, so a carrier that learns the
+    /// delivery failed can fail that call ([`Link::fail`]).
+    pub(super) call: Option<String>,
+    /// Request headers for carriers that send each message as an HTTP request (the caller's
+    /// header policy); `None`: the carrier's own. stdio ignores them.
+    pub(super) headers: Option<HeaderMap>,
+}
+
+type Waiter = mpsc::UnboundedSender<Result<Bytes, UpstreamError>>;
+
+/// The multiplexing state of one connection to a backend.
+pub(super) struct Link {
+    backend: String,
+    /// The era and the `DiscoverResult`/`InitializeResult`, once the handshake is done.
+    identity: OnceLock<(Era, Bytes)>,
+    out: mpsc::UnboundedSender<Outbound>,
+    /// Calls waiting for their response, by request id (as JSON).
+    waiting: Mutex<HashMap<String, Waiter>>,
+    /// The call each progress token belongs to (token -> request id as JSON).
+    progress: Mutex<HashMap<String, String>>,
+    alive: AtomicBool,
+    next: AtomicU64,
+    last_used: Mutex<Instant>,
+    idle_timeout: Duration,
+}
+
+impl Link {
+    /// A live link; the carrier delivers what arrives on the receiver.
+    pub(super) fn new(
+        backend: &str,
+        idle_timeout: Duration,
+    ) -> (Arc<Self>, mpsc::UnboundedReceiver<Outbound>) {
+        let (out, outbound) = mpsc::unbounded_channel();
+        let link = Arc::new(Self {
+            backend: backend.to_owned(),
+            identity: OnceLock::new(),
+            out,
+            waiting: Mutex::new(HashMap::new()),
+            progress: Mutex::new(HashMap::new()),
+            alive: AtomicBool::new(true),
+            next: AtomicU64::new(1),
+            last_used: Mutex::new(Instant::now()),
+            idle_timeout,
+        });
+        (link, outbound)
+    }
+
+    pub(super) fn backend(&self) -> &str {
+        &self.backend
+    }
+
+    /// Probes the era: `server/discover` first when `discover`, then `initialize` +
+    /// `notifications/initialized` (the latest legacy version; the server's answer is accepted).
+    pub(super) async fn handshake(
+        &self,
+        target: &Target<'_>,
+        client_info: &RawValue,
+        discover: bool,
+    ) -> Result<(), UpstreamError> {
+        let timeout = call_timeout(target);
+        if discover {
+            let meta = meta::modern(None, target.client_caps, client_info, None);
+            let request = self.request(
+                "server/discover",
+                RawObject::new(),
+                Some(meta),
+                None,
+                timeout,
+                None,
+            )?;
+            if let Ok(result) = final_result(request).await
+                && RawObject::parse(std::str::from_utf8(&result).unwrap_or("{}"))
+                    .is_ok_and(|r| r.contains("supportedVersions"))
+            {
+                let _ = self.identity.set((Era::Modern, result));
+                return Ok(());
+            }
+        }
+        let mut params = RawObject::new();
+        params.set_str("protocolVersion", super::LEGACY_PROTOCOL.as_str());
+        params.set_raw("capabilities", legacy_capabilities(target.client_caps));
+        params.set_borrowed("clientInfo", client_info);
+        let initialize = self.request("initialize", params, None, None, timeout, None)?;
+        let result = final_result(initialize).await.map_err(|e| match e {
+            UpstreamError::Malformed("backend answered with an error") => {
+                UpstreamError::Malformed("backend refused the handshake")
+            }
+            other => other,
+        })?;
+        self.write(
+            mcp_core::encode_notification("notifications/initialized", None),
+            None,
+            None,
+        );
+        let _ = self.identity.set((Era::Legacy, result));
+        Ok(())
+    }
+
+    /// Sends one caller's request with the `_meta` of the link's era; `headers` go to carriers
+    /// that send HTTP requests.
+    pub(super) fn send(
+        &self,
+        target: &Target<'_>,
+        call: &Call<'_>,
+        client_info: &RawValue,
+        headers: Option<HeaderMap>,
+    ) -> Result<Reply, UpstreamError> {
+        let meta = match self.era() {
+            Era::Modern => Some(meta::modern(
+                target.meta,
+                target.client_caps,
+                client_info,
+                call.progress_token,
+            )),
+            Era::Legacy => meta::legacy(target.meta, call.progress_token),
+        };
+        self.request(
+            call.method,
+            call.params.clone(),
+            meta,
+            call.progress_token,
+            call_timeout(target),
+            headers,
+        )
+    }
+
+    fn era(&self) -> Era {
+        self.identity.get().map_or(Era::Legacy, |(era, _)| *era)
+    }
+
+    /// The backend's `DiscoverResult` or `InitializeResult`.
+    pub(super) fn description(&self) -> Bytes {
+        self.identity
+            .get()
+            .map(|(_, d)| d.clone())
+            .unwrap_or_default()
+    }
+
+    pub(super) fn alive(&self) -> bool {
+        self.alive.load(Ordering::Acquire)
+    }
+
+    fn touch(&self) {
+        *lock(&self.last_used) = Instant::now();
+    }
+
+    fn idle(&self) -> bool {
+        lock(&self.last_used).elapsed() > self.idle_timeout
+    }
+
+    fn write(&self, body: Vec<u8>, call: Option<String>, headers: Option<HeaderMap>) {
+        let outbound = Outbound {
+            body,
+            call,
+            headers,
+        };
+        if self.out.send(outbound).is_err() {
+            self.alive.store(false, Ordering::Release);
+        }
+    }
+
+    /// Sends one request; its messages (progress, then the response) arrive on the reply.
+    fn request(
+        &self,
+        method: &str,
+        mut params: RawObject<'_>,
+        meta: Option<Box<RawValue>>,
+        progress_token: Option<&str>,
+        timeout: Duration,
+        headers: Option<HeaderMap>,
+    ) -> Result<Reply, UpstreamError> {
+        if !self.alive() {
+            return Err(UpstreamError::Disconnected);
+        }
+        let id =
+            RequestId::from(format!("g{}", self.next.fetch_add(1, Ordering::Relaxed)).as_str());
+        let key = id.to_json().into_owned();
+        if let Some(meta) = meta {
+            params.set_raw("_meta", meta);
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        lock(&self.waiting).insert(key.clone(), tx);
+        if let Some(token) = progress_token {
+            lock(&self.progress).insert(token.to_owned(), key.clone());
+        }
+        let params = params.to_raw();
+        let has_params = params.get() != "{}";
+        self.write(
+            encode_request(&id, method, has_params.then_some(&*params)),
+            Some(key.clone()),
+            headers,
+        );
+        Ok(Reply {
+            id,
+            messages: messages(rx, timeout, self.out.clone(), key),
+            session: None,
+        })
+    }
+
+    /// One message from the backend: a response, a progress notification, or something else.
+    pub(super) fn dispatch(&self, message: &[u8]) {
+        let Ok(env) = Envelope::parse(message) else {
+            tracing::debug!(backend = %self.backend, "ignoring a message that is not JSON-RPC");
+            return;
+        };
+        match env.kind() {
+            MessageKind::Response | MessageKind::Error => {
+                let Some(id) = env.id() else { return };
+                let key = id.to_json().into_owned();
+                if let Some(waiter) = lock(&self.waiting).remove(&key) {
+                    let _ = waiter.send(Ok(Bytes::copy_from_slice(message)));
+                }
+                lock(&self.progress).retain(|_, call| *call != key);
+            }
+            MessageKind::Request => {
+                // A server's own request (sampling, roots, elicitation): nobody to ask here.
+                if let Some(id) = env.id() {
+                    let error = mcp_core::ErrorObject::method_not_found(env.method().unwrap_or(""));
+                    self.write(encode_error(Some(id), &error), None, None);
+                }
+            }
+            MessageKind::Notification => self.notification(&env, message),
+        }
+    }
+
+    fn notification(&self, env: &Envelope<'_>, message: &[u8]) {
+        let token = (env.method() == Some("notifications/progress"))
+            .then(|| env.params().and_then(|p| RawObject::from_raw(p).ok()))
+            .flatten()
+            .and_then(|p| {
+                p.get(meta::PROGRESS_TOKEN)
+                    .map(|t| t.get().trim_matches('"').to_owned())
+            });
+        let call = token.and_then(|t| lock(&self.progress).get(&t).cloned());
+        match call.and_then(|c| lock(&self.waiting).get(&c).cloned()) {
+            Some(waiter) => {
+                let _ = waiter.send(Ok(Bytes::copy_from_slice(message)));
+            }
+            None => {
+                tracing::debug!(backend = %self.backend, method = env.method().unwrap_or(""), "dropping a backend notification");
+            }
+        }
+    }
+
+    /// The message starting the call `key` could not be delivered: that call fails.
+    pub(super) fn fail(&self, key: &str, error: UpstreamError) {
+        if let Some(waiter) = lock(&self.waiting).remove(key) {
+            let _ = waiter.send(Err(error));
+        }
+        lock(&self.progress).retain(|_, call| call != key);
+    }
+
+    /// The carrier went away: every waiting call fails, new ones are refused.
+    pub(super) fn died(&self) {
+        self.alive.store(false, Ordering::Release);
+        for (_, waiter) in lock(&self.waiting).drain() {
+            let _ = waiter.send(Err(UpstreamError::Disconnected));
+        }
+        lock(&self.progress).clear();
+    }
+}
+
+fn call_timeout(target: &Target<'_>) -> Duration {
+    Duration::from_millis(target.config.timeout_ms.max(1))
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The messages of one call: each must arrive within `timeout`; a caller that drops the stream
+/// before the response tells the backend with `notifications/cancelled`.
+fn messages(
+    rx: mpsc::UnboundedReceiver<Result<Bytes, UpstreamError>>,
+    timeout: Duration,
+    out: mpsc::UnboundedSender<Outbound>,
+    key: String,
+) -> MessageStream {
+    struct Pending {
+        rx: mpsc::UnboundedReceiver<Result<Bytes, UpstreamError>>,
+        out: mpsc::UnboundedSender<Outbound>,
+        key: String,
+        done: bool,
+    }
+    impl Drop for Pending {
+        fn drop(&mut self) {
+            if !self.done {
+                let mut params = RawObject::new();
+                if let Ok(id) = RawValue::from_string(self.key.clone()) {
+                    params.set_raw("requestId", id);
+                }
+                let body = mcp_core::encode_notification(
+                    "notifications/cancelled",
+                    Some(&params.to_raw()),
+                );
+                let _ = self.out.send(Outbound {
+                    body,
+                    call: None,
+                    headers: None,
+                });
+            }
+        }
+    }
+    let call = Pending {
+        rx,
+        out,
+        key,
+        done: false,
+    };
+    Box::pin(futures_util::stream::unfold(
+        call,
+        move |mut call| async move {
+            if call.done {
+                return None;
+            }
+            match tokio::time::timeout(timeout, call.rx.recv()).await {
+                Ok(Some(Ok(message))) => {
+                    let last = Envelope::parse(&message).is_ok_and(|e| {
+                        matches!(e.kind(), MessageKind::Response | MessageKind::Error)
+                    });
+                    call.done = last;
+                    Some((Ok(message), call))
+                }
+                Ok(Some(Err(e))) => {
+                    call.done = true;
+                    Some((Err(e), call))
+                }
+                Ok(None) => {
+                    call.done = true;
+                    Some((Err(UpstreamError::Disconnected), call))
+                }
+                Err(_) => Some((Err(UpstreamError::Timeout(timeout)), call)),
+            }
+        },
+    ))
+}
+
+/// A connection that carries a [`Link`] (dropping it ends the connection).
+pub(super) trait Carrier: Send + Sync + 'static {
+    fn link(&self) -> &Link;
+}
+
+/// What identifies one link of a [`Pool`].
+pub(super) trait LinkKey: Clone + Eq + Hash + Send + Sync + 'static {
+    /// Whether the link may be ended after its idle timeout.
+    fn reapable(&self) -> bool;
+}
+
+/// The live or restarting link of one key.
+struct Slot<C> {
+    carrier: Option<Arc<C>>,
+    /// When the last start failed or the link died, and how many times in a row.
+    failures: Option<(Instant, u32)>,
+}
+
+impl<C> Default for Slot<C> {
+    fn default() -> Self {
+        Self {
+            carrier: None,
+            failures: None,
+        }
+    }
+}
+
+type SharedSlot<C> = Arc<tokio::sync::Mutex<Slot<C>>>;
+
+/// The links of one kind, by key.
+pub(super) struct Pool<K, C> {
+    inner: Arc<PoolInner<K, C>>,
+}
+
+struct PoolInner<K, C> {
+    slots: Mutex<HashMap<K, SharedSlot<C>>>,
+    max: usize,
+    /// What a call gets while its link waits for its restart backoff.
+    backing_off: UpstreamError,
+    /// What a call gets when `max` links exist already.
+    full: UpstreamError,
+    reaper: Mutex<Option<tokio::task::AbortHandle>>,
+}
+
+impl<K, C> Drop for PoolInner<K, C> {
+    fn drop(&mut self) {
+        let reaper = self.reaper.get_mut().unwrap_or_else(|p| p.into_inner());
+        if let Some(handle) = reaper.take() {
+            handle.abort();
+        }
+    }
+}
+
+impl<K: LinkKey, C: Carrier> Pool<K, C> {
+    pub(super) fn new(max: usize, backing_off: UpstreamError, full: UpstreamError) -> Self {
+        Self {
+            inner: Arc::new(PoolInner {
+                slots: Mutex::new(HashMap::new()),
+                max: max.max(1),
+                backing_off,
+                full,
+                reaper: Mutex::new(None),
+            }),
+        }
+    }
+
+    /// The live carrier of `key`, started with `start` when there is none (and its restart
+    /// backoff is over).
+    pub(super) async fn get<F, Fut>(&self, key: &K, start: F) -> Result<Arc<C>, UpstreamError>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<Arc<C>, UpstreamError>>,
+    {
+        let slot = self.slot(key)?;
+        let mut slot = slot.lock().await;
+        if let Some(carrier) = slot.carrier.as_ref().filter(|c| c.link().alive()) {
+            carrier.link().touch();
+            return Ok(Arc::clone(carrier));
+        }
+        if slot.carrier.take().is_some() {
+            // It died since the last call.
+            slot.failures = Some((Instant::now(), slot.failures.map_or(1, |(_, n)| n + 1)));
+        }
+        if let Some((at, n)) = slot.failures
+            && at.elapsed() < backoff(n)
+        {
+            return Err(self.inner.backing_off.clone());
+        }
+        match start().await {
+            Ok(carrier) => {
+                slot.failures = None;
+                slot.carrier = Some(Arc::clone(&carrier));
+                if key.reapable() {
+                    self.start_reaper();
+                }
+                Ok(carrier)
+            }
+            Err(e) => {
+                slot.failures = Some((Instant::now(), slot.failures.map_or(1, |(_, n)| n + 1)));
+                Err(e)
+            }
+        }
+    }
+
+    /// The slot of `key`, created when there is room for one more link.
+    fn slot(&self, key: &K) -> Result<SharedSlot<C>, UpstreamError> {
+        let mut slots = lock(&self.inner.slots);
+        if let Some(slot) = slots.get(key) {
+            return Ok(Arc::clone(slot));
+        }
+        if slots.len() >= self.inner.max {
+            // Forget slots without a link before refusing.
+            slots.retain(|_, s| s.try_lock().map_or(true, |s| s.carrier.is_some()));
+            if slots.len() >= self.inner.max {
+                tracing::warn!(max = self.inner.max, error = %self.inner.full, "backend link limit reached");
+                return Err(self.inner.full.clone());
+            }
+        }
+        let slot = SharedSlot::default();
+        slots.insert(key.clone(), Arc::clone(&slot));
+        Ok(slot)
+    }
+
+    /// Starts the task ending idle links (once).
+    fn start_reaper(&self) {
+        let mut reaper = lock(&self.inner.reaper);
+        if reaper.is_none() {
+            let pool = Arc::downgrade(&self.inner);
+            *reaper = Some(tokio::spawn(reap(pool)).abort_handle());
+        }
+    }
+}
+
+/// Ends reapable links idle for longer than their idle timeout.
+async fn reap<K: LinkKey, C: Carrier>(pool: Weak<PoolInner<K, C>>) {
+    loop {
+        tokio::time::sleep(REAP_EVERY).await;
+        let Some(pool) = pool.upgrade() else {
+            return;
+        };
+        lock(&pool.slots).retain(|key, slot| {
+            let Ok(mut slot) = slot.try_lock() else {
+                return true; // in use right now
+            };
+            let idle = key.reapable() && slot.carrier.as_ref().is_some_and(|c| c.link().idle());
+            if idle && let Some(carrier) = slot.carrier.take() {
+                tracing::info!(
+                    backend = carrier.link().backend(),
+                    "ending an idle backend link"
+                );
+                return false; // dropping the carrier ends its connection
+            }
+            true
+        });
+    }
+}
+
+fn backoff(failures: u32) -> Duration {
+    let doubled = BACKOFF_START.saturating_mul(2u32.saturating_pow(failures.saturating_sub(1)));
+    doubled.min(BACKOFF_MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn restart_backoff_doubles_up_to_five_seconds() {
+        assert_eq!(backoff(1), Duration::from_millis(100));
+        assert_eq!(backoff(2), Duration::from_millis(200));
+        assert_eq!(backoff(4), Duration::from_millis(800));
+        assert_eq!(backoff(10), BACKOFF_MAX);
+        assert_eq!(backoff(u32::MAX), BACKOFF_MAX);
+    }
+}

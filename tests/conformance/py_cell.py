@@ -12,7 +12,12 @@ it also calls that tool counting progress notifications, with `complete_prompt`,
 tool that asks the user (elicitation: answered `name` -> Ferris, `color` -> orange, other required
 fields with a plain value; 2026-07-28 input-required rounds are driven by the SDK), with
 `sample_tool` a tool that asks for an LLM completion (sampling: answered `sampled by the
-matrix`). Log messages received during the progress call are counted too. Prints one JSON line: the SDK version, the
+matrix`), with `subscribe_resource` it subscribes to that resource (`resources/subscribe` in a
+2025 session, `subscriptions/listen` in 2026-07-28), calls `touch_tool` (again on each retry
+when `touch_repeat`, and at once when its answer contains `touch_off_text`: a tool that toggles
+updates, found on, was switched off) and waits for `notifications/resources/updated` naming it.
+Log messages
+received during the progress call are counted too. Prints one JSON line: the SDK version, the
 negotiated protocol version, the tool names and, per backend and operation, the texts seen or
 the error. The xtask judges the line.
 """
@@ -22,6 +27,7 @@ import json
 import sys
 from importlib.metadata import version
 
+import anyio
 import mcp
 
 SDK_VERSION = version("mcp")
@@ -69,6 +75,62 @@ async def on_log(params):
     LOGS.append(params)
 
 
+UPDATES = []
+"""The URIs of the notifications/resources/updated received, in order."""
+
+
+async def on_message(message):
+    root = getattr(message, "root", message)
+    if getattr(root, "method", None) == "notifications/resources/updated":
+        UPDATES.append(str(root.params.uri))
+
+
+async def touch_until_updated(entry, call_tool):
+    """Touches and waits up to 4 s per attempt (3 attempts) for an update naming the resource: a
+    2025 session's notifications ride its GET stream, which opens a moment after initialize, so
+    a first touch may go unheard."""
+    uri = entry["subscribe_resource"]
+
+    async def touch():
+        return wire(await call_tool(entry["touch_tool"], entry.get("touch_arguments") or {}, None))
+
+    for attempt in range(3):
+        if attempt == 0 or entry.get("touch_repeat"):
+            answer = texts((await touch()).get("content", []))
+            off = entry.get("touch_off_text")
+            if off and any(off in text for text in answer):
+                await touch()
+        with anyio.move_on_after(4):
+            while uri not in UPDATES:
+                await anyio.sleep(0.05)
+        if uri in UPDATES:
+            break
+    return UPDATES.count(uri)
+
+
+async def watch_legacy(subscribe_resource, call_tool, entry):
+    await subscribe_resource(entry["subscribe_resource"])
+    return {"via": "subscribe", "updated": await touch_until_updated(entry, call_tool)}
+
+
+async def watch_modern(client, call_tool, entry):
+    from mcp.client.subscriptions import ResourceUpdated
+
+    async with client.listen(resource_subscriptions=[entry["subscribe_resource"]]) as subscription:
+        honored = list(subscription.honored.resource_subscriptions or [])
+
+        async def pump():
+            async for event in subscription:
+                if isinstance(event, ResourceUpdated):
+                    UPDATES.append(str(event.uri))
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(pump)
+            updated = await touch_until_updated(entry, call_tool)
+            tasks.cancel_scope.cancel()
+    return {"via": "listen", "honored": honored, "updated": updated}
+
+
 def wire(result):
     return result.model_dump(mode="json", by_alias=True, exclude_none=True)
 
@@ -90,7 +152,7 @@ async def attempt(operation):
         return {"error": f"{type(error).__name__}: {error}"}
 
 
-async def exercise(list_tools, call_tool, read_resource, get_prompt, complete, plan):
+async def exercise(list_tools, call_tool, read_resource, get_prompt, complete, watch, plan):
     tools, cursor = [], None
     while True:
         page = wire(await list_tools(cursor))
@@ -149,6 +211,8 @@ async def exercise(list_tools, call_tool, read_resource, get_prompt, complete, p
 
         if entry.get("sample_tool"):
             ops[entry["backend"]]["sample"] = await attempt(sample)
+        if entry.get("subscribe_resource"):
+            ops[entry["backend"]]["subscribe"] = await attempt(lambda entry=entry: watch(entry))
     return {"tools": tools, "ops": ops}
 
 
@@ -159,17 +223,27 @@ async def run_v1(url, headers, plan):
     async with httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(30, read=60)) as http:
         async with streamable_http_client(url, http_client=http) as (read, write, _):
             async with mcp.ClientSession(
-                read, write, elicitation_callback=on_elicit, sampling_callback=on_sample, logging_callback=on_log
+                read,
+                write,
+                elicitation_callback=on_elicit,
+                sampling_callback=on_sample,
+                logging_callback=on_log,
+                message_handler=on_message,
             ) as session:
                 init = await session.initialize()
+
+                def call_tool(name, arguments, cb):
+                    return session.call_tool(name, arguments, progress_callback=cb)
+
                 summary = await exercise(
                     lambda cursor: session.list_tools(cursor=cursor),
-                    lambda name, arguments, cb: session.call_tool(name, arguments, progress_callback=cb),
+                    call_tool,
                     lambda uri: session.read_resource(uri),
                     lambda name, arguments: session.get_prompt(name, arguments),
                     lambda prompt, name, value: session.complete(
                         mcp.types.PromptReference(type="ref/prompt", name=prompt), {"name": name, "value": value}
                     ),
+                    lambda entry: watch_legacy(session.subscribe_resource, call_tool, entry),
                     plan,
                 )
                 return {"protocol_version": str(init.protocolVersion), **summary}
@@ -187,17 +261,28 @@ async def run_v2(url, headers, mode, plan):
             elicitation_callback=on_elicit,
             sampling_callback=on_sample,
             logging_callback=on_log,
+            message_handler=on_message,
             # 2026-07-28 servers send log messages only to requests that opt in.
             log_level="info",
         ) as client:
+
+            def call_tool(name, arguments, cb):
+                return client.call_tool(name, arguments, progress_callback=cb)
+
+            async def watch(entry):
+                if client.protocol_version == "2026-07-28":
+                    return await watch_modern(client, call_tool, entry)
+                return await watch_legacy(client.subscribe_resource, call_tool, entry)
+
             summary = await exercise(
                 lambda cursor: client.list_tools(cursor=cursor),
-                lambda name, arguments, cb: client.call_tool(name, arguments, progress_callback=cb),
+                call_tool,
                 lambda uri: client.read_resource(uri),
                 lambda name, arguments: client.get_prompt(name, arguments),
                 lambda prompt, name, value: client.complete(
                     mcp.types.PromptReference(type="ref/prompt", name=prompt), {"name": name, "value": value}
                 ),
+                watch,
                 plan,
             )
             return {"protocol_version": client.protocol_version, **summary}

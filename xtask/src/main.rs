@@ -36,7 +36,9 @@ Tasks:
   test    run every test (installs redis-server and the interop peers when missing and possible)
   conformance  the gateway binary against the official MCP conformance suite
                (installs Node 22 and the suite under target/conformance/; writes
-               target/conformance/REPORT.md)
+               target/conformance/REPORT.md); while working on it: --only
+               official,matrix,contract runs those parts, --clients NAME,... the matrix
+               clients whose name contains one of them (stale entries are then not checked)
   ci      fmt check + clippy -D warnings + test
   bench   benchmark the release gateway (--quick: ~30 s smoke; --baseline FILE: compare)
   fuzz    run the fuzz targets of fuzz/, N seconds each (--seconds N, default 30; TARGET...
@@ -48,7 +50,7 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("test") => test(&args[1..]),
         Some("ci") => ci(),
-        Some("conformance") => conformance::conformance(),
+        Some("conformance") => conformance::conformance(&args[1..]),
         Some("bench") => bench::bench(&args[1..]),
         Some("fuzz") => fuzz::fuzz(&args[1..]),
         Some("-h" | "--help" | "help") | None => {
@@ -88,7 +90,7 @@ fn test(extra: &[String]) -> Result<(), String> {
     }
     // nextest does not run doc tests; they carry the crates' runnable examples.
     run::cargo(&["test", "--workspace", "--doc"])?;
-    conformance::conformance()
+    conformance::conformance(&[])
 }
 
 fn ci() -> Result<(), String> {

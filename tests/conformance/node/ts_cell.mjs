@@ -11,7 +11,12 @@
 // `complete_prompt`'s `complete_argument`, and calls `elicit_tool`, answering its elicitations
 // `name` -> Ferris, `color` -> orange; the SDKs drive 2026-07-28 input-required rounds through the
 // same handler), and calls `sample_tool`, answering its sampling request `sampled by the matrix`;
-// log messages received during the progress call are counted). Prints one JSON line with the texts seen or the
+// log messages received during the progress call are counted; and, with `subscribe_resource`,
+// subscribes to that resource (`resources/subscribe` in a 2025 session, `subscriptions/listen`
+// in 2026-07-28), calls `touch_tool` (again on each retry when `touch_repeat`, and at once when
+// its answer contains `touch_off_text`: a tool that toggles updates, found on, was switched off)
+// and waits for
+// `notifications/resources/updated` naming it). Prints one JSON line with the texts seen or the
 // error of each operation; the xtask judges it. The xtask copies this file next to the installed
 // node_modules and runs it with Node 22.
 import { readFileSync } from "node:fs";
@@ -44,6 +49,9 @@ const onSample = async () => ({
 });
 let logs = 0;
 const onLog = () => (logs += 1);
+// The URIs of the notifications/resources/updated received, in order.
+const updated = [];
+const onUpdated = (notification) => updated.push(notification.params.uri);
 const capabilities = { elicitation: {}, sampling: {} };
 
 let client;
@@ -52,7 +60,7 @@ let sdk;
 if (major === "1") {
   const { Client } = await import("@modelcontextprotocol/sdk/client/index.js");
   const { StreamableHTTPClientTransport } = await import("@modelcontextprotocol/sdk/client/streamableHttp.js");
-  const { ElicitRequestSchema, CreateMessageRequestSchema, LoggingMessageNotificationSchema } = await import(
+  const { ElicitRequestSchema, CreateMessageRequestSchema, LoggingMessageNotificationSchema, ResourceUpdatedNotificationSchema } = await import(
     "@modelcontextprotocol/sdk/types.js"
   );
   sdk = "@modelcontextprotocol/sdk";
@@ -61,6 +69,7 @@ if (major === "1") {
   client.setRequestHandler(ElicitRequestSchema, onElicit);
   client.setRequestHandler(CreateMessageRequestSchema, onSample);
   client.setNotificationHandler(LoggingMessageNotificationSchema, onLog);
+  client.setNotificationHandler(ResourceUpdatedNotificationSchema, onUpdated);
 } else {
   const { Client, StreamableHTTPClientTransport } = await import("@modelcontextprotocol/client");
   sdk = "@modelcontextprotocol/client";
@@ -69,6 +78,8 @@ if (major === "1") {
   client.setRequestHandler("elicitation/create", onElicit);
   client.setRequestHandler("sampling/createMessage", onSample);
   client.setNotificationHandler("notifications/message", onLog);
+  // Also where a 2026-07-28 `listen()` stream delivers its notifications.
+  client.setNotificationHandler("notifications/resources/updated", onUpdated);
 }
 const version = JSON.parse(readFileSync(new URL(`./node_modules/${sdk}/package.json`, import.meta.url))).version;
 await client.connect(transport);
@@ -81,6 +92,37 @@ const attempt = async (operation) => {
     return { error: String(error?.message ?? error) };
   }
 };
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const modern = () => (client.getNegotiatedProtocolVersion?.() ?? transport.protocolVersion) === "2026-07-28";
+
+// Subscribes to `entry.subscribe_resource`, touches, waits up to 4 s per attempt (3 attempts)
+// for an update naming it: a 2025 session's notifications ride its GET stream, which opens a
+// moment after initialize, so a first touch may go unheard.
+async function watch(entry) {
+  const uri = entry.subscribe_resource;
+  let subscription;
+  let honored;
+  if (modern()) {
+    subscription = await client.listen({ resourceSubscriptions: [uri] });
+    honored = subscription.honoredFilter.resourceSubscriptions ?? [];
+  } else {
+    await client.subscribeResource({ uri });
+  }
+  try {
+    for (let attempt = 0; attempt < 3 && !updated.includes(uri); attempt += 1) {
+      if (attempt === 0 || entry.touch_repeat) {
+        const touch = () => client.callTool({ name: entry.touch_tool, arguments: entry.touch_arguments ?? {} });
+        const answer = texts((await touch()).content ?? []);
+        if (entry.touch_off_text && answer.some((text) => text.includes(entry.touch_off_text))) await touch();
+      }
+      for (let waited = 0; waited < 4000 && !updated.includes(uri); waited += 50) await sleep(50);
+    }
+  } finally {
+    await subscription?.close();
+  }
+  return { via: subscription ? "listen" : "subscribe", honored, updated: updated.filter((u) => u === uri).length };
+}
 
 const tools = [];
 let cursor;
@@ -129,6 +171,9 @@ for (const entry of plan) {
       const result = await client.callTool({ name: entry.sample_tool, arguments: entry.sample_arguments ?? {} });
       return { text: texts(result.content ?? []), is_error: result.isError ?? false };
     });
+  }
+  if (entry.subscribe_resource) {
+    ops[entry.backend].subscribe = await attempt(() => watch(entry));
   }
   if (entry.complete_prompt) {
     ops[entry.backend].complete = await attempt(async () => {

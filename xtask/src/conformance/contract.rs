@@ -5,7 +5,27 @@
 //!
 //! Setup: a private `redis-server` as the config store (subjects `alice`, `carol`, and `broken`
 //! holding an undecodable document), an rmcp backend `alpha` and a backend `dead` whose port
-//! nobody listens on, request limits made small, and a required scope.
+//! nobody listens on, request limits made small, and a required scope. More gateway processes
+//! join for the rows that need them: a second node (local sessions), two nodes each with the
+//! Redis and the sealed session store ([`sessions`]), and gateways with a plugin document
+//! ([`plugins`]).
+//!
+//! Rows of §3 not run against the binary, and why:
+//! - §3.1 "no claims in the request" (400) and all of §3.2 (the router's defence in depth:
+//!   missing session id, user config, virtual host id or claims extension → `Routing problem`;
+//!   a virtual host absent from the user config → `No configuration`): the binary's own layers
+//!   establish these facts before the router runs, so no request can reach them (the router's
+//!   unit tests and `tests/http_contract.rs` build a router without those layers);
+//! - §3.1 "key encoding failure" (500): a subject is any JWT `sub` string and every string
+//!   encodes as a Redis key, so the binary has no failing key encoding to reach;
+//! - §3.3 "no backend entry matches the split name" is the wrong-name row seen from the split
+//!   (the split only yields configured backend names), and "more than one backend entry
+//!   matches" (-32600) needs two backends that both expose one public name (`a-b-x` as `a` +
+//!   `b-x` and as `a-b` + `x`), which the rmcp test backend's fixed tool names cannot give;
+//! - §3.5 "soft plugin error" (see [`plugins`]).
+
+mod plugins;
+mod sessions;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -37,15 +57,8 @@ pub(crate) fn run(
 ) -> Result<Vec<Outcome>, String> {
     std::fs::create_dir_all(work).map_err(|e| format!("cannot create {}: {e}", work.display()))?;
     let redis_port = process::free_port()?;
-    let mut redis_command = Command::new(redis_server);
-    redis_command
-        .args(["--port", &redis_port.to_string(), "--bind", "127.0.0.1"])
-        .args(["--save", "", "--appendonly", "no"])
-        .current_dir(work);
-    let redis_log = work.join("redis.log");
-    let mut redis = Spawned::start("redis-server", redis_command, &redis_log)?;
     let redis_addr = process::loopback(redis_port);
-    redis.wait_listening(redis_addr, &redis_log)?;
+    let redis = start_redis(redis_server, redis_port, work)?;
 
     let alpha_port = process::free_port()?;
     let mut alpha_command = Command::new(peer);
@@ -68,18 +81,23 @@ pub(crate) fn run(
     ] {
         redis_set(redis_addr, key, value)?;
     }
-    let sections = format!(
+    let store_back = || -> Result<Spawned, String> {
+        let redis = start_redis(redis_server, redis_port, work)?;
+        redis_set(redis_addr, "mcpgw:user:carol", &user)?;
+        Ok(redis)
+    };
+    let store = format!(
         "[config_store]\nkind = \"redis\"\nurl = \"redis://127.0.0.1:{redis_port}\"\n\
-         key_prefix = \"mcpgw\"\n\n\
+         key_prefix = \"mcpgw\"\n"
+    );
+    let sections = format!(
+        "{store}\n\
          [limits]\nmax_body_bytes = 65536\nmax_mcp_headers = 8\nmax_mcp_header_bytes = 256\n\n\
          [breaker]\nconsecutive_failures = 1000\n"
     );
-    let mut gw = RunningGateway::start_with(
-        gateway_binary,
-        &work.join("gateway"),
-        &sections,
-        &[("MCP_GATEWAY_AUTH_JWT_REQUIRED_SCOPES", SCOPE)],
-    )?;
+    let env = [("MCP_GATEWAY_AUTH_JWT_REQUIRED_SCOPES", SCOPE)];
+    let mut gw =
+        RunningGateway::start_with(gateway_binary, &work.join("gateway"), &sections, &env)?;
     let minter = Minter {
         python: peers.python2.clone(),
         script: root.join("tests/conformance/mint_jwt.py"),
@@ -91,11 +109,41 @@ pub(crate) fn run(
     };
     http_rows(&mut rows, &gw, &minter)?;
     routing_rows(&mut rows, &gw)?;
+    sessions::local_rows(&mut rows, &gw, work)?;
     restart_row(&mut rows, &mut gw)?;
+    sessions::shared_rows(&mut rows, gateway_binary, &sections, redis_port, &env, work)?;
+    plugins::rows(&mut rows, gateway_binary, &store, &env, work)?;
     // Last: the store outage (redis stopped) for a subject not cached yet.
+    outage_rows(&mut rows, &gw, redis, store_back)?;
+    Ok(rows.outcomes)
+}
+
+/// Starts a private `redis-server` on `port` (nothing saved) and waits until it listens.
+fn start_redis(redis_server: &Path, port: u16, work: &Path) -> Result<Spawned, String> {
+    let mut command = Command::new(redis_server);
+    command
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args(["--save", "", "--appendonly", "no"])
+        .current_dir(work);
+    let log = work.join(format!("redis-{port}.log"));
+    let mut redis = Spawned::start("redis-server", command, &log)?;
+    redis.wait_listening(process::loopback(port), &log)?;
+    Ok(redis)
+}
+
+/// §3.6: `carol` (not cached yet) during a store outage (`redis` stopped), then once
+/// `store_back` restarted it (same port, her document written again).
+fn outage_rows(
+    rows: &mut Rows,
+    gw: &RunningGateway,
+    redis: Spawned,
+    store_back: impl FnOnce() -> Result<Spawned, String>,
+) -> Result<(), String> {
     let carol = gw.token("carol")?;
     drop(redis);
-    let answer = rows.post(PATH, &[bearer(&carol)], &modern("tools/list", json!({})));
+    let list = modern("tools/list", json!({}));
+    let headers = modern_headers(&carol, "tools/list", None);
+    let answer = rows.post(PATH, &headers, &list);
     rows.check(
         "§3.1/§3.6 config store unreachable (Redis stopped) → 503 + Retry-After",
         answer,
@@ -106,7 +154,30 @@ pub(crate) fn run(
                 .ok_or_else(|| "no Retry-After".to_owned())
         },
     );
-    Ok(rows.outcomes)
+    let _redis = store_back()?;
+    // The reconnection happens in the background with a bounded backoff: ask until served.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let answer = loop {
+        let answer = rows.post(PATH, &headers, &list);
+        let served = answer.as_ref().is_ok_and(|a| a.status == 200);
+        if served || std::time::Instant::now() >= deadline {
+            break answer;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    rows.check(
+        "§3.6 Redis back after a connection loss → reconnected in the background, served again",
+        answer,
+        |a| {
+            expect_status(a, 200)?;
+            if a.json_rpc()["result"]["tools"].is_array() {
+                Ok(())
+            } else {
+                Err("no tools/list result".to_owned())
+            }
+        },
+    );
+    Ok(())
 }
 
 /// The `redis-server` binary: `$REDIS_SERVER_BIN`, else the first on `PATH`.
@@ -128,12 +199,23 @@ struct Rows {
 
 impl Rows {
     fn post(&self, path: &str, headers: &[(&str, String)], body: &str) -> Result<Answer, String> {
+        self.post_at(self.addr, path, headers, body)
+    }
+
+    /// `post` to another gateway process.
+    fn post_at(
+        &self,
+        addr: SocketAddr,
+        path: &str,
+        headers: &[(&str, String)],
+        body: &str,
+    ) -> Result<Answer, String> {
         let mut all = vec![
             ("Content-Type", "application/json".to_owned()),
             ("Accept", "application/json, text/event-stream".to_owned()),
         ];
         all.extend(headers.iter().cloned());
-        http::request(self.addr, "POST", path, &all, body.as_bytes())
+        http::request(addr, "POST", path, &all, body.as_bytes())
     }
 
     fn check(
@@ -437,6 +519,36 @@ fn routing_rows(rows: &mut Rows, gw: &RunningGateway) -> Result<(), String> {
         answer,
         |a| expect_rpc_error(a, -32602, "wrong tool name"),
     );
+    let wrong_names = [
+        (
+            "§3.3 resource URI matching no backend prefix → -32602 wrong resource name",
+            "resources/read",
+            "test://nowhere/x",
+            json!({"uri": "test://nowhere/x"}),
+            "wrong resource name",
+        ),
+        (
+            "§3.3 prompt name matching no backend prefix → -32602 wrong prompt name",
+            "prompts/get",
+            "nope-greet",
+            json!({"name": "nope-greet", "arguments": {"who": "x"}}),
+            "wrong prompt name",
+        ),
+        (
+            "§3.3 completion reference matching no backend prefix → -32602 wrong completion \
+             reference",
+            "completion/complete",
+            "nope-greet",
+            json!({"ref": {"type": "ref/prompt", "name": "nope-greet"},
+                   "argument": {"name": "who", "value": "a"}}),
+            "wrong completion reference",
+        ),
+    ];
+    for (row, method, name, params, message) in wrong_names {
+        let headers = modern_headers(&token, method, Some(name));
+        let answer = rows.post(PATH, &headers, &modern(method, params));
+        rows.check(row, answer, |a| expect_rpc_error(a, -32602, message));
+    }
     let answer = rows.post(
         PATH,
         &modern_headers(&token, "tools/list", None),

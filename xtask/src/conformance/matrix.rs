@@ -12,9 +12,16 @@
 //! does): `progress` (a call's progress notifications arrive), `logging` (its log messages
 //! arrive), `completion` (`completion/complete` on a prompt argument), `elicitation` (a tool asks
 //! the user; the client's handler answers, as a 2025 request or a 2026-07-28 input-required
-//! round) and `sampling` (a tool asks the client's LLM). A failing cell is run again directly against its backend (no
-//! gateway, unprefixed names), and the report says whether it fails there too: then it is the
-//! peers' own limitation, else the gateway's.
+//! round), `sampling` (a tool asks the client's LLM) and `subscription` (the client subscribes
+//! to a resource: `resources/subscribe` in a 2025 session, `subscriptions/listen` in 2026-07-28;
+//! then calls a tool that changes it and waits for `notifications/resources/updated`). A failing
+//! cell is run again directly against its backend (no gateway, unprefixed names), and the report
+//! says whether it fails there too: then it is the peers' own limitation, else the gateway's.
+//!
+//! What the backends offer: `everything` and `rmcp` every feature; `ts2` every feature, but its
+//! 2025 leg is stateless (no subscriptions, no server-to-client requests: elicitation and
+//! sampling are 2026-07-28 input_required rounds only); `py` (FastMCP 1.x) no elicitation, no
+//! sampling and no subscriptions (FastMCP advertises `resources.subscribe: false`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -22,6 +29,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use super::filter::Filter;
 use super::gateway::{self, RunningGateway};
 use super::install::Peers;
 use super::outcome::Outcome;
@@ -58,18 +66,38 @@ struct BackendPlan {
     sampling: Option<(&'static str, Value, &'static str)>,
     /// Whether the progress tool also sends log messages (feature cell `logging`).
     logs: bool,
+    /// A resource to subscribe to and the tool that changes it (feature cell `subscription`).
+    subscription: Option<Subscription>,
+}
+
+/// What the `subscription` cell of a backend subscribes to and how it makes the change.
+struct Subscription {
+    /// The resource (upstream URI).
+    resource: &'static str,
+    /// The tool that announces a change of it, and its arguments.
+    touch: &'static str,
+    touch_arguments: Value,
+    /// Whether to call the tool again when no update came (server-everything's tool toggles
+    /// 5-second updates on and off: it is called once).
+    repeat: bool,
+    /// A text in the tool's answer saying it switched updates off: the client then calls it
+    /// again. server-everything toggles per upstream session, and the gateway shares a
+    /// caller's upstream sessions between the caller's sessions (every matrix client is the same
+    /// caller), so an earlier client may have left the updates on.
+    off_text: Option<&'static str>,
 }
 
 /// What the basic cell of a client and a backend checks.
 const BASIC_CHECKS: &str = "list, call, read, prompt";
 
 /// The feature cells, each judged where the backend offers it.
-const FEATURES: [&str; 5] = [
+const FEATURES: [&str; 6] = [
     "progress",
     "logging",
     "completion",
     "elicitation",
     "sampling",
+    "subscription",
 ];
 
 fn plans() -> Vec<BackendPlan> {
@@ -100,6 +128,13 @@ fn plans() -> Vec<BackendPlan> {
                 "sampled by the matrix",
             )),
             logs: false,
+            subscription: Some(Subscription {
+                resource: "demo://resource/static/document/architecture.md",
+                touch: "toggle-subscriber-updates",
+                touch_arguments: json!({}),
+                repeat: false,
+                off_text: Some("Stopped simulated resource updates"),
+            }),
         },
         BackendPlan {
             name: "py",
@@ -116,6 +151,7 @@ fn plans() -> Vec<BackendPlan> {
             elicitation: None,
             sampling: None,
             logs: true,
+            subscription: None,
         },
         BackendPlan {
             name: "ts2",
@@ -127,12 +163,22 @@ fn plans() -> Vec<BackendPlan> {
             prompt: "greet",
             prompt_arguments: json!({"who": "bob"}),
             prompt_text: "Hello bob from ts2",
-            // The TypeScript 2.x backend script offers neither (no feature cells).
-            progress: None,
-            completion: None,
-            elicitation: None,
-            sampling: None,
-            logs: false,
+            progress: Some(("slow", json!({"steps": 3}))),
+            completion: Some(("greet", "who", "a", "alice")),
+            elicitation: Some(("ask", json!({}), "ts2: Ferris likes orange")),
+            sampling: Some((
+                "sample",
+                json!({"prompt": "hi"}),
+                "ts2: sampled sampled by the matrix",
+            )),
+            logs: true,
+            subscription: Some(Subscription {
+                resource: "test://ts2/static",
+                touch: "touch",
+                touch_arguments: json!({}),
+                repeat: true,
+                off_text: None,
+            }),
         },
         BackendPlan {
             name: "rmcp",
@@ -153,6 +199,14 @@ fn plans() -> Vec<BackendPlan> {
                 "rmcp: sampled sampled by the matrix",
             )),
             logs: true,
+            subscription: Some(Subscription {
+                resource: "test://rmcp/static",
+                touch: "touch",
+                // The tool takes the upstream URI: the gateway does not rewrite arguments.
+                touch_arguments: json!({"uri": "test://rmcp/static"}),
+                repeat: true,
+                off_text: None,
+            }),
         },
     ]
 }
@@ -188,6 +242,15 @@ fn plan_json(plans: &[&BackendPlan], prefix: bool) -> String {
             if let Some((tool, arguments, _)) = &plan.sampling {
                 entry["sample_tool"] = json!(public(plan.name, tool));
                 entry["sample_arguments"] = arguments.clone();
+            }
+            if let Some(subscription) = &plan.subscription {
+                entry["subscribe_resource"] = json!(public(plan.name, subscription.resource));
+                entry["touch_tool"] = json!(public(plan.name, subscription.touch));
+                entry["touch_arguments"] = subscription.touch_arguments.clone();
+                entry["touch_repeat"] = json!(subscription.repeat);
+                if let Some(off) = subscription.off_text {
+                    entry["touch_off_text"] = json!(off);
+                }
             }
             if let Some((prompt, argument, value, _)) = plan.completion {
                 entry["complete_prompt"] = json!(public(plan.name, prompt));
@@ -268,6 +331,7 @@ pub(crate) fn run(
     peers: &Peers,
     gateway_binary: &Path,
     peer: &Path,
+    filter: &Filter,
     work: &Path,
 ) -> Result<Vec<Outcome>, String> {
     std::fs::create_dir_all(work).map_err(|e| format!("cannot create {}: {e}", work.display()))?;
@@ -295,7 +359,10 @@ pub(crate) fn run(
     let all: Vec<&BackendPlan> = plans.iter().collect();
     let through = plan_json(&all, true);
     let mut outcomes = Vec::new();
-    for client in clients(root, peers, peer) {
+    for client in clients(root, peers, peer)
+        .into_iter()
+        .filter(|client| filter.client(client.name))
+    {
         let seen = run_client(&client, &url, &token, &through);
         for (plan, (_, backend_url)) in plans.iter().zip(&backends) {
             // (scenario, feature (None: the basic cell), problems)
@@ -514,6 +581,21 @@ fn judge_feature(seen: &Value, plan: &BackendPlan, feature: &str) -> Option<Vec<
                 None
             }
         }
+        "subscription" => {
+            plan.subscription.as_ref()?;
+            let result = &ops["subscribe"];
+            if let Some(failed) = seen["failed"].as_str() {
+                Some(format!("client failed: {failed}"))
+            } else if let Some(error) = result["error"].as_str() {
+                Some(format!("subscription: {error}"))
+            } else if result["updated"].as_u64().unwrap_or(0) == 0 {
+                Some(format!(
+                    "subscription: no notifications/resources/updated for the resource ({result})"
+                ))
+            } else {
+                None
+            }
+        }
         _ => {
             let (_, _, _, wanted) = plan.completion?;
             let result = &ops["complete"];
@@ -536,7 +618,7 @@ fn judge_feature(seen: &Value, plan: &BackendPlan, feature: &str) -> Option<Vec<
 mod tests {
     use serde_json::json;
 
-    use super::{judge, plans};
+    use super::{judge, judge_feature, plans};
 
     #[test]
     fn a_cell_passes_only_with_the_listed_tool_and_the_three_expected_texts() {
@@ -551,5 +633,21 @@ mod tests {
             "call": {"error": "boom"}, "read": {"text": []}, "prompt": {"text": ["x"]}}}});
         assert_eq!(judge(&bad, py, true).len(), 4);
         assert_eq!(judge(&json!({"failed": "no"}), py, true).len(), 1);
+    }
+
+    #[test]
+    fn a_subscription_cell_needs_an_update_and_exists_only_where_offered() {
+        let plans = plans();
+        let (py, rmcp) = (&plans[1], &plans[3]);
+        let heard = json!({"ops": {"rmcp": {"subscribe": {"via": "listen", "updated": 1}}}});
+        assert_eq!(judge_feature(&heard, rmcp, "subscription"), Some(vec![]));
+        let silent = json!({"ops": {"rmcp": {"subscribe": {"via": "subscribe", "updated": 0}}}});
+        let refused = json!({"ops": {"rmcp": {"subscribe": {"error": "Method not found"}}}});
+        for seen in [silent, refused, json!({"failed": "no"})] {
+            let problems = judge_feature(&seen, rmcp, "subscription").expect("offered");
+            assert_eq!(problems.len(), 1, "{seen}");
+        }
+        // FastMCP 1.x does not offer subscriptions: no cell.
+        assert_eq!(judge_feature(&heard, py, "subscription"), None);
     }
 }

@@ -2,7 +2,8 @@
 //! `cargo xtask conformance` (the xtask runs peers as processes and links no MCP library).
 //!
 //! ```text
-//! mcp-test-peer serve NAME PORT         a dual-era TestBackend (with its `sample` tool) on
+//! mcp-test-peer serve NAME PORT         a dual-era TestBackend (with its `sample` and `touch`
+//!                                       tools) on
 //!                                       127.0.0.1:PORT (0: a free port); prints its URL, serves
 //!                                       until killed
 //! mcp-test-peer client legacy|auto URL TOKEN PLAN_JSON
@@ -17,7 +18,12 @@
 //! `complete_prompt`'s `complete_argument`, and calls `elicit_tool` answering its elicitations:
 //! `name` -> Ferris, `color` -> orange, a plain value for other required fields, and calls
 //! `sample_tool` answering its sampling request; log messages received during the progress call
-//! are counted), and prints one JSON line with the texts seen or
+//! are counted; with `subscribe_resource` it subscribes to that resource (`resources/subscribe`
+//! in a 2025 session, `subscriptions/listen` in 2026-07-28), calls `touch_tool` (again on each
+//! retry when `touch_repeat`, and at once when its answer contains `touch_off_text`: a tool that
+//! toggles updates, found on, was switched off) and waits for `notifications/resources/updated`
+//! naming it), and
+//! prints one JSON line with the texts seen or
 //! the error of each operation (the same shape as the Python and TypeScript matrix clients).
 
 // A command-line peer: printing its URL and its summary is its job.
@@ -27,8 +33,8 @@
 #![allow(deprecated)]
 
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use mcp_test_backends::{BackendSpec, TestBackend};
@@ -37,7 +43,8 @@ use rmcp::model::{
     CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
     ElicitationAction, GetPromptRequestParams, Implementation, JsonObject,
     LoggingMessageNotificationParam, ProgressNotificationParam, ProtocolVersion,
-    ReadResourceRequestParams, Reference,
+    ReadResourceRequestParams, Reference, ResourceUpdatedNotificationParam, ServerNotification,
+    SubscribeRequestParams, SubscriptionFilter,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -45,13 +52,23 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, ErrorData};
 use serde_json::{Value, json};
 
-/// Counts the progress and log notifications it receives; answers elicitations (`name` ->
-/// Ferris, `color` -> orange, a plain value for other required fields) and sampling requests
-/// (`sampled by the matrix`).
+/// Counts the progress and log notifications it receives and records the URIs of 2025
+/// `notifications/resources/updated`; answers elicitations (`name` -> Ferris, `color` ->
+/// orange, a plain value for other required fields) and sampling requests (`sampled by the
+/// matrix`).
 #[derive(Clone, Default)]
 struct Handler {
     progress: Arc<AtomicUsize>,
     logs: Arc<AtomicUsize>,
+    updated: Arc<Mutex<Vec<String>>>,
+}
+
+impl Handler {
+    /// How many updates named `uri` so far.
+    fn updates_of(&self, uri: &str) -> usize {
+        let updated = self.updated.lock().unwrap_or_else(PoisonError::into_inner);
+        updated.iter().filter(|u| *u == uri).count()
+    }
 }
 
 impl ClientHandler for Handler {
@@ -96,6 +113,15 @@ impl ClientHandler for Handler {
         Ok(ElicitResult::new(ElicitationAction::Accept).with_content(content))
     }
 
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let mut updated = self.updated.lock().unwrap_or_else(PoisonError::into_inner);
+        updated.push(params.uri);
+    }
+
     async fn on_progress(
         &self,
         _params: ProgressNotificationParam,
@@ -107,6 +133,11 @@ impl ClientHandler for Handler {
 
 /// Longest wait for one MCP operation.
 const OPERATION_TIMEOUT: Duration = Duration::from_secs(30);
+/// Touches (and waits for the update) this many times: a 2025 session's notifications ride its
+/// GET stream, which opens a moment after `initialize`, so a first touch may go unheard.
+const TOUCH_ATTEMPTS: usize = 3;
+/// How long one attempt waits for the update.
+const UPDATE_WAIT: Duration = Duration::from_secs(4);
 
 const USAGE: &str =
     "usage: mcp-test-peer serve NAME PORT | mcp-test-peer client legacy|auto URL TOKEN PLAN_JSON";
@@ -141,7 +172,8 @@ async fn serve(name: &str, port: u16) -> Result<(), String> {
     let spec = BackendSpec::both(name)
         .port(port)
         .record_requests(false)
-        .sampling_tool(true);
+        .sampling_tool(true)
+        .touch_tool(true);
     let backend = TestBackend::try_start(spec)
         .await
         .map_err(|e| format!("cannot listen: {e}"))?;
@@ -172,7 +204,17 @@ async fn client(mode: &str, url: &str, token: &str, plan: &str) -> Result<(), St
     .await
     .map_err(|_| "no connection within 30 s".to_owned())?
     .map_err(|e| format!("connect: {e}"))?;
-    let summary = exercise(&client, &plan).await;
+    let mut summary = exercise(&client, &plan).await;
+    for entry in &plan {
+        if let (Some(uri), Some(backend)) = (
+            entry["subscribe_resource"].as_str(),
+            entry["backend"].as_str(),
+        ) {
+            summary.1[backend]["subscribe"] = watch(&client, entry, uri)
+                .await
+                .unwrap_or_else(|e| json!({ "error": e }));
+        }
+    }
     let info = client
         .peer_info()
         .and_then(|info| serde_json::to_value(&*info).ok())
@@ -276,6 +318,89 @@ async fn exercise(client: &RunningService<RoleClient, Handler>, plan: &[Value]) 
         ops.insert(text("backend"), entry_ops);
     }
     (tools, Value::Object(ops))
+}
+
+/// Subscribes to `uri`, touches, and waits for `notifications/resources/updated` naming it:
+/// `{"via", "updated"}` (and `honored`, the URIs a 2026-07-28 listen was acknowledged for).
+async fn watch(
+    client: &RunningService<RoleClient, Handler>,
+    entry: &Value,
+    uri: &str,
+) -> Result<Value, String> {
+    let modern = client
+        .peer_info()
+        .and_then(|info| serde_json::to_value(&*info).ok())
+        .is_some_and(|info| info["protocolVersion"] == ProtocolVersion::V_2026_07_28.to_string());
+    let repeat = entry["touch_repeat"].as_bool().unwrap_or(false);
+    if !modern {
+        bounded(client.subscribe(SubscribeRequestParams::new(uri.to_owned()))).await?;
+        let handler = client.service();
+        for attempt in 0..TOUCH_ATTEMPTS {
+            if attempt == 0 || repeat {
+                touch(client, entry).await?;
+            }
+            let heard = async {
+                while handler.updates_of(uri) == 0 {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            };
+            if tokio::time::timeout(UPDATE_WAIT, heard).await.is_ok() {
+                break;
+            }
+        }
+        return Ok(json!({ "via": "subscribe", "updated": handler.updates_of(uri) }));
+    }
+    let mut filter = SubscriptionFilter::new();
+    filter.resource_subscriptions = Some(vec![uri.to_owned()]);
+    let mut subscription = bounded(client.listen(filter)).await?;
+    let honored = subscription
+        .acknowledged()
+        .resource_subscriptions
+        .clone()
+        .unwrap_or_default();
+    let mut updated = 0;
+    for attempt in 0..TOUCH_ATTEMPTS {
+        if attempt == 0 || repeat {
+            touch(client, entry).await?;
+        }
+        // The listen's notifications reach only the subscription (not the handler).
+        let heard = async {
+            while let Ok(Some(notification)) = subscription.next().await {
+                if let ServerNotification::ResourceUpdatedNotification(update) = notification
+                    && update.params.uri == uri
+                {
+                    return true;
+                }
+            }
+            false
+        };
+        if tokio::time::timeout(UPDATE_WAIT, heard).await == Ok(true) {
+            updated += 1;
+            break;
+        }
+    }
+    Ok(json!({ "via": "listen", "honored": honored, "updated": updated }))
+}
+
+/// Calls the entry's `touch_tool`, twice when its answer contains `touch_off_text`.
+async fn touch(client: &RunningService<RoleClient, Handler>, entry: &Value) -> Result<(), String> {
+    let call = || {
+        let arguments = match &entry["touch_arguments"] {
+            Value::Object(map) => map.clone(),
+            _ => JsonObject::new(),
+        };
+        let name = entry["touch_tool"].as_str().unwrap_or_default().to_owned();
+        bounded(client.call_tool(CallToolRequestParams::new(name).with_arguments(arguments)))
+    };
+    let answer = serde_json::to_value(call().await?).unwrap_or(Value::Null);
+    if let Some(off) = entry["touch_off_text"].as_str()
+        && texts(&answer["content"])
+            .iter()
+            .any(|text| text.contains(off))
+    {
+        call().await?;
+    }
+    Ok(())
 }
 
 /// The content of an elicitation form answer.

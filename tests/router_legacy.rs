@@ -904,6 +904,38 @@ async fn a_legacy_backends_sampling_request_reaches_the_client_and_the_answer_ro
 }
 
 #[tokio::test]
+async fn a_modern_backends_sampling_round_becomes_a_real_request_to_a_2025_client() {
+    let delta = TestBackend::start(BackendSpec::modern("delta").sampling_tool(true)).await;
+    let gw = Gateway::start(&[("alice", user_config(&[("delta", delta.url())]))]).await;
+    let client = legacy_client(&gw, Sampler).await;
+    let Value::Object(args) = json!({"prompt": "hi from delta"}) else {
+        unreachable!()
+    };
+    let text = call_text(
+        &client,
+        CallToolRequestParams::new("delta-sample").with_arguments(JsonObject::from_iter(args)),
+    )
+    .await;
+    assert_eq!(
+        text.as_deref(),
+        Some("delta: sampled model says: hi from delta")
+    );
+    // Two stateless rounds upstream: the input_required one, then the retry with the answer.
+    let calls: Vec<Value> = delta
+        .requests()
+        .iter()
+        .filter_map(|r| r.json())
+        .filter(|m| m["method"] == "tools/call")
+        .collect();
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert_eq!(
+        calls[1]["params"]["inputResponses"]["sample"]["model"],
+        "test-model"
+    );
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
 async fn a_broken_post_stream_is_resumed_with_last_event_id_and_the_call_still_finishes() {
     let (_alpha, beta, gw) = setup().await;
     let session = initialize(&gw, "alice").await;

@@ -88,8 +88,9 @@ pub struct BackendSpec {
     /// `long_task {delay_ms}` (see [`BackendSpec::tasks`]). Off by default, so the tool list
     /// stays the seven fixed tools.
     pub tasks: bool,
-    /// Offer the tool `sample {prompt}`, which asks a 2025 client for a sampling completion
-    /// (`sampling/createMessage`) mid-call. Off by default, so the tool list stays the seven
+    /// Offer the tool `sample {prompt}`, which asks the client for a sampling completion
+    /// mid-call (`sampling/createMessage` in 2025 sessions, an `input_required` round in
+    /// 2026-07-28). Off by default, so the tool list stays the seven
     /// fixed tools.
     pub sampling_tool: bool,
 }
@@ -180,8 +181,9 @@ impl BackendSpec {
 
     /// Offer the tool `sample {prompt}` (after `long_task`, before the extra tools): on a 2025
     /// session it sends `sampling/createMessage` with `prompt` as the user message and answers
-    /// `<name>: sampled <text of the client's answer>`; a 2026-07-28 request gets an `isError`
-    /// result (that era has no server-to-client requests).
+    /// `<name>: sampled <text of the client's answer>`; a 2026-07-28 request gets the same request
+    /// as an `input_required` round (`inputRequests.sample`), answered by the retry's
+    /// `inputResponses.sample` (`-32021` for a client that did not declare sampling).
     pub fn sampling_tool(mut self, sampling_tool: bool) -> Self {
         self.sampling_tool = sampling_tool;
         self

@@ -8,6 +8,7 @@ mod logging;
 mod pagination;
 mod prompts;
 mod resources;
+mod sample;
 mod slow;
 mod tasks;
 mod tools;

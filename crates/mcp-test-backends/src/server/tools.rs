@@ -11,7 +11,7 @@ use rmcp::{
 };
 use serde_json::{Value, json};
 
-use super::{SessionLogLevel, Shared, Touched, ask, slow, tasks};
+use super::{SessionLogLevel, Shared, Touched, ask, sample, slow, tasks};
 use crate::{counters::CallGuard, spec::BackendSpec};
 
 /// `echo {text}`.
@@ -216,7 +216,7 @@ pub(crate) async fn call(
             let touched = shared.listeners.touch(uri).await;
             Ok(touch_result(backend, uri, touched).into())
         }
-        SAMPLE if shared.spec.sampling_tool => sample(backend, &arguments, &context).await,
+        SAMPLE if shared.spec.sampling_tool => sample::run(backend, &request, &context).await,
         LONG_TASK if shared.spec.tasks => {
             return tasks::long_task(shared, &arguments, &context, guard).await;
         }
@@ -265,41 +265,6 @@ fn sum(arguments: &JsonObject) -> Result<Value, ErrorData> {
         b.as_f64().unwrap_or_default(),
     );
     Ok(json!(a + b))
-}
-
-/// `sample`: one `sampling/createMessage` to the client, on 2025 sessions. Sampling is deprecated
-/// by SEP-2577 but still part of the 2025 revisions this tool tests.
-#[allow(deprecated)]
-async fn sample(
-    backend: &str,
-    arguments: &serde_json::Map<String, Value>,
-    context: &RequestContext<RoleServer>,
-) -> Result<CallToolResponse, ErrorData> {
-    let prompt = arguments
-        .get("prompt")
-        .and_then(Value::as_str)
-        .unwrap_or("hello");
-    let params = rmcp::model::CreateMessageRequestParams::new(
-        vec![rmcp::model::SamplingMessage::user_text(prompt)],
-        64,
-    );
-    let answer = context.peer.create_message(params).await;
-    match answer {
-        Ok(result) => {
-            let text = result
-                .message
-                .content
-                .first()
-                .and_then(|c| c.as_text())
-                .map(|t| t.text.clone())
-                .unwrap_or_default();
-            Ok(text_result(backend, format!("sampled {text}")).into())
-        }
-        Err(error) => Ok(CallToolResult::error(vec![ContentBlock::text(format!(
-            "{backend}: sampling failed: {error}"
-        ))])
-        .into()),
-    }
 }
 
 /// What `touch` reached: text `<backend>: touched [<uri>]`, and the counts in

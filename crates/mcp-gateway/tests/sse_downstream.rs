@@ -14,7 +14,9 @@ use mcp_router::sse_bridge::{
 use mcp_test_backends::{BackendSpec, TestBackend};
 use mcp_test_support::EventStream;
 use serde_json::{Value, json};
-use support::{GatewayProcess, Reply, base_config, bearer, poll_until, send, token, workdir};
+use support::{
+    GatewayProcess, Reply, base_config, bearer, poll_until, python_mcp1, send, token, workdir,
+};
 
 /// Longest wait for one event on a stream (a loaded 2-core machine; not a timing assertion).
 const EVENT_WAIT: Duration = Duration::from_secs(20);
@@ -336,28 +338,6 @@ async fn open_streams_are_capped_and_a_closed_one_frees_its_slot() {
     })
     .await;
     assert!(reopened, "the closed stream's slot was never freed");
-}
-
-/// The interpreter of `.venv/mcp1` when `cargo xtask test` installed it from the current
-/// requirements; otherwise skips loudly, or fails under `CI=true`.
-#[allow(clippy::print_stderr)]
-fn python_mcp1() -> Option<PathBuf> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let folder = root.join(".venv/mcp1");
-    let interpreter = folder.join("bin/python");
-    let marker = std::fs::read(folder.join(".interop-installed")).ok();
-    let wanted = std::fs::read(root.join("tests/interop/requirements-mcp1.txt"))
-        .expect("tests/interop/requirements-mcp1.txt");
-    if marker.as_deref() == Some(wanted.as_slice()) && interpreter.exists() {
-        return Some(interpreter);
-    }
-    let reason = ".venv/mcp1 is missing or stale: run `cargo xtask test` once";
-    assert!(
-        !std::env::var("CI").is_ok_and(|v| v.eq_ignore_ascii_case("true") || v == "1"),
-        "{reason}; CI=true requires the interop tests to run"
-    );
-    eprintln!("\n*** SKIPPING INTEROP TEST: {reason} ***\n");
-    None
 }
 
 /// Runs `tests/interop/py_sse_client.py` to completion and returns its JSON line.

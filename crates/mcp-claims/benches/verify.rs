@@ -1,5 +1,6 @@
 //! JWT verification with keys parsed once at build time (the validator's cached keys): HS256 and
-//! RS256, the per-request cost of authentication. `cargo bench -p mcp-claims`.
+//! RS256 with the verified-token cache off (the cost of a token's first request), and with it on
+//! (every later request with the same token). `cargo bench -p mcp-claims`.
 
 use std::hint::black_box;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -31,20 +32,26 @@ fn verify(c: &mut Criterion) {
         .enable_all()
         .build()
         .expect("runtime");
-    let hs256 = JwtValidator::builder()
-        .issuer(Issuer::new(ISSUER).hmac_secret(SECRET, [Algorithm::HS256]))
-        .audience(AUDIENCE)
-        .build()
-        .expect("HS256 validator");
-    let rs256 = JwtValidator::builder()
-        .issuer(
-            Issuer::new(ISSUER)
-                .public_key_pem(RSA_PUBLIC, [Algorithm::RS256])
-                .expect("RSA public key"),
-        )
-        .audience(AUDIENCE)
-        .build()
-        .expect("RS256 validator");
+    let hs256 = |cache| {
+        JwtValidator::builder()
+            .issuer(Issuer::new(ISSUER).hmac_secret(SECRET, [Algorithm::HS256]))
+            .audience(AUDIENCE)
+            .verified_token_cache(cache)
+            .build()
+            .expect("HS256 validator")
+    };
+    let rs256 = |cache| {
+        JwtValidator::builder()
+            .issuer(
+                Issuer::new(ISSUER)
+                    .public_key_pem(RSA_PUBLIC, [Algorithm::RS256])
+                    .expect("RSA public key"),
+            )
+            .audience(AUDIENCE)
+            .verified_token_cache(cache)
+            .build()
+            .expect("RS256 validator")
+    };
     let hs_token = token(
         Algorithm::HS256,
         &EncodingKey::from_secret(SECRET).expect("hmac key"),
@@ -55,7 +62,12 @@ fn verify(c: &mut Criterion) {
     );
 
     let mut group = c.benchmark_group("jwt_verify");
-    for (name, validator, token) in [("hs256", &hs256, &hs_token), ("rs256", &rs256, &rs_token)] {
+    for (name, validator, token) in [
+        ("hs256", hs256(0), &hs_token),
+        ("rs256", rs256(0), &rs_token),
+        ("hs256_cached", hs256(10_000), &hs_token),
+        ("rs256_cached", rs256(10_000), &rs_token),
+    ] {
         group.bench_function(name, |b| {
             b.to_async(&rt).iter(|| async {
                 let claims = validator

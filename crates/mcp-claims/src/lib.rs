@@ -40,6 +40,11 @@
 //! once per [`jwks_min_refetch_interval`](JwtValidatorBuilder::jwks_min_refetch_interval), a failed
 //! fetch keeps the last good set. [`JwtValidator::prefetch`] warms the cache at startup.
 //!
+//! A validated token's claims are remembered (bounded, see
+//! [`verified_token_cache`](JwtValidatorBuilder::verified_token_cache)), so a client sending the
+//! same token on every request has its signature verified once; the cached result ends with the
+//! token's `exp` and with the JWKS set that verified it.
+//!
 //! Claims: `exp` is required, `nbf` honoured, both with a leeway (default 30 s); `aud` is always
 //! checked against the configured audiences; `iss` and `sub` are required. Tokens with a `crit`
 //! header are refused. Scopes are read from `scope`, `scp` and `scopes`.
@@ -134,6 +139,7 @@ pub mod layer;
 pub mod service;
 mod token;
 pub mod validator;
+mod verified;
 
 pub use challenge::MakeResourceMetadata;
 pub use claims::Claims;

@@ -16,6 +16,7 @@ use crate::issuer::Issuer;
 use crate::jwks::{JwksSource, JwksTiming};
 use crate::key::VerifyingKey;
 use crate::token::UnverifiedToken;
+use crate::verified::{VerifiedBy, VerifiedTokens};
 
 /// Validates bearer JWTs: signature (with the keys of the issuer named by the token), `exp`
 /// (required), `nbf`, `aud` (always checked), `sub` (required) and the required scopes.
@@ -40,6 +41,7 @@ struct Inner {
     leeway: u64,
     required_scopes: Vec<String>,
     provider: &'static CryptoProvider,
+    verified: VerifiedTokens,
 }
 
 struct IssuerState {
@@ -60,6 +62,13 @@ impl IssuerState {
                     .as_ref()
                     .is_none_or(|allowed| allowed.contains(&alg)))
     }
+}
+
+/// What [`JwtValidator::check_inner`] found: a verified token's claims check and the keys that
+/// verified it, or the need to fetch a JWKS first.
+enum Checked {
+    Verified(Result<Claims, AuthError>, VerifiedBy),
+    Fetch { source: Arc<JwksSource>, seen: u64 },
 }
 
 /// Result of a validation attempt that does no I/O.
@@ -150,14 +159,27 @@ impl JwtValidator {
     }
 
     fn check(&self, token: &str, mode: Mode) -> Outcome {
-        match self.check_inner(token, mode) {
-            Ok(outcome) => outcome,
-            Err(e) => Outcome::Done(Err(e)),
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        if let Some(claims) = self.inner.verified.get(token, now) {
+            return Outcome::Done(Ok(claims));
+        }
+        match self.check_inner(token, mode, now) {
+            Ok(Checked::Verified(Ok(claims), by)) => {
+                let valid_until = claims.exp().saturating_add(self.inner.leeway);
+                self.inner
+                    .verified
+                    .insert(token, &claims, valid_until, by, now);
+                Outcome::Done(Ok(claims))
+            }
+            Ok(Checked::Verified(Err(e), _)) | Err(e) => Outcome::Done(Err(e)),
+            Ok(Checked::Fetch { source, seen }) => Outcome::Fetch { source, seen },
         }
     }
 
-    fn check_inner(&self, token: &str, mode: Mode) -> Result<Outcome, AuthError> {
-        let token = UnverifiedToken::parse(token)?;
+    fn check_inner(&self, raw: &str, mode: Mode, now: u64) -> Result<Checked, AuthError> {
+        let token = UnverifiedToken::parse(raw)?;
         let issuer = match token.claims.get("iss") {
             None => return Err(AuthError::MissingClaim("iss")),
             Some(serde_json::Value::String(iss)) => self
@@ -176,13 +198,14 @@ impl JwtValidator {
         let verify = |key: &VerifyingKey| key.verify(provider, alg, message, &token.signature);
         let mut tried = 0usize;
         let mut verified = false;
+        let mut by = VerifiedBy::Configured;
         let mut keys_unavailable = None;
 
         if let Some(source) = &issuer.jwks {
             let snapshot = source.snapshot();
             match &snapshot.keys {
                 None if mode == Mode::Cached && snapshot.may_fetch => {
-                    return Ok(Outcome::Fetch {
+                    return Ok(Checked::Fetch {
                         source: Arc::clone(source),
                         seen: snapshot.attempts,
                     });
@@ -201,6 +224,7 @@ impl JwtValidator {
                             tried += 1;
                             if verify(key) {
                                 verified = true;
+                                by = VerifiedBy::Jwks(Arc::clone(source), Arc::clone(keys));
                                 break;
                             }
                         }
@@ -209,7 +233,7 @@ impl JwtValidator {
                         // A static key might still verify it; otherwise the kid is unknown.
                         if !issuer.keys.iter().any(|k| k.accepts(alg) && verify(k)) {
                             if mode == Mode::Cached && snapshot.may_fetch {
-                                return Ok(Outcome::Fetch {
+                                return Ok(Checked::Fetch {
                                     source: Arc::clone(source),
                                     seen: snapshot.attempts,
                                 });
@@ -240,9 +264,6 @@ impl JwtValidator {
             });
         }
 
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
         let checks = ClaimChecks {
             now,
             leeway: self.inner.leeway,
@@ -256,7 +277,7 @@ impl JwtValidator {
             token.kid,
             &checks,
         );
-        Ok(Outcome::Done(claims))
+        Ok(Checked::Verified(claims, by))
     }
 }
 
@@ -308,6 +329,7 @@ pub struct JwtValidatorBuilder {
     required_scopes: Vec<String>,
     timing: JwksTiming,
     tls: Option<rustls::ClientConfig>,
+    verified_tokens: usize,
 }
 
 impl Default for JwtValidatorBuilder {
@@ -323,6 +345,7 @@ impl Default for JwtValidatorBuilder {
                 fetch_timeout: Duration::from_secs(5),
             },
             tls: None,
+            verified_tokens: 10_000,
         }
     }
 }
@@ -388,6 +411,15 @@ impl JwtValidatorBuilder {
     /// ALPN is set by the client.
     pub fn jwks_tls_config(mut self, config: rustls::ClientConfig) -> Self {
         self.tls = Some(config);
+        self
+    }
+
+    /// How many validated tokens to remember (default 10,000; 0 turns the cache off), so that a
+    /// token sent again is not verified again: its claims are reused until its `exp` (plus the
+    /// leeway), while the JWKS set that verified it is still the one served. Refused tokens are
+    /// never remembered.
+    pub fn verified_token_cache(mut self, entries: usize) -> Self {
+        self.verified_tokens = entries;
         self
     }
 
@@ -457,6 +489,7 @@ impl JwtValidatorBuilder {
                 leeway: self.leeway.as_secs(),
                 required_scopes: self.required_scopes,
                 provider,
+                verified: VerifiedTokens::new(self.verified_tokens),
             }),
         })
     }
@@ -581,6 +614,75 @@ mod tests {
         assert_eq!(v.required_scopes(), ["x", "y"]);
         assert_eq!(v.issuers().collect::<Vec<_>>(), ["i"]);
         assert!(format!("{v:?}").contains("JwtValidator"));
+    }
+
+    #[tokio::test]
+    async fn validated_tokens_are_remembered_until_exp_plus_leeway() {
+        let v = JwtValidator::builder()
+            .issuer(Issuer::new("https://a.example").hmac_secret(SECRET, [Algorithm::HS256]))
+            .audience("api")
+            .leeway(Duration::from_secs(30))
+            .build()
+            .expect("valid config");
+        let exp = get_current_timestamp() + 300;
+        let claims = json!({"iss": "https://a.example", "sub": "alice", "aud": "api", "exp": exp});
+        let t = hs(Algorithm::HS256, SECRET, claims);
+        assert_eq!(v.validate(&t).await.expect("valid").sub(), "alice");
+        assert_eq!(v.inner.verified.len(), 1);
+        let cached = v.inner.verified.get(&t, exp + 30).expect("remembered");
+        assert_eq!((cached.sub(), cached.exp()), ("alice", exp));
+        assert!(
+            v.inner.verified.get(&t, exp + 31).is_none(),
+            "never past exp + leeway"
+        );
+        // Another token (here: the same one with its signature changed) is not answered by the
+        // entry, and a refused token is not remembered.
+        let mut forged = t.clone();
+        forged.push('A');
+        assert!(v.inner.verified.get(&forged, exp).is_none());
+        assert_eq!(
+            v.validate(&forged).await.expect_err("refused"),
+            AuthError::BadSignature
+        );
+        let expired = hs(
+            Algorithm::HS256,
+            SECRET,
+            json!({"iss": "https://a.example", "sub": "bob", "aud": "api", "exp": 1000}),
+        );
+        assert_eq!(
+            v.validate(&expired).await.expect_err("refused"),
+            AuthError::Expired
+        );
+        assert_eq!(v.inner.verified.len(), 1);
+        // The cached answer is the validated one.
+        assert_eq!(v.validate(&t).await.expect("valid").sub(), "alice");
+    }
+
+    #[tokio::test]
+    async fn verified_token_cache_is_bounded() {
+        let build = |entries| {
+            JwtValidator::builder()
+                .issuer(Issuer::new("https://a.example").hmac_secret(SECRET, [Algorithm::HS256]))
+                .audience("api")
+                .verified_token_cache(entries)
+                .build()
+                .expect("valid config")
+        };
+        let tokens: Vec<String> = (0..200)
+            .map(|i| {
+                let mut claims = good_claims("https://a.example");
+                claims["n"] = json!(i);
+                hs(Algorithm::HS256, SECRET, claims)
+            })
+            .collect();
+        let (off, small) = (build(0), build(16));
+        for t in &tokens {
+            assert_eq!(off.validate(t).await.expect("valid").sub(), "alice");
+            assert_eq!(small.validate(t).await.expect("valid").sub(), "alice");
+        }
+        assert_eq!(off.inner.verified.len(), 0);
+        let held = small.inner.verified.len();
+        assert!((1..=16).contains(&held), "{held} entries");
     }
 
     #[tokio::test]

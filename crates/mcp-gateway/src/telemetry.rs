@@ -8,6 +8,9 @@
 use std::io::IsTerminal;
 
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::field::RecordFields;
+use tracing_subscriber::fmt::FormatFields;
+use tracing_subscriber::fmt::format::Writer;
 
 use crate::config::{LogFormat, TelemetryConfig};
 
@@ -29,6 +32,7 @@ pub fn init_tracing(config: &TelemetryConfig) -> Result<(), String> {
             .flatten_event(true)
             .with_current_span(false)
             .with_span_list(false)
+            .fmt_fields(NoSpanFields)
             .try_init(),
         LogFormat::Pretty => builder
             .with_target(false)
@@ -36,4 +40,20 @@ pub fn init_tracing(config: &TelemetryConfig) -> Result<(), String> {
             .try_init(),
     };
     result.map_err(|e| format!("cannot install the log subscriber: {e}"))
+}
+
+/// The span field formatter of the JSON format: its lines carry no span data (no current span,
+/// no span list), so the fields of the span every request opens are never formatted (formatting
+/// them as JSON cost about 4% of the gateway's instructions per proxied `tools/call`). Event
+/// fields are the JSON formatter's own business and stay complete.
+struct NoSpanFields;
+
+impl<'writer> FormatFields<'writer> for NoSpanFields {
+    fn format_fields<R: RecordFields>(
+        &self,
+        _writer: Writer<'writer>,
+        _fields: R,
+    ) -> std::fmt::Result {
+        Ok(())
+    }
 }

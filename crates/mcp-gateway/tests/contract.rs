@@ -324,6 +324,15 @@ allowed_origins = ["http://localhost"]
         logs.contains("\"message\":\"request\""),
         "access log missing:\n{logs}"
     );
+    // The access log line keeps its own fields (spans' fields are not part of JSON lines).
+    assert!(
+        logs.lines()
+            .any(|line| line.contains("\"message\":\"request\"")
+                && line.contains("\"mcp.method\":\"tools/call\"")
+                && line.contains("\"vhost\":\"vh1\"")
+                && line.contains("\"status\":200")),
+        "access log fields missing:\n{logs}"
+    );
     assert!(!logs.contains(SECRET), "the secret was logged");
     assert!(!logs.contains(&token("alice")[..40]), "a token was logged");
     assert!(!logs.contains("not.a.jwt"), "a token was logged");

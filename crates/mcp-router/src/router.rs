@@ -405,7 +405,7 @@ where
             .headers
             .contains_key(mcp_core::headers::MCP_SESSION_ID)
         {
-            return legacy::serve(&inner, &parts, None).await;
+            return Box::pin(legacy::serve(&inner, &parts, None)).await;
         }
         return respond::method_not_allowed(
             "Only POST is served here without an Mcp-Session-Id (2025 sessions may GET or DELETE)",
@@ -435,8 +435,11 @@ where
         Ok(env) => env,
         Err(e) => return respond::error(StatusCode::BAD_REQUEST, None, &e.to_error_object()),
     };
+    // The engines' futures are boxed: they are large, and held inline they would make every
+    // request's future as large as the largest of them, copied in full on each move before it
+    // is first polled.
     if is_legacy(&parts, &env) {
-        return legacy::serve(&inner, &parts, Some(&env)).await;
+        return Box::pin(legacy::serve(&inner, &parts, Some(&env))).await;
     }
     match env.kind() {
         MessageKind::Notification => respond::accepted(),
@@ -453,7 +456,7 @@ where
                     &ErrorObject::invalid_request("Missing id"),
                 );
             };
-            modern::serve(&inner, &parts, &env, &id).await
+            Box::pin(modern::serve(&inner, &parts, &env, &id)).await
         }
     }
 }

@@ -154,7 +154,9 @@ impl<'a> RawObject<'a> {
 
     /// The object as an owned raw value.
     pub fn to_raw(&self) -> Box<RawValue> {
-        RawValue::from_string(self.to_json()).unwrap_or_else(|_| RawValue::NULL.to_owned())
+        // Serialised straight into a raw value: text this serialiser wrote from valid values is
+        // valid JSON, so it is not parsed again to be validated (`RawValue::from_string` would).
+        serde_json::value::to_raw_value(self).unwrap_or_else(|_| RawValue::NULL.to_owned())
     }
 }
 
@@ -232,5 +234,22 @@ mod tests {
         assert_eq!(obj.get_str("name").as_deref(), Some("x"));
         obj.set_json("ttlMs", &0);
         assert_eq!(obj.to_json(), r#"{"name":"x","ttlMs":0}"#);
+    }
+
+    #[test]
+    fn to_raw_is_the_serialised_text_and_valid_json() {
+        let mut obj = RawObject::parse(r#"{"a\"b":[1, {"c":"\u00e9"}]}"#).expect("object");
+        obj.set_str("q", "quote \" backslash \\ newline \n");
+        let raw = obj.to_raw();
+        assert_eq!(raw.get(), obj.to_json());
+        let back = RawObject::from_raw(&raw).expect("valid JSON");
+        assert_eq!(
+            back.get_str("q").as_deref(),
+            Some("quote \" backslash \\ newline \n")
+        );
+        assert_eq!(
+            back.get("a\"b").map(RawValue::get),
+            Some(r#"[1, {"c":"\u00e9"}]"#)
+        );
     }
 }

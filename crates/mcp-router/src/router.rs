@@ -488,12 +488,67 @@ fn is_legacy(parts: &http::request::Parts, env: &Envelope<'_>) -> bool {
     }
 }
 
+/// Whether `params._meta` has the 2026-07-28 protocol version key. Read with a visitor that only
+/// looks at that member: every request pays for this check, and collecting the params (as the
+/// engines do later) would cost several times more.
 fn has_modern_meta(env: &Envelope<'_>) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Params {
+        #[serde(rename = "_meta")]
+        meta: Option<Meta>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Meta {
+        // Present with any value, `null` included; the engine validates it.
+        #[serde(
+            rename = "io.modelcontextprotocol/protocolVersion",
+            default,
+            deserialize_with = "present"
+        )]
+        version: bool,
+    }
+    fn present<'de, D: serde::Deserializer<'de>>(value: D) -> Result<bool, D::Error> {
+        <serde::de::IgnoredAny as serde::Deserialize>::deserialize(value).map(|_| true)
+    }
     env.params()
-        .and_then(|p| mcp_core::RawObject::from_raw(p).ok())
-        .and_then(|p| {
-            p.get("_meta")
-                .map(|m| m.get().contains(crate::upstream::PROTOCOL_VERSION))
-        })
-        .unwrap_or(false)
+        .and_then(|p| serde_json::from_str::<Params>(p.get()).ok())
+        .and_then(|p| p.meta)
+        .is_some_and(|m| m.version)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn modern_meta(body: &str) -> bool {
+        has_modern_meta(&Envelope::parse(body.as_bytes()).expect("envelope"))
+    }
+
+    #[test]
+    fn modern_meta_is_the_protocol_version_member_of_params_meta() {
+        let with = |meta: &str| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{"cursor":"c","_meta":{meta},"x":[{{"_meta":1}}]}}}}"#
+            )
+        };
+        assert!(modern_meta(&with(
+            r#"{"a":[1,{"b":2}],"io.modelcontextprotocol/protocolVersion":"2026-07-28"}"#
+        )));
+        assert!(modern_meta(&with(
+            r#"{"io.modelcontextprotocol/protocolVersion":null}"#
+        )));
+        assert!(!modern_meta(&with(r#"{"progressToken":1}"#)));
+        assert!(!modern_meta(&with(
+            r#"{"a":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}"#
+        )));
+        assert!(!modern_meta(&with(
+            r#""io.modelcontextprotocol/protocolVersion""#
+        )));
+        assert!(!modern_meta(
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":"c"}}"#
+        ));
+        assert!(!modern_meta(
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#
+        ));
+    }
 }

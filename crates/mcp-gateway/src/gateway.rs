@@ -157,6 +157,7 @@ impl GatewayBuilder {
             limits: RequestLimits::from_config(&config),
             metadata,
             access_log: config.telemetry.access_log,
+            metrics: Arc::new(metrics::RequestMetrics::new()),
         });
         let admin = Arc::new(AdminState {
             store,

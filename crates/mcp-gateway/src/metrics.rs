@@ -1,10 +1,13 @@
 //! Prometheus metrics through the `metrics` facade; the table of metrics is in the
 //! [crate docs](crate#metrics).
 
-use std::sync::OnceLock;
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{OnceLock, PoisonError, RwLock};
 use std::time::Duration;
 
 use mcp_config_store::CacheStats;
+use metrics::{Counter, Gauge, Histogram};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
 pub(crate) const REQUESTS: &str = "mcp_gateway_requests_total";
@@ -87,24 +90,91 @@ pub(crate) fn outcome(status: u16) -> &'static str {
     }
 }
 
-/// Records one answered request.
-pub(crate) fn record_request(method: &'static str, vhost: &str, status: u16, latency: Duration) {
-    let outcome = outcome(status);
-    metrics::counter!(
-        REQUESTS,
-        "method" => method,
-        "vhost" => vhost.to_owned(),
-        "status" => status.to_string(),
-        "outcome" => outcome
-    )
-    .increment(1);
-    metrics::histogram!(
-        DURATION,
-        "method" => method,
-        "vhost" => vhost.to_owned(),
-        "outcome" => outcome
-    )
-    .record(latency.as_secs_f64());
+/// The per-request metrics, their handles registered once per label set: building the metric
+/// keys and looking them up in the recorder on every request cost about 3% of the gateway's
+/// instructions per proxied `tools/call`. Label sets are only ever added, as in the recorder
+/// itself (and as bounded: MCP methods, configured virtual hosts, statuses).
+pub(crate) struct RequestMetrics {
+    in_flight: Gauge,
+    /// Virtual host -> (method, status) -> handles.
+    series: RwLock<HashMap<String, VhostSeries>>,
+}
+
+/// One virtual host's handles by (MCP method, status).
+type VhostSeries = HashMap<(&'static str, u16), Series>;
+
+/// The handles of one label set.
+struct Series {
+    requests: Counter,
+    duration: Histogram,
+}
+
+impl Series {
+    fn register(method: &'static str, vhost: &str, status: u16) -> Self {
+        let outcome = outcome(status);
+        Self {
+            requests: metrics::counter!(
+                REQUESTS,
+                "method" => method,
+                "vhost" => vhost.to_owned(),
+                "status" => status.to_string(),
+                "outcome" => outcome
+            ),
+            duration: metrics::histogram!(
+                DURATION,
+                "method" => method,
+                "vhost" => vhost.to_owned(),
+                "outcome" => outcome
+            ),
+        }
+    }
+
+    fn record(&self, latency: Duration) {
+        self.requests.increment(1);
+        self.duration.record(latency.as_secs_f64());
+    }
+}
+
+impl RequestMetrics {
+    /// Handles in the process's recorder, which is installed first (see [`handle`]) so that they
+    /// are never the no-op handles of a process without one.
+    pub(crate) fn new() -> Self {
+        let _ = handle();
+        Self {
+            in_flight: metrics::gauge!(IN_FLIGHT),
+            series: RwLock::default(),
+        }
+    }
+
+    /// Counts a request in flight until the guard is dropped.
+    pub(crate) fn start(&self) -> InFlight {
+        self.in_flight.increment(1.0);
+        InFlight(self.in_flight.clone())
+    }
+
+    /// Records one answered request.
+    pub(crate) fn record(&self, method: &'static str, vhost: &str, status: u16, latency: Duration) {
+        {
+            let series = self.series.read().unwrap_or_else(PoisonError::into_inner);
+            if let Some(known) = series.get(vhost).and_then(|s| s.get(&(method, status))) {
+                known.record(latency);
+                return;
+            }
+        }
+        let mut series = self.series.write().unwrap_or_else(PoisonError::into_inner);
+        series
+            .entry(vhost.to_owned())
+            .or_default()
+            .entry((method, status))
+            .or_insert_with(|| Series::register(method, vhost, status))
+            .record(latency);
+    }
+}
+
+impl fmt::Debug for RequestMetrics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RequestMetrics").finish_non_exhaustive()
+    }
 }
 
 /// Copies the cache counters into their metrics.
@@ -119,19 +189,12 @@ pub(crate) fn record_store_ready(ready: bool) {
     metrics::gauge!(STORE_READY).set(if ready { 1.0 } else { 0.0 });
 }
 
-/// Counts a request in flight until dropped.
-pub(crate) struct InFlight(());
-
-impl InFlight {
-    pub(crate) fn start() -> Self {
-        metrics::gauge!(IN_FLIGHT).increment(1.0);
-        Self(())
-    }
-}
+/// Counts a request in flight until dropped ([`RequestMetrics::start`]).
+pub(crate) struct InFlight(Gauge);
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        metrics::gauge!(IN_FLIGHT).decrement(1.0);
+        self.0.decrement(1.0);
     }
 }
 

@@ -26,7 +26,7 @@ use tracing::Span;
 use crate::body::{BoxError, GatewayBody};
 use crate::limits::RequestLimits;
 use crate::metadata::{ResourceMetadata, detail};
-use crate::metrics::{self, InFlight};
+use crate::metrics::{InFlight, RequestMetrics};
 use crate::routed::{Routed, RoutedVhost};
 
 /// The layered MCP stack inside a [`GatewayService`]: vhost -> claims -> config store -> virtual
@@ -44,6 +44,7 @@ pub(crate) struct Shared {
     pub(crate) limits: RequestLimits,
     pub(crate) metadata: Arc<ResourceMetadata>,
     pub(crate) access_log: bool,
+    pub(crate) metrics: Arc<RequestMetrics>,
 }
 
 /// The gateway's MCP listener as a tower `Service`, for embedding in your own hyper or axum
@@ -107,7 +108,8 @@ where
             uri: req.uri().clone(),
             span,
             access_log: self.shared.access_log,
-            _in_flight: InFlight::start(),
+            _in_flight: self.shared.metrics.start(),
+            metrics: Arc::clone(&self.shared.metrics),
         };
         let path = req.uri().path();
         let kind = if ResourceMetadata::handles(path) {
@@ -141,6 +143,7 @@ struct Log {
     span: Span,
     access_log: bool,
     _in_flight: InFlight,
+    metrics: Arc<RequestMetrics>,
 }
 
 impl Log {
@@ -151,7 +154,7 @@ impl Log {
             .get::<RoutedVhost>()
             .map_or("-", |v| v.0.as_str());
         let latency = self.started.elapsed();
-        metrics::record_request(self.mcp_method, vhost, status, latency);
+        self.metrics.record(self.mcp_method, vhost, status, latency);
         if self.access_log {
             tracing::info!(
                 parent: &self.span,

@@ -31,7 +31,12 @@ const HOP_BY_HOP: [&str; 10] = [
     "content-length",
 ];
 
-const TRACE_CONTEXT: [&str; 3] = ["traceparent", "tracestate", "baggage"];
+/// Parsed once: a lookup by `&str` would parse the name on every request.
+static TRACE_CONTEXT: [HeaderName; 3] = [
+    HeaderName::from_static("traceparent"),
+    HeaderName::from_static("tracestate"),
+    HeaderName::from_static("baggage"),
+];
 
 /// Headers the gateway sets itself on every upstream request.
 fn gateway_owned(name: &HeaderName) -> bool {
@@ -90,9 +95,9 @@ pub(crate) fn build(
             headers.insert(name, value);
         }
     }
-    for name in TRACE_CONTEXT {
+    for name in &TRACE_CONTEXT {
         if let Some(value) = downstream.get(name) {
-            headers.insert(HeaderName::from_static(name), value.clone());
+            headers.insert(name.clone(), value.clone());
         }
     }
     if out.forward_param_headers {

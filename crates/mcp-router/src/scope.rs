@@ -166,16 +166,21 @@ pub(crate) enum Incoming {
 }
 
 pub(crate) fn classify(message: &[u8], id: &RequestId) -> Incoming {
-    match Envelope::parse(message) {
-        Ok(env) => match env.kind() {
-            MessageKind::Response | MessageKind::Error if env.id() == Some(id) => Incoming::Final,
-            MessageKind::Request => env
-                .id()
-                .cloned()
-                .map_or(Incoming::Other, Incoming::ServerRequest),
-            _ => Incoming::Other,
-        },
-        Err(_) => Incoming::Other,
+    classify_parsed(Envelope::parse(message).ok().as_ref(), id)
+}
+
+/// [`classify`] of a message already parsed (`None`: not a JSON-RPC message).
+pub(crate) fn classify_parsed(env: Option<&Envelope<'_>>, id: &RequestId) -> Incoming {
+    let Some(env) = env else {
+        return Incoming::Other;
+    };
+    match env.kind() {
+        MessageKind::Response | MessageKind::Error if env.id() == Some(id) => Incoming::Final,
+        MessageKind::Request => env
+            .id()
+            .cloned()
+            .map_or(Incoming::Other, Incoming::ServerRequest),
+        _ => Incoming::Other,
     }
 }
 

@@ -52,7 +52,7 @@ use crate::naming::{ItemKind, Namer, Resolution, Target as NameTarget};
 use crate::plugins::{self, Governed, PostHook};
 use crate::respond;
 use crate::router::RouterInner;
-use crate::scope::{Incoming, OwnedCaller, Scope, classify, final_response, result_of};
+use crate::scope::{Incoming, OwnedCaller, Scope, classify_parsed, final_response, result_of};
 use crate::upstream::{Call, LegacySession, MessageStream, PROGRESS_TOKEN, Target, UpstreamError};
 
 /// Where the routed name sits in the params.
@@ -440,6 +440,8 @@ struct Relay {
     bridge: Option<Bridge>,
     /// Plugins' post hook on the final result.
     post: Option<PostHook>,
+    /// The HTTP status of the final answer for a 2026-07-28 client (see [`modern_status`]).
+    final_status: StatusCode,
 }
 
 enum Relayed {
@@ -465,11 +467,10 @@ async fn relay_call(
     if plugin_meta.is_some() {
         target.meta = plugin_meta.as_deref();
     }
-    let client_token = scope
-        .meta
-        .and_then(|m| RawObject::from_raw(m).ok())
-        .and_then(|m| m.get(PROGRESS_TOKEN).map(|t| t.to_owned()));
-    let progress = client_token.map(|t| (inner.upstream.next_progress_token(), t));
+    let client = ClientMeta::of(scope);
+    let progress = client
+        .progress_token
+        .map(|t| (inner.upstream.next_progress_token(), t));
     let call = Call {
         method: method.as_str(),
         params,
@@ -543,7 +544,7 @@ async fn relay_call(
             caller: OwnedCaller::of(scope),
         },
         progress,
-        log_threshold: log_threshold(scope),
+        log_threshold: client.log_threshold,
         finish: Finish {
             method,
             backend: routed.backend.to_owned(),
@@ -558,6 +559,7 @@ async fn relay_call(
         cancel: registration.as_ref().map(|(cancel, _)| Arc::clone(cancel)),
         inflight_key: registration.map(|(_, key)| key),
         post,
+        final_status: StatusCode::OK,
     };
     respond_relay(relay).await
 }
@@ -568,7 +570,7 @@ async fn respond_relay(mut relay: Relay) -> Response<McpBody> {
     match relay.next().await {
         Some(Relayed::Final(bytes)) => {
             let status = match relay.finish.era {
-                Era::Modern => modern_status(&bytes),
+                Era::Modern => relay.final_status,
                 Era::Legacy => StatusCode::OK,
             };
             respond::json(status, bytes)
@@ -644,12 +646,9 @@ async fn resume(
         return respond::error(StatusCode::OK, Some(id), &error);
     };
     call.relay.downstream_id = id.clone();
-    call.relay.log_threshold = log_threshold(scope);
-    let client_token = scope
-        .meta
-        .and_then(|m| RawObject::from_raw(m).ok())
-        .and_then(|m| m.get(PROGRESS_TOKEN).map(|t| t.to_owned()));
-    call.relay.progress = match (call.relay.progress.take(), client_token) {
+    let client = ClientMeta::of(scope);
+    call.relay.log_threshold = client.log_threshold;
+    call.relay.progress = match (call.relay.progress.take(), client.progress_token) {
         (Some((upstream, _)), Some(client)) => Some((upstream, client)),
         _ => None,
     };
@@ -685,36 +684,44 @@ async fn resume(
     respond_relay(*call.relay).await
 }
 
-/// The HTTP status of a final JSON answer to a 2026-07-28 client: the errors that revision ties to
-/// `400 Bad Request` (a backend's header mismatch, missing client capability or unsupported
-/// version) keep it through the gateway; everything else is 200.
-fn modern_status(message: &[u8]) -> StatusCode {
-    let code = Envelope::parse(message)
-        .ok()
-        .and_then(|env| env.error())
-        .map(|e| e.code);
+/// The HTTP status of a final JSON answer to a 2026-07-28 client carrying a backend's error
+/// `code`: the errors that revision ties to `400 Bad Request` (a backend's header mismatch,
+/// missing client capability or unsupported version) keep it through the gateway; everything
+/// else is 200.
+fn modern_status(code: i64) -> StatusCode {
     match code {
-        Some(
-            error_code::HEADER_MISMATCH
-            | error_code::MISSING_REQUIRED_CLIENT_CAPABILITY
-            | error_code::UNSUPPORTED_PROTOCOL_VERSION,
-        ) => StatusCode::BAD_REQUEST,
+        error_code::HEADER_MISMATCH
+        | error_code::MISSING_REQUIRED_CLIENT_CAPABILITY
+        | error_code::UNSUPPORTED_PROTOCOL_VERSION => StatusCode::BAD_REQUEST,
         _ => StatusCode::OK,
     }
 }
 
-/// Which log messages the client gets: a modern client only those its `_meta` `logLevel` asks for
-/// (none without it; an unknown level relays everything rather than guess); a legacy client's
-/// level is its session's business, so everything passes here.
-fn log_threshold(scope: &Scope<'_>) -> Option<usize> {
-    if scope.era != Era::Modern {
-        return Some(0);
+/// What a relay needs from the client's `_meta` (read once per call).
+struct ClientMeta {
+    /// The client's progress token, as raw JSON.
+    progress_token: Option<Box<RawValue>>,
+    /// Which log messages the client gets: a modern client only those its `_meta` `logLevel`
+    /// asks for (none without it; an unknown level relays everything rather than guess); a
+    /// legacy client's level is its session's business, so everything passes here.
+    log_threshold: Option<usize>,
+}
+
+impl ClientMeta {
+    fn of(scope: &Scope<'_>) -> Self {
+        let meta = scope.meta.and_then(|m| RawObject::from_raw(m).ok());
+        let log_threshold = match (scope.era, &meta) {
+            (Era::Legacy, _) => Some(0),
+            (Era::Modern, meta) => meta
+                .as_ref()
+                .and_then(|m| m.get_str(log_level::META_KEY))
+                .map(|level| log_level::severity(&level).unwrap_or(0)),
+        };
+        Self {
+            progress_token: meta.and_then(|m| m.get(PROGRESS_TOKEN).map(|t| t.to_owned())),
+            log_threshold,
+        }
     }
-    let level = scope
-        .meta
-        .and_then(|m| RawObject::from_raw(m).ok())
-        .and_then(|m| m.get_str(log_level::META_KEY))?;
-    Some(log_level::severity(&level).unwrap_or(0))
 }
 
 fn backend_error(id: &RequestId, backend: &str, e: &UpstreamError) -> Response<McpBody> {
@@ -928,19 +935,22 @@ impl Relay {
                     );
                 }
             };
-            match classify(&message, &self.upstream_id) {
+            // Parsed once here; the steps below read the envelope.
+            let env = Envelope::parse(&message).ok();
+            match classify_parsed(env.as_ref(), &self.upstream_id) {
                 Incoming::Final => {
-                    if self.bridge_input_required(&message) {
+                    if self.bridge_input_required(env.as_ref()) {
                         continue;
                     }
                     self.done = true;
                     self.answered = true;
-                    let checked = match &self.post {
-                        Some(post) => post.apply(&self.upstream_id, message).await,
-                        None => Ok(message),
+                    let Some(post) = self.post.take() else {
+                        return Some(Relayed::Final(self.finish(env.as_ref())));
                     };
+                    drop(env);
+                    let checked = post.apply(&self.upstream_id, message).await;
                     return Some(Relayed::Final(match checked {
-                        Ok(message) => self.finish(&message),
+                        Ok(message) => self.finish(Envelope::parse(&message).ok().as_ref()),
                         Err(error) => encode_error(Some(&self.downstream_id), &error),
                     }));
                 }
@@ -954,7 +964,9 @@ impl Relay {
                     decline(&self.inner, &self.target, self.session.as_deref(), id).await;
                 }
                 Incoming::Other => {
-                    if let Some(notification) = self.notification(&message) {
+                    if let Some(notification) =
+                        env.and_then(|env| self.notification(&message, &env))
+                    {
                         return Some(Relayed::Notification(notification));
                     }
                 }
@@ -971,17 +983,17 @@ impl Relay {
 
     /// When bridging and the backend answered `input_required`: queues the input requests for the
     /// client and returns `true` (the call goes on); otherwise `false`.
-    fn bridge_input_required(&mut self, message: &Bytes) -> bool {
+    fn bridge_input_required(&mut self, env: Option<&Envelope<'_>>) -> bool {
         let Some(session) = self.downstream_session.clone() else {
             return false;
         };
         let Some(bridge) = self.bridge.as_mut() else {
             return false;
         };
-        let Ok(env) = Envelope::parse(message) else {
-            return false;
-        };
-        let Some(result) = env.result().and_then(|r| RawObject::from_raw(r).ok()) else {
+        let Some(result) = env
+            .and_then(Envelope::result)
+            .and_then(|r| RawObject::from_raw(r).ok())
+        else {
             return false;
         };
         if result.get_str("resultType").as_deref() != Some("input_required")
@@ -1151,6 +1163,7 @@ impl Relay {
             inflight_key: self.inflight_key.take(),
             bridge: self.bridge.take(),
             post: self.post.take(),
+            final_status: StatusCode::OK,
         };
         self.done = true;
         self.answered = true;
@@ -1189,8 +1202,7 @@ impl Relay {
     }
 
     /// A notification for the client, with the client's progress token restored.
-    fn notification(&self, message: &Bytes) -> Option<Vec<u8>> {
-        let env = Envelope::parse(message).ok()?;
+    fn notification(&self, message: &Bytes, env: &Envelope<'_>) -> Option<Vec<u8>> {
         if env.kind() != MessageKind::Notification {
             return None;
         }
@@ -1223,9 +1235,10 @@ impl Relay {
         Some(encode_notification(method, Some(&params.to_raw())))
     }
 
-    /// The final response for the client: id restored, result or error rewritten.
-    fn finish(&self, message: &Bytes) -> Vec<u8> {
-        let Ok(env) = Envelope::parse(message) else {
+    /// The final response for the client: id restored, result or error rewritten; notes the HTTP
+    /// status a 2026-07-28 client gets with it.
+    fn finish(&mut self, env: Option<&Envelope<'_>>) -> Vec<u8> {
+        let Some(env) = env else {
             let error = ErrorObject::internal(format!(
                 "Backend {} sent an invalid response",
                 self.finish.backend
@@ -1237,6 +1250,7 @@ impl Relay {
             {
                 error.code = error_code::INVALID_PARAMS;
             }
+            self.final_status = modern_status(error.code);
             return encode_error(Some(&self.downstream_id), &error);
         }
         let Some(result) = env.result() else {

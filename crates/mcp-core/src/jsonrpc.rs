@@ -14,7 +14,7 @@ use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
 
-use crate::ErrorObject;
+use crate::{ErrorObject, RawObject};
 
 /// A JSON-RPC request id: a number or a string, kept exactly as received.
 ///
@@ -300,13 +300,13 @@ impl<'a> Envelope<'a> {
 }
 
 #[derive(Serialize)]
-struct OutRequest<'a> {
+struct OutRequest<'a, P: Serialize + ?Sized = RawValue> {
     jsonrpc: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     id: Option<&'a RequestId>,
     method: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    params: Option<&'a RawValue>,
+    params: Option<&'a P>,
 }
 
 #[derive(Serialize)]
@@ -336,6 +336,33 @@ pub fn encode_request(id: &RequestId, method: &str, params: Option<&RawValue>) -
         id: Some(id),
         method,
         params,
+    })
+}
+
+/// [`encode_request`] with `params` given as an object being edited: written straight into the
+/// message, with no intermediate raw value (the router's upstream requests, on every call). An
+/// empty object is left out (`params` is optional in JSON-RPC, and some servers refuse `{}` on
+/// methods that take none).
+///
+/// ```
+/// use mcp_core::{RawObject, RequestId, encode_request_object};
+///
+/// let mut params = RawObject::parse(r#"{"name":"echo","arguments":{"a":1}}"#).unwrap();
+/// params.set_str("name", "upstream-echo");
+/// let bytes = encode_request_object(&RequestId::from(3), "tools/call", &params);
+/// assert_eq!(
+///     std::str::from_utf8(&bytes).unwrap(),
+///     r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"upstream-echo","arguments":{"a":1}}}"#
+/// );
+/// let bytes = encode_request_object(&RequestId::from(4), "ping", &RawObject::new());
+/// assert_eq!(std::str::from_utf8(&bytes).unwrap(), r#"{"jsonrpc":"2.0","id":4,"method":"ping"}"#);
+/// ```
+pub fn encode_request_object(id: &RequestId, method: &str, params: &RawObject<'_>) -> Vec<u8> {
+    to_vec(&OutRequest {
+        jsonrpc: "2.0",
+        id: Some(id),
+        method,
+        params: params.keys().next().is_some().then_some(params),
     })
 }
 

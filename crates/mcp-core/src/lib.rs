@@ -40,7 +40,7 @@ pub use error_code::ErrorObject;
 pub use http_error::{APPLICATION_JSON, detail_body, detail_response};
 pub use jsonrpc::{
     Envelope, EnvelopeError, MessageKind, RequestId, encode_error, encode_notification,
-    encode_request, encode_result,
+    encode_request, encode_request_object, encode_result,
 };
 pub use method::{Direction, Eras, Method, MethodKind, RouteKey};
 pub use principal::Principal;

@@ -25,7 +25,9 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::HeaderMap;
-use mcp_core::{Envelope, Era, MessageKind, RawObject, RequestId, encode_error, encode_request};
+use mcp_core::{
+    Envelope, Era, MessageKind, RawObject, RequestId, encode_error, encode_request_object,
+};
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
@@ -227,10 +229,8 @@ impl Link {
         if let Some(token) = progress_token {
             lock(&self.progress).insert(token.to_owned(), key.clone());
         }
-        let params = params.to_raw();
-        let has_params = params.get() != "{}";
         self.write(
-            encode_request(&id, method, has_params.then_some(&*params)),
+            encode_request_object(&id, method, &params),
             Some(key.clone()),
             headers,
         );

@@ -507,7 +507,7 @@ impl Upstream {
         );
         let out = Outgoing {
             url,
-            body: mcp_core::encode_request(&id, call.method, Some(&params.to_raw())),
+            body: mcp_core::encode_request_object(&id, call.method, &params),
             mcp_headers: modern_headers(call.method, call.name),
             forward_param_headers: call.method == "tools/call",
         };
@@ -536,11 +536,9 @@ impl Upstream {
         if let Some(meta) = meta::legacy(target.meta, call.progress_token) {
             params.set_raw("_meta", meta);
         }
-        let params = params.to_raw();
-        let has_params = params.get() != "{}";
         let out = Outgoing {
             url,
-            body: mcp_core::encode_request(&id, call.method, has_params.then_some(&*params)),
+            body: mcp_core::encode_request_object(&id, call.method, &params),
             mcp_headers: legacy_headers(&session),
             forward_param_headers: false,
         };

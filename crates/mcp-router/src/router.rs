@@ -44,6 +44,8 @@ pub(crate) struct RouterInner {
     pub(crate) request_state_ttl_secs: u64,
     /// 2025 backends' calls waiting for a 2026-07-28 client's input (see `modern::parked`).
     pub(crate) parked: crate::modern::ParkedCalls,
+    /// Session records whose upstream sessions this node already adopted.
+    pub(crate) adopted: crate::legacy::AdoptedRecords,
     pub(crate) sessions: Arc<dyn SessionStore>,
     pub(crate) pending: PendingRequests,
     pub(crate) max_open_share: f64,
@@ -331,6 +333,7 @@ impl McpRouterBuilder {
                 origins: self.origins,
                 request_state_ttl_secs: self.request_state_ttl.as_secs(),
                 parked: crate::modern::ParkedCalls::new(10_000),
+                adopted: crate::legacy::AdoptedRecords::default(),
                 sessions: self
                     .sessions
                     .unwrap_or_else(|| Arc::new(LocalSessionStore::default())),

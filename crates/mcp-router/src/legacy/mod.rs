@@ -19,6 +19,8 @@
 //! Backends are reached through the caller's shared upstream session per backend; a backend that
 //! forgot its session (404) is re-initialised once and the call retried, transparently.
 
+mod adopted;
+pub(crate) use adopted::AdoptedRecords;
 mod follow;
 mod initialize;
 mod stream;
@@ -323,7 +325,9 @@ async fn in_session(
         session_id: Some(session_id),
     };
     if method != Method::Ping {
-        adopt_recorded(&scope, record);
+        if inner.adopted.first_sight(session_id, record) {
+            adopt_recorded(&scope, record);
+        }
         initialize::revive(&scope, record, session_id).await;
     }
     match method {
@@ -358,7 +362,7 @@ async fn in_session(
 /// Continues the upstream sessions the record names, when this node holds none for the caller
 /// yet (the session was created on another node, or before a restart): see
 /// `Upstream::adopt`.
-pub(crate) fn adopt_recorded(scope: &Scope<'_>, record: &SessionRecord) {
+fn adopt_recorded(scope: &Scope<'_>, record: &SessionRecord) {
     for entry in &record.backends {
         let (Some(crate::session::BackendEra::Legacy), Some(id), Some(version), Some(url)) = (
             entry.era,

@@ -34,6 +34,8 @@ pub(crate) struct AdminState {
     pub(crate) breakers: mcp_breaker::BreakerRegistry,
     /// The plugin runtime, when `plugins.config` is set (unready while its document is invalid).
     pub(crate) plugins: Option<crate::plugins::Plugins>,
+    /// How many 2024-11-05 SSE streams are open (the SSE bridge's count, read at scrape time).
+    pub(crate) sse_sessions: Box<dyn Fn() -> usize + Send + Sync>,
 }
 
 impl AdminState {
@@ -134,6 +136,7 @@ impl<B> Service<Request<B>> for AdminService {
                 }
                 "/metrics" => {
                     metrics::record_cache(state.store.stats());
+                    metrics::record_sse_sessions((state.sse_sessions)());
                     let text = metrics::render(state.metrics.as_ref());
                     let mut res = Response::new(boxed(Bytes::from(text)));
                     res.headers_mut().insert(

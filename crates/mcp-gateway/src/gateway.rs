@@ -148,10 +148,10 @@ impl GatewayBuilder {
         );
         let breakers = router.breakers().clone();
         let metadata = Arc::new(ResourceMetadata::from_config(&config));
-        let bridged = SseBridgeLayer::new()
+        let sse = SseBridgeLayer::new()
             .max_body_bytes(config.limits.max_body_bytes)
-            .max_sessions(config.limits.max_sse_sessions)
-            .layer(router);
+            .max_sessions(config.limits.max_sse_sessions);
+        let bridged = sse.layer(router);
         let mcp = build_stack(validator, store.shared(), bridged, Arc::clone(&metadata));
         let shared = Arc::new(Shared {
             limits: RequestLimits::from_config(&config),
@@ -165,6 +165,7 @@ impl GatewayBuilder {
             draining: AtomicBool::new(false),
             breakers,
             plugins,
+            sse_sessions: Box::new(move || sse.open_sessions()),
         });
         Ok(Gateway {
             service: GatewayService::new(mcp, shared),

@@ -130,6 +130,7 @@
 //! | `mcp_gateway_config_cache_hits_total`, `_misses_total`, `_load_errors_total` | counter | |
 //! | `mcp_gateway_config_store_ready` | gauge (1/0), refreshed every 5 s and by `/readyz` | |
 //! | `mcp_gateway_build_info` | gauge (1) | `version` |
+//! | `mcp_gateway_sse_sessions_open` | gauge, read at each scrape: open 2024-11-05 SSE streams (`sse_downstream`) | |
 //! | `mcp_breaker_state`, `mcp_breaker_calls_total`, `mcp_breaker_rejections_total`, `mcp_breaker_transitions_total`, ... | the router's per-backend circuit breakers (`mcp-breaker`) | `breaker`, ... |
 //!
 //! ## Logs

@@ -19,6 +19,7 @@ pub(crate) const CACHE_MISSES: &str = "mcp_gateway_config_cache_misses_total";
 pub(crate) const CACHE_ERRORS: &str = "mcp_gateway_config_cache_load_errors_total";
 pub(crate) const STORE_READY: &str = "mcp_gateway_config_store_ready";
 pub(crate) const BUILD_INFO: &str = "mcp_gateway_build_info";
+pub(crate) const SSE_SESSIONS: &str = "mcp_gateway_sse_sessions_open";
 
 /// Latency buckets in seconds: sub-millisecond gateway overhead up to long streamed calls.
 const BUCKETS: &[f64] = &[
@@ -79,6 +80,10 @@ fn describe() {
     );
     metrics::describe_gauge!(STORE_READY, "1 when the user config store is reachable");
     metrics::describe_gauge!(BUILD_INFO, "Always 1; the version label tells the build");
+    metrics::describe_gauge!(
+        SSE_SESSIONS,
+        "Open 2024-11-05 SSE streams (virtual hosts with sse_downstream)"
+    );
 }
 
 /// `ok` (1xx-3xx), `client_error` (4xx), `server_error` (5xx).
@@ -182,6 +187,11 @@ pub(crate) fn record_cache(stats: CacheStats) {
     metrics::counter!(CACHE_HITS).absolute(stats.hits);
     metrics::counter!(CACHE_MISSES).absolute(stats.misses);
     metrics::counter!(CACHE_ERRORS).absolute(stats.load_errors);
+}
+
+/// Records how many 2024-11-05 SSE streams are open.
+pub(crate) fn record_sse_sessions(open: usize) {
+    metrics::gauge!(SSE_SESSIONS).set(open as f64);
 }
 
 /// Records the store's readiness.

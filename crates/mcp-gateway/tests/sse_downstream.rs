@@ -319,6 +319,10 @@ async fn open_streams_are_capped_and_a_closed_one_frees_its_slot() {
         ("accept", "text/event-stream"),
     ];
     let (first, _) = open(&setup, "alice", "vh").await;
+    assert_eq!(
+        support::metric(&setup.gw, "mcp_gateway_sse_sessions_open").await,
+        Some(1.0)
+    );
     let refused = send(setup.gw.addr, "GET", "/servers/vh/sse", &headers, "").await;
     refused.assert_detail(503, DETAIL_TOO_MANY_SESSIONS);
     assert_eq!(refused.header("retry-after"), Some("5"));
@@ -338,6 +342,12 @@ async fn open_streams_are_capped_and_a_closed_one_frees_its_slot() {
     })
     .await;
     assert!(reopened, "the closed stream's slot was never freed");
+    // Every stream is closed again: the gauge says so at the next scrape.
+    let zero = poll_until(Duration::from_secs(20), || async {
+        support::metric(&setup.gw, "mcp_gateway_sse_sessions_open").await == Some(0.0)
+    })
+    .await;
+    assert!(zero, "mcp_gateway_sse_sessions_open never went back to 0");
 }
 
 /// Runs `tests/interop/py_sse_client.py` to completion and returns its JSON line.

@@ -11,7 +11,6 @@ mod support;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::Path;
-use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -24,47 +23,31 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use mcp_router::McpRouter;
 use mcp_test_backends::{BackendSpec, TestBackend};
+use mcp_test_support::PortedChild;
 use serde_json::{Value, json};
 use support::gateway::{Gateway, vhost_config};
 use support::peers::{python, root};
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::mpsc;
 
 /// A running `py_sse_server.py`; killed when dropped.
-struct PyServer {
-    _child: tokio::process::Child,
-    port: u16,
-}
+struct PyServer(PortedChild);
 
 impl PyServer {
     /// Starts the server on `port` (0: a free one) and waits until it accepts connections.
     async fn start(python: &Path, port: u16) -> Self {
-        let mut child = tokio::process::Command::new(python)
+        let mut command = tokio::process::Command::new(python);
+        command
             .arg(root().join("tests/interop/py_sse_server.py"))
-            .arg(port.to_string())
-            .stdout(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("start py_sse_server.py");
-        let stdout = child.stdout.take().expect("stdout");
-        let line = BufReader::new(stdout)
-            .lines()
-            .next_line()
-            .await
-            .expect("read stdout")
-            .expect("the server reports its port");
-        let port = line
-            .strip_prefix("PORT ")
-            .and_then(|p| p.parse().ok())
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
-        Self {
-            _child: child,
-            port,
-        }
+            .arg(port.to_string());
+        Self(PortedChild::spawn(command).await)
+    }
+
+    fn port(&self) -> u16 {
+        self.0.port
     }
 
     fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/sse", self.port)
+        format!("http://127.0.0.1:{}/sse", self.port())
     }
 }
 
@@ -104,49 +87,6 @@ async fn call(gw: &Gateway, sub: &str, tool: &str, arguments: Value) -> support:
         json!({"name": tool, "arguments": arguments}),
     )
     .await
-}
-
-/// A 2025-11-25 session of `sub`: its id.
-async fn legacy_session(gw: &Gateway, sub: &str) -> String {
-    let init = gw
-        .raw(
-            sub,
-            "vh",
-            "POST",
-            &[
-                ("accept", "application/json, text/event-stream"),
-                ("content-type", "application/json"),
-            ],
-            &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-                "protocolVersion": "2025-11-25", "capabilities": {},
-                "clientInfo": {"name": "sse", "version": "1"}}})
-            .to_string(),
-        )
-        .await;
-    init.header("mcp-session-id")
-        .unwrap_or_else(|| panic!("a session: {}", init.text()))
-        .to_owned()
-}
-
-async fn legacy(gw: &Gateway, sub: &str, session: &str, method: &str, params: Value) -> Value {
-    let reply = gw
-        .raw(
-            sub,
-            "vh",
-            "POST",
-            &[
-                ("accept", "application/json, text/event-stream"),
-                ("content-type", "application/json"),
-                ("mcp-session-id", session),
-                ("mcp-protocol-version", "2025-11-25"),
-            ],
-            &json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string(),
-        )
-        .await;
-    match reply.sse_messages().pop() {
-        Some(message) => message,
-        None => reply.json(),
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -218,8 +158,10 @@ async fn an_sse_server_serves_modern_and_legacy_clients_of_several_principals() 
     );
 
     // A 2025 session lists and calls both backends.
-    let session = legacy_session(&gw, "alice").await;
-    let listed = legacy(&gw, "alice", &session, "tools/list", json!({})).await;
+    let session = gw.legacy_session("alice", "vh").await;
+    let listed = gw
+        .legacy("alice", "vh", &session, "tools/list", json!({}))
+        .await;
     let names: Vec<&str> = listed["result"]["tools"]
         .as_array()
         .unwrap_or_else(|| panic!("tools: {listed}"))
@@ -234,14 +176,15 @@ async fn an_sse_server_serves_modern_and_legacy_clients_of_several_principals() 
         ("py-echo", "py-sse: legacy"),
         ("alpha-echo", "alpha: legacy"),
     ] {
-        let answer = legacy(
-            &gw,
-            "alice",
-            &session,
-            "tools/call",
-            json!({"name": tool, "arguments": {"text": "legacy"}}),
-        )
-        .await;
+        let answer = gw
+            .legacy(
+                "alice",
+                "vh",
+                &session,
+                "tools/call",
+                json!({"name": tool, "arguments": {"text": "legacy"}}),
+            )
+            .await;
         assert_eq!(answer["result"]["content"][0]["text"], expected, "{answer}");
     }
 }
@@ -305,7 +248,7 @@ async fn a_killed_sse_server_fails_its_call_and_is_reconnected_once_back() {
         .expect("the SSE backend URL has a breaker");
     assert!(snapshot.1.consecutive_failures >= 1, "{snapshot:?}");
 
-    let port = server.port;
+    let port = server.port();
     drop(server);
     let restarted = PyServer::start(&python, port).await;
     // The reconnect waits for its backoff; calls fail at once until then.

@@ -144,39 +144,20 @@ async fn a_stdio_server_serves_modern_and_legacy_clients_of_several_principals()
     );
 
     // A 2025 session uses the same process.
-    let init = gw
-        .raw(
-            "alice",
-            "vh",
-            "POST",
-            &[
-                ("accept", "application/json, text/event-stream"),
-                ("content-type", "application/json"),
-            ],
-            &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-                "protocolVersion": "2025-11-25", "capabilities": {},
-                "clientInfo": {"name": "stdio", "version": "1"}}})
-            .to_string(),
-        )
-        .await;
-    let session = init.header("mcp-session-id").expect("session").to_owned();
+    let session = gw.legacy_session("alice", "vh").await;
     let legacy = gw
-        .raw(
+        .legacy(
             "alice",
             "vh",
-            "POST",
-            &[
-                ("accept", "application/json, text/event-stream"),
-                ("content-type", "application/json"),
-                ("mcp-session-id", session.as_str()),
-                ("mcp-protocol-version", "2025-11-25"),
-            ],
-            &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                    "params": {"name": "py-echo", "arguments": {"text": "legacy"}}})
-            .to_string(),
+            &session,
+            "tools/call",
+            json!({"name": "py-echo", "arguments": {"text": "legacy"}}),
         )
         .await;
-    assert_eq!(text(&legacy), "py: legacy");
+    assert_eq!(
+        legacy["result"]["content"][0]["text"], "py: legacy",
+        "{legacy}"
+    );
     assert_eq!(processes_with(&marker), 1);
 }
 

@@ -211,4 +211,55 @@ impl Gateway {
         )
         .await
     }
+
+    /// Opens a 2025-11-25 session of `sub` on `vhost` (`initialize` only): its id.
+    pub async fn legacy_session(&self, sub: &str, vhost: &str) -> String {
+        let init = self
+            .raw(
+                sub,
+                vhost,
+                "POST",
+                &[
+                    ("accept", "application/json, text/event-stream"),
+                    ("content-type", "application/json"),
+                ],
+                &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                    "protocolVersion": "2025-11-25", "capabilities": {},
+                    "clientInfo": {"name": "e2e", "version": "0"}}})
+                .to_string(),
+            )
+            .await;
+        init.header("mcp-session-id")
+            .unwrap_or_else(|| panic!("a session: {}", init.text()))
+            .to_owned()
+    }
+
+    /// A request (id 1) in the 2025 session `session`: the final message, JSON or SSE.
+    pub async fn legacy(
+        &self,
+        sub: &str,
+        vhost: &str,
+        session: &str,
+        method: &str,
+        params: Value,
+    ) -> Value {
+        let reply = self
+            .raw(
+                sub,
+                vhost,
+                "POST",
+                &[
+                    ("accept", "application/json, text/event-stream"),
+                    ("content-type", "application/json"),
+                    ("mcp-session-id", session),
+                    ("mcp-protocol-version", "2025-11-25"),
+                ],
+                &json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string(),
+            )
+            .await;
+        match reply.sse_messages().pop() {
+            Some(message) => message,
+            None => reply.json(),
+        }
+    }
 }

@@ -7,14 +7,13 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 
 use mcp_test_backends::{BackendSpec, TestBackend};
+use mcp_test_support::PortedChild;
 use serde_json::{Value, json};
 use support::{
     GatewayProcess, base_config, legacy_initialize, legacy_post, modern, python_mcp1, workdir,
 };
-use tokio::io::{AsyncBufReadExt, BufReader};
 
 fn script(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -24,33 +23,18 @@ fn script(name: &str) -> PathBuf {
 
 /// `py_sse_server.py` on a free port; killed when dropped.
 struct SseServer {
-    _child: tokio::process::Child,
+    _process: PortedChild,
     url: String,
 }
 
 impl SseServer {
     async fn start(python: &Path) -> Self {
-        let mut child = tokio::process::Command::new(python)
-            .arg(script("py_sse_server.py"))
-            .arg("0")
-            .stdout(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("start py_sse_server.py");
-        let stdout = child.stdout.take().expect("stdout");
-        let line = BufReader::new(stdout)
-            .lines()
-            .next_line()
-            .await
-            .expect("read stdout")
-            .expect("the server reports its port");
-        let port: u16 = line
-            .strip_prefix("PORT ")
-            .and_then(|p| p.parse().ok())
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
+        let mut command = tokio::process::Command::new(python);
+        command.arg(script("py_sse_server.py")).arg("0");
+        let process = PortedChild::spawn(command).await;
         Self {
-            _child: child,
-            url: format!("http://127.0.0.1:{port}/sse"),
+            url: format!("http://127.0.0.1:{}/sse", process.port),
+            _process: process,
         }
     }
 }

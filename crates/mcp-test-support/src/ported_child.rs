@@ -47,7 +47,7 @@ mod tests {
     #[tokio::test]
     async fn the_reported_port_is_read() {
         let mut command = tokio::process::Command::new("sh");
-        command.args(["-c", "echo 'PORT 4321'; sleep 30"]);
+        command.args(["-c", "echo 'PORT 4321'; exec sleep 30"]);
         let server = PortedChild::spawn(command).await;
         assert_eq!(server.port, 4321);
     }

@@ -95,6 +95,7 @@ pub fn build_validator(
     let mut builder = JwtValidator::builder()
         .audiences(jwt.audiences.iter().cloned())
         .leeway(jwt.leeway)
+        .verified_token_cache(jwt.verified_token_cache)
         .required_scopes(jwt.required_scopes.iter().cloned())
         .jwks_refresh_interval(jwt.jwks_refresh);
     for iss in &jwt.issuers {

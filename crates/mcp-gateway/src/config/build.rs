@@ -297,6 +297,7 @@ impl EffectiveConfig {
             jwks_url,
             jwks_refresh: Duration::from_secs(r.positive("auth.jwt.jwks_refresh_s")),
             leeway: r.secs("auth.jwt.leeway_s"),
+            verified_token_cache: r.usize("auth.jwt.verified_token_cache", 0),
             required_scopes: union(None, r.list("auth.jwt.required_scopes")),
         };
 

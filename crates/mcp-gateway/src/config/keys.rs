@@ -350,6 +350,12 @@ pub static KEYS: &[KeySpec] = &[
         "clock skew tolerated on exp and nbf",
     ),
     key(
+        "auth.jwt.verified_token_cache",
+        I,
+        Int(10000),
+        "validated tokens whose claims are reused until exp (no second signature check); 0 turns it off",
+    ),
+    key(
         "auth.jwt.required_scopes",
         L,
         List(&[]),

@@ -25,10 +25,12 @@
 //!     [auth.jwt]
 //!     issuers = ["https://a.example", "https://b.example"]
 //!     leeway_s = 5
+//!     verified_token_cache = 0
 //! "#).unwrap();
 //! assert_eq!(config.listen.admin_addr, None);
 //! assert_eq!(config.auth.jwt.issuers, ["https://issuer.example", "https://a.example", "https://b.example"]);
 //! assert_eq!(config.auth.jwt.leeway, Duration::from_secs(5));
+//! assert_eq!(config.auth.jwt.verified_token_cache, 0);
 //! assert_eq!(config.limits.max_body_bytes, 4 * 1024 * 1024);
 //!
 //! let err = GatewayConfig::from_toml_str("[sessions]\nkind = \"redis\"\n").unwrap_err();
@@ -165,6 +167,8 @@ pub struct JwtConfig {
     pub jwks_refresh: Duration,
     /// `leeway_s`.
     pub leeway: Duration,
+    /// `verified_token_cache`: how many validated tokens are remembered (0: none).
+    pub verified_token_cache: usize,
     /// `required_scopes`.
     pub required_scopes: Vec<String>,
 }

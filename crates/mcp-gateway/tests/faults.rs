@@ -76,7 +76,7 @@ async fn a_backend_killed_mid_stream_ends_the_call_with_an_error() {
     assert_eq!(last["error"]["code"], -32603, "{last}");
     assert!(
         [
-            "Backend alpha failed: malformed backend response: stream ended without a response",
+            "Backend alpha failed: backend ended its answer without a response",
             "Backend alpha failed: backend connection lost",
         ]
         .contains(&last["error"]["message"].as_str().unwrap_or_default()),
@@ -151,7 +151,7 @@ async fn a_legacy_backend_killed_mid_stream_ends_a_2025_call_with_an_error() {
     assert_eq!(last["error"]["code"], -32603, "{last}");
     assert!(
         [
-            "Backend legacy failed: malformed backend response: stream ended without a response",
+            "Backend legacy failed: backend ended its answer without a response",
             "Backend legacy failed: backend connection lost",
         ]
         .contains(&last["error"]["message"].as_str().unwrap_or_default()),

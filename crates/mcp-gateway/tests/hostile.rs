@@ -1061,12 +1061,12 @@ async fn misbehaving_backends_end_in_jsonrpc_errors() {
         (
             "malformed",
             Misbehaviour::Malformed,
-            "Backend malformed failed: malformed backend response: stream ended without a response",
+            "Backend malformed failed: malformed backend response: invalid JSON-RPC message",
         ),
         (
             "notrpc",
             Misbehaviour::NotJsonRpc,
-            "Backend notrpc failed: malformed backend response: stream ended without a response",
+            "Backend notrpc failed: malformed backend response: invalid JSON-RPC message",
         ),
         (
             "gigantic",

@@ -136,9 +136,12 @@ pub(crate) async fn final_response(
             .send(target, call)
             .await
             .map_err(BackendFailure::Upstream)?;
+        let mut saw_invalid = false;
         while let Some(message) = reply.messages.next().await {
             let message = message.map_err(BackendFailure::Upstream)?;
-            match classify(&message, &reply.id) {
+            let env = Envelope::parse(&message).ok();
+            saw_invalid |= env.is_none();
+            match classify(env.as_ref(), &reply.id) {
                 Incoming::Final => return Ok(message),
                 Incoming::ServerRequest(id) => {
                     decline(scope, target, reply.session.as_deref(), id).await
@@ -146,9 +149,7 @@ pub(crate) async fn final_response(
                 Incoming::Other => {}
             }
         }
-        Err(BackendFailure::Upstream(UpstreamError::Malformed(
-            "stream ended without a response",
-        )))
+        Err(BackendFailure::Upstream(UpstreamError::ended(saw_invalid)))
     };
     tokio::time::timeout(deadline, work)
         .await
@@ -165,12 +166,8 @@ pub(crate) enum Incoming {
     Other,
 }
 
-pub(crate) fn classify(message: &[u8], id: &RequestId) -> Incoming {
-    classify_parsed(Envelope::parse(message).ok().as_ref(), id)
-}
-
-/// [`classify`] of a message already parsed (`None`: not a JSON-RPC message).
-pub(crate) fn classify_parsed(env: Option<&Envelope<'_>>, id: &RequestId) -> Incoming {
+/// How a parsed message relates to the call `id` (`None`: not a JSON-RPC message).
+pub(crate) fn classify(env: Option<&Envelope<'_>>, id: &RequestId) -> Incoming {
     let Some(env) = env else {
         return Incoming::Other;
     };

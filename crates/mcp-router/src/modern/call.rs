@@ -52,7 +52,7 @@ use crate::naming::{ItemKind, Namer, Resolution, Target as NameTarget};
 use crate::plugins::{self, Governed, PostHook};
 use crate::respond;
 use crate::router::RouterInner;
-use crate::scope::{Incoming, OwnedCaller, Scope, classify_parsed, final_response, result_of};
+use crate::scope::{Incoming, OwnedCaller, Scope, classify, final_response, result_of};
 use crate::upstream::{Call, LegacySession, MessageStream, PROGRESS_TOKEN, Target, UpstreamError};
 
 /// Where the routed name sits in the params.
@@ -442,6 +442,8 @@ struct Relay {
     post: Option<PostHook>,
     /// The HTTP status of the final answer for a 2026-07-28 client (see [`modern_status`]).
     final_status: StatusCode,
+    /// The backend sent a message that is not JSON-RPC (named if no response follows).
+    saw_invalid: bool,
 }
 
 enum Relayed {
@@ -560,6 +562,7 @@ async fn relay_call(
         inflight_key: registration.map(|(_, key)| key),
         post,
         final_status: StatusCode::OK,
+        saw_invalid: false,
     };
     respond_relay(relay).await
 }
@@ -929,15 +932,12 @@ impl Relay {
             let message = match next {
                 Some(Ok(message)) => message,
                 Some(Err(e)) => return Some(self.fail(&e)),
-                None => {
-                    return Some(
-                        self.fail(&UpstreamError::Malformed("stream ended without a response")),
-                    );
-                }
+                None => return Some(self.fail(&UpstreamError::ended(self.saw_invalid))),
             };
             // Parsed once here; the steps below read the envelope.
             let env = Envelope::parse(&message).ok();
-            match classify_parsed(env.as_ref(), &self.upstream_id) {
+            self.saw_invalid |= env.is_none();
+            match classify(env.as_ref(), &self.upstream_id) {
                 Incoming::Final => {
                     if self.bridge_input_required(env.as_ref()) {
                         continue;
@@ -1164,6 +1164,7 @@ impl Relay {
             bridge: self.bridge.take(),
             post: self.post.take(),
             final_status: StatusCode::OK,
+            saw_invalid: self.saw_invalid,
         };
         self.done = true;
         self.answered = true;

@@ -23,6 +23,10 @@ pub enum UpstreamError {
     /// The connection broke while reading the answer.
     #[error("backend connection lost")]
     Disconnected,
+    /// The backend's answer ended before the call's response, with nothing unreadable in it (a
+    /// backend that stops mid-stream without breaking the connection).
+    #[error("backend ended its answer without a response")]
+    NoResponse,
     /// The backend's legacy session is gone (HTTP 404 on a session request).
     #[error("backend session expired")]
     SessionExpired,
@@ -45,6 +49,16 @@ pub enum UpstreamError {
 }
 
 impl UpstreamError {
+    /// Why a backend's answer ended without the call's response: it held a message that is not
+    /// JSON-RPC (`saw_invalid`), or it simply stopped.
+    pub(crate) fn ended(saw_invalid: bool) -> Self {
+        if saw_invalid {
+            Self::Malformed("invalid JSON-RPC message")
+        } else {
+            Self::NoResponse
+        }
+    }
+
     /// The fallback classification of this failure.
     pub fn failure_kind(&self) -> mcp_fallback::FailureKind {
         if self.never_sent() {

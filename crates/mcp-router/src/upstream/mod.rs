@@ -875,9 +875,11 @@ pub(crate) struct Description {
 /// The `result` of the response to `reply`'s request (notifications skipped; an error response is
 /// a malformed answer here, where only a result makes sense).
 pub(super) async fn final_result(mut reply: Reply) -> Result<Bytes, UpstreamError> {
+    let mut saw_invalid = false;
     while let Some(message) = reply.messages.next().await {
         let message = message?;
         let Ok(env) = Envelope::parse(&message) else {
+            saw_invalid = true;
             continue;
         };
         if env.id() != Some(&reply.id) {
@@ -888,7 +890,7 @@ pub(super) async fn final_result(mut reply: Reply) -> Result<Bytes, UpstreamErro
             None => Err(UpstreamError::Malformed("backend answered with an error")),
         };
     }
-    Err(UpstreamError::Malformed("stream ended without a response"))
+    Err(UpstreamError::ended(saw_invalid))
 }
 
 /// How a failed exchange counts for a breaker: an unreachable, slow or broken backend is a
@@ -899,6 +901,7 @@ fn outcome_of(error: &UpstreamError) -> Outcome {
         | UpstreamError::Timeout(_)
         | UpstreamError::Malformed(_)
         | UpstreamError::Disconnected
+        | UpstreamError::NoResponse
         | UpstreamError::ProcessFailed => Outcome::Failure,
         UpstreamError::Status(code) if *code >= 500 || *code == 408 || *code == 429 => {
             Outcome::Failure

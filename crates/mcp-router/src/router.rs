@@ -332,7 +332,10 @@ impl McpRouterBuilder {
                 max_body_bytes: self.max_body_bytes,
                 origins: self.origins,
                 request_state_ttl_secs: self.request_state_ttl.as_secs(),
-                parked: crate::modern::ParkedCalls::new(10_000),
+                parked: crate::modern::ParkedCalls::new(
+                    10_000,
+                    crate::modern::MAX_PARKED_PER_CALLER,
+                ),
                 adopted: crate::legacy::AdoptedRecords::default(),
                 sessions: self
                     .sessions

@@ -94,7 +94,10 @@ pub(crate) async fn targeted(
     )
     .await;
     match (governed, parked) {
-        (Ok(_), Some(token)) => resume(scope, inner, id, &token, &params).await,
+        (Ok(_), Some(token)) => {
+            let binding = scope.binding(&[routed.backend, method.as_str(), &routed.upstream]);
+            resume(scope, inner, id, &token, &binding, &params).await
+        }
         (Ok(governed), None) => {
             relay_call(scope, inner, id, method, routed, params, governed).await
         }
@@ -584,13 +587,17 @@ async fn respond_relay(mut relay: Relay) -> Response<McpBody> {
     }
 }
 
-/// Most seconds a parked call waits for the client's retry.
+/// Most seconds a parked call waits for the client's retries, all rounds of it together.
 const MAX_PARKED_SECS: u64 = 600;
+/// Most calls one caller may have parked at once (the table holds 10,000 in all).
+pub(crate) const MAX_PARKED_PER_CALLER: usize = 100;
 
 /// A 2025 backend's call waiting for a 2026-07-28 client's input (see [`parked`]).
 pub(crate) struct ParkedCall {
     /// Boxed: a relay is large, and parked calls move through the table.
     relay: Box<Relay>,
+    /// When the call stops waiting, whatever the rounds (re-asking does not extend it).
+    deadline: std::time::Instant,
     inputs: Vec<Input>,
 }
 
@@ -618,10 +625,17 @@ impl ParkedCall {
         for input in &self.inputs {
             requests.set_raw(&input.key, input.request.clone());
         }
-        let ttl = inner.request_state_ttl_secs.clamp(1, MAX_PARKED_SECS);
-        let token = inner
-            .parked
-            .park(self, std::time::Duration::from_secs(ttl))?;
+        let left = self
+            .deadline
+            .saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Err(self);
+        }
+        // The caller (issuer, subject) owns the call: its share of the table is bounded.
+        let owner: Vec<&str> = binding.iter().take(2).map(String::as_str).collect();
+        let owner = owner.join("\u{0}");
+        let token = inner.parked.park(self, &owner, left)?;
+        let ttl = left.as_secs().max(1);
         let binding: Vec<&str> = binding.iter().map(String::as_str).collect();
         let state = request_state::wrap_parked(&inner.sealer, &binding, &token, ttl);
         let mut result = RawObject::new();
@@ -632,6 +646,19 @@ impl ParkedCall {
     }
 }
 
+impl ParkedCall {
+    /// Why the call could not be parked again: its time is up, or there is no room.
+    fn refusal(&self) -> ErrorObject {
+        if self.deadline <= std::time::Instant::now() {
+            return ErrorObject::invalid_params("Invalid requestState (expired handle)");
+        }
+        ErrorObject::internal(format!(
+            "Backend {} needs input, and the gateway holds too many calls waiting for input",
+            self.relay.finish.backend
+        ))
+    }
+}
+
 /// A 2026-07-28 client's retry of a parked call: its `inputResponses` answer the backend's
 /// requests, and the rest of the same upstream call is relayed (it may ask for input again).
 async fn resume(
@@ -639,9 +666,11 @@ async fn resume(
     inner: &RouterInner,
     id: &RequestId,
     token: &str,
+    binding: &[&str],
     params: &RawObject<'_>,
 ) -> Response<McpBody> {
-    let Some(mut call) = inner.parked.take(token) else {
+    let belongs = |call: &ParkedCall| call.relay.finish.state_binding.iter().eq(binding.iter());
+    let Some(mut call) = inner.parked.take(token, belongs) else {
         let error = ErrorObject::invalid_params(
             "Invalid requestState (its input round is over: answered already, expired, or held \
              by another gateway node); call again without requestState",
@@ -670,13 +699,7 @@ async fn resume(
         // Missing inputs get another input_required round, as the revision asks of servers.
         return match call.park() {
             Ok(answer) => respond::json(StatusCode::OK, answer),
-            Err(call) => {
-                let error = ErrorObject::internal(format!(
-                    "Backend {} needs input, and the gateway holds too many calls waiting for input",
-                    call.relay.finish.backend
-                ));
-                respond::error(StatusCode::OK, Some(id), &error)
-            }
+            Err(call) => respond::error(StatusCode::OK, Some(id), &call.refusal()),
         };
     };
     for (upstream_id, answer) in answers {
@@ -1126,8 +1149,10 @@ impl Relay {
             upstream_id: id.clone(),
             request: request.to_raw(),
         };
+        let lifetime = self.inner.request_state_ttl_secs.clamp(1, MAX_PARKED_SECS);
         let call = ParkedCall {
             relay: Box::new(self.detach()),
+            deadline: std::time::Instant::now() + std::time::Duration::from_secs(lifetime),
             inputs: vec![input],
         };
         match call.park() {

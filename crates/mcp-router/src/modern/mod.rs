@@ -21,7 +21,7 @@ use crate::respond;
 use crate::router::RouterInner;
 use crate::scope::Scope;
 
-pub(crate) use call::{ParkedCalls, targeted};
+pub(crate) use call::{MAX_PARKED_PER_CALLER, ParkedCalls, targeted};
 pub(crate) use discover::merge_capabilities;
 
 /// Serves one modern request (`env` is a request, not a notification).

@@ -4,17 +4,23 @@
 //! `elicitation/create` or `roots/list` on the call's stream) and waits for the answer on the same
 //! call. A 2026-07-28 client cannot be sent requests; it gets an `input_required` result and retries
 //! the call with `inputResponses`. Between the two HTTP exchanges the upstream call stays open here,
-//! under a token the gateway seals into the `requestState` it hands out (so only the same caller,
-//! for the same backend, method and name, can resume it).
+//! under a random token the gateway seals into the `requestState` it hands out.
 //!
-//! A parked call is taken out exactly once (a second retry with the same state is refused), and
-//! dropped when nobody resumes it within its lifetime: dropping it cancels the upstream call. The
-//! table is node-local: a retry that reaches another gateway node cannot resume the call there.
+//! - **Who may resume**: the sealed state binds the caller, virtual host, backend, method and name,
+//!   and [`take`](ParkedCalls::take) checks the parked call's own binding too, so a state minted
+//!   elsewhere (another node, a restarted one) can never reach another caller's call.
+//! - **Once**: a parked call is taken out exactly once; a second retry with the same state is
+//!   refused.
+//! - **Bounded**: at most `max` calls in all and `max_per_owner` per caller (one caller cannot
+//!   take the room of the others); a call not resumed within its lifetime is dropped, which
+//!   cancels the upstream call.
+//! - **Node-local**: a retry that reaches another gateway node cannot resume the call there.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
+
+use aws_lc_rs::rand::SecureRandom;
 
 /// Parked calls of one router, by token.
 pub(crate) struct ParkedCalls<T> {
@@ -22,50 +28,107 @@ pub(crate) struct ParkedCalls<T> {
 }
 
 struct Table<T> {
-    calls: Mutex<HashMap<String, T>>,
-    next: AtomicU64,
+    state: Mutex<State<T>>,
     max: usize,
+    max_per_owner: usize,
+}
+
+struct State<T> {
+    calls: HashMap<String, Entry<T>>,
+    /// How many calls each owner has parked.
+    owners: HashMap<String, usize>,
+}
+
+struct Entry<T> {
+    call: T,
+    owner: String,
+    /// Drops the call when its lifetime is over; aborted when the call is taken.
+    timer: Option<tokio::task::AbortHandle>,
+}
+
+impl<T> State<T> {
+    fn remove(&mut self, token: &str) -> Option<Entry<T>> {
+        let entry = self.calls.remove(token)?;
+        if let Some(count) = self.owners.get_mut(&entry.owner) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                self.owners.remove(&entry.owner);
+            }
+        }
+        Some(entry)
+    }
 }
 
 impl<T: Send + 'static> ParkedCalls<T> {
-    /// A table holding at most `max` calls at once.
-    pub(crate) fn new(max: usize) -> Self {
+    /// A table holding at most `max` calls, and at most `max_per_owner` of one owner.
+    pub(crate) fn new(max: usize, max_per_owner: usize) -> Self {
         Self {
             inner: Arc::new(Table {
-                calls: Mutex::new(HashMap::new()),
-                next: AtomicU64::new(1),
+                state: Mutex::new(State {
+                    calls: HashMap::new(),
+                    owners: HashMap::new(),
+                }),
                 max,
+                max_per_owner,
             }),
         }
     }
 
-    /// Parks `call` for `lifetime` and returns its token, or gives `call` back when the table is
-    /// full (the caller then declines the backend's request instead).
-    pub(crate) fn park(&self, call: T, lifetime: Duration) -> Result<String, T> {
-        let token = format!("p{}", self.inner.next.fetch_add(1, Ordering::Relaxed));
+    /// Parks `call` of `owner` for `lifetime` and returns its token, or gives `call` back when
+    /// there is no room (the caller then declines the backend's request instead).
+    pub(crate) fn park(&self, call: T, owner: &str, lifetime: Duration) -> Result<String, T> {
+        let Some(token) = random_token() else {
+            return Err(call);
+        };
         {
-            let mut calls = lock(&self.inner.calls);
-            if calls.len() >= self.inner.max {
+            let mut state = lock(&self.inner.state);
+            let owned = state.owners.get(owner).copied().unwrap_or(0);
+            if state.calls.len() >= self.inner.max || owned >= self.inner.max_per_owner {
                 return Err(call);
             }
-            calls.insert(token.clone(), call);
+            *state.owners.entry(owner.to_owned()).or_default() += 1;
+            state.calls.insert(
+                token.clone(),
+                Entry {
+                    call,
+                    owner: owner.to_owned(),
+                    timer: None,
+                },
+            );
         }
         // Runtime-less callers (none today) would simply keep the call until it is taken.
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(expire(Arc::downgrade(&self.inner), token.clone(), lifetime));
+            let timer = runtime
+                .spawn(expire(Arc::downgrade(&self.inner), token.clone(), lifetime))
+                .abort_handle();
+            match lock(&self.inner.state).calls.get_mut(&token) {
+                Some(entry) => entry.timer = Some(timer),
+                None => timer.abort(), // already taken
+            }
         }
         Ok(token)
     }
 
-    /// Takes the call parked under `token` out of the table.
-    pub(crate) fn take(&self, token: &str) -> Option<T> {
-        lock(&self.inner.calls).remove(token)
+    /// Takes the call parked under `token` out of the table when `belongs` accepts it (the
+    /// caller's binding); otherwise leaves it there.
+    pub(crate) fn take(&self, token: &str, belongs: impl FnOnce(&T) -> bool) -> Option<T> {
+        let entry = {
+            let mut state = lock(&self.inner.state);
+            if !state.calls.get(token).is_some_and(|e| belongs(&e.call)) {
+                return None;
+            }
+            state.remove(token)?
+        };
+        if let Some(timer) = entry.timer {
+            timer.abort();
+        }
+        Some(entry.call)
     }
 
     /// How many calls are parked.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        lock(&self.inner.calls).len()
+        lock(&self.inner.state).calls.len()
     }
 }
 
@@ -73,8 +136,16 @@ impl<T> std::fmt::Debug for ParkedCalls<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ParkedCalls")
             .field("max", &self.inner.max)
+            .field("max_per_owner", &self.inner.max_per_owner)
             .finish_non_exhaustive()
     }
+}
+
+/// 128 random bits, hex: tokens of different nodes or of a restarted node never collide.
+fn random_token() -> Option<String> {
+    let mut bytes = [0u8; 16];
+    aws_lc_rs::rand::SystemRandom::new().fill(&mut bytes).ok()?;
+    Some(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// Drops the call parked under `token` once its lifetime is over (outside the lock: dropping a
@@ -84,9 +155,9 @@ async fn expire<T>(table: Weak<Table<T>>, token: String, lifetime: Duration) {
     let Some(table) = table.upgrade() else {
         return;
     };
-    let expired = lock(&table.calls).remove(&token);
+    let expired = lock(&table.state).remove(&token);
     if expired.is_some() {
-        tracing::debug!(token, "a parked call was not resumed in time");
+        tracing::debug!("a parked call was not resumed in time");
     }
     drop(expired);
 }
@@ -99,29 +170,54 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 mod tests {
     use super::*;
 
+    const MINUTE: Duration = Duration::from_secs(60);
+
     #[tokio::test]
-    async fn a_call_is_taken_once() {
-        let table = ParkedCalls::new(4);
-        let token = table.park("call", Duration::from_secs(60)).expect("room");
-        assert_eq!(table.take(&token), Some("call"));
-        assert_eq!(table.take(&token), None);
+    async fn a_call_is_taken_once_and_only_by_its_owner() {
+        let table = ParkedCalls::new(4, 4);
+        let token = table.park("alice's", "alice", MINUTE).expect("room");
+        assert_eq!(token.len(), 32);
+        assert_eq!(table.take(&token, |call| *call == "bob's"), None);
+        assert_eq!(
+            table.take(&token, |call| *call == "alice's"),
+            Some("alice's")
+        );
+        assert_eq!(table.take(&token, |_| true), None);
     }
 
     #[tokio::test]
-    async fn a_full_table_gives_the_call_back() {
-        let table = ParkedCalls::new(1);
-        let _first = table.park(1, Duration::from_secs(60)).expect("room");
-        assert_eq!(table.park(2, Duration::from_secs(60)), Err(2));
+    async fn the_table_and_each_owner_are_bounded() {
+        let table = ParkedCalls::new(3, 2);
+        let first = table.park(1, "alice", MINUTE).expect("room");
+        let _second = table.park(2, "alice", MINUTE).expect("room");
+        assert_eq!(
+            table.park(3, "alice", MINUTE),
+            Err(3),
+            "alice's share is full"
+        );
+        let _bob = table.park(4, "bob", MINUTE).expect("bob still has room");
+        assert_eq!(table.park(5, "carol", MINUTE), Err(5), "the table is full");
+        assert_eq!(table.take(&first, |_| true), Some(1));
+        assert!(
+            table.park(6, "alice", MINUTE).is_ok(),
+            "a taken call frees its room"
+        );
     }
 
     #[tokio::test(start_paused = true)]
     async fn an_unclaimed_call_is_dropped_after_its_lifetime() {
-        let table = ParkedCalls::new(4);
-        let token = table.park("call", Duration::from_secs(5)).expect("room");
+        let table = ParkedCalls::new(4, 4);
+        let token = table
+            .park("call", "alice", Duration::from_secs(5))
+            .expect("room");
         tokio::time::sleep(Duration::from_secs(4)).await;
         assert_eq!(table.len(), 1);
         tokio::time::sleep(Duration::from_secs(2)).await;
         assert_eq!(table.len(), 0);
-        assert_eq!(table.take(&token), None);
+        assert_eq!(table.take(&token, |_| true), None);
+        assert!(
+            table.park("again", "alice", MINUTE).is_ok(),
+            "its room is free"
+        );
     }
 }

@@ -65,6 +65,8 @@ pub(super) struct Link {
     /// The call each progress token belongs to (token -> request id as JSON).
     progress: Mutex<HashMap<String, String>>,
     alive: AtomicBool,
+    /// When the connection was seen to end (the restart backoff counts from then).
+    died_at: Mutex<Option<Instant>>,
     next: AtomicU64,
     last_used: Mutex<Instant>,
     idle_timeout: Duration,
@@ -84,6 +86,7 @@ impl Link {
             waiting: Mutex::new(HashMap::new()),
             progress: Mutex::new(HashMap::new()),
             alive: AtomicBool::new(true),
+            died_at: Mutex::new(None),
             next: AtomicU64::new(1),
             last_used: Mutex::new(Instant::now()),
             idle_timeout,
@@ -190,8 +193,15 @@ impl Link {
         *lock(&self.last_used) = Instant::now();
     }
 
+    /// No call for longer than the idle timeout, and none still running (a long call keeps its
+    /// link).
     fn idle(&self) -> bool {
-        lock(&self.last_used).elapsed() > self.idle_timeout
+        lock(&self.last_used).elapsed() > self.idle_timeout && lock(&self.waiting).is_empty()
+    }
+
+    /// When the link died, if it was seen to.
+    fn died_at(&self) -> Option<Instant> {
+        *lock(&self.died_at)
     }
 
     fn write(&self, body: Vec<u8>, call: Option<String>, headers: Option<HeaderMap>) {
@@ -297,6 +307,7 @@ impl Link {
     /// The carrier went away: every waiting call fails, new ones are refused.
     pub(super) fn died(&self) {
         self.alive.store(false, Ordering::Release);
+        lock(&self.died_at).get_or_insert_with(Instant::now);
         for (_, waiter) in lock(&self.waiting).drain() {
             let _ = waiter.send(Err(UpstreamError::Disconnected));
         }
@@ -458,9 +469,11 @@ impl<K: LinkKey, C: Carrier> Pool<K, C> {
             carrier.link().touch();
             return Ok(Arc::clone(carrier));
         }
-        if slot.carrier.take().is_some() {
-            // It died since the last call.
-            slot.failures = Some((Instant::now(), slot.failures.map_or(1, |(_, n)| n + 1)));
+        if let Some(dead) = slot.carrier.take() {
+            // It died since the last call: the backoff counts from its death, so a link lost long
+            // ago (an idle stream a proxy closed) is restarted at once.
+            let at = dead.link().died_at().unwrap_or_else(Instant::now);
+            slot.failures = Some((at, slot.failures.map_or(1, |(_, n)| n + 1)));
         }
         if let Some((at, n)) = slot.failures
             && at.elapsed() < backoff(n)

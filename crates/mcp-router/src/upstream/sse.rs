@@ -16,7 +16,7 @@
 //!   `initialize` (the latest legacy version; the server's answer is accepted) +
 //!   `notifications/initialized`; callers never see the upstream session (the backend describes
 //!   itself like a stdio one).
-//! - **Connections**: one per (backend name, URL, principal), opened by that principal's first
+//! - **Connections**: one per (backend name, URL, header policy, principal), opened by that principal's first
 //!   call (the GET carries that caller's forwarded headers), ended after the backend's
 //!   `idle_timeout_s` without calls (default 300 s). At most [`MAX_CONNECTIONS`] at once per
 //!   router; beyond that a call fails at once ("too many backend connections").
@@ -60,6 +60,9 @@ struct ConnectionKey {
     url: String,
     issuer: String,
     subject: String,
+    /// The backend's header policy (as JSON): the GET carries the headers it adds, so two
+    /// virtual hosts naming the same backend with different credentials get their own streams.
+    policy: String,
 }
 
 impl LinkKey for ConnectionKey {
@@ -132,6 +135,7 @@ impl SsePool {
             url: url.as_str().to_owned(),
             issuer: target.principal.issuer().to_owned(),
             subject: target.principal.subject().to_owned(),
+            policy: serde_json::to_string(&target.config.headers).unwrap_or_default(),
         };
         self.pool
             .get(&key, || {

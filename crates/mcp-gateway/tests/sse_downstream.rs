@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use mcp_router::sse_bridge::{
-    DETAIL_NOT_ENABLED, DETAIL_SESSION_NOT_FOUND, DETAIL_TOO_MANY_SESSIONS,
+    DETAIL_NOT_ENABLED, DETAIL_SESSION_NOT_FOUND, DETAIL_TOO_MANY_POSTS, DETAIL_TOO_MANY_SESSIONS,
 };
 use mcp_test_backends::{BackendSpec, TestBackend};
 use mcp_test_support::EventStream;
@@ -308,6 +308,63 @@ async fn refusals_have_their_status_and_body() {
         init["result"]["serverInfo"]["name"], "mcp-gateway",
         "{init}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_first_initialize_opens_an_inner_session() {
+    let setup = setup("gw-sse-double-init").await;
+    let (mut stream, endpoint) = open(&setup, "alice", "vh").await;
+    let init = |id: i64| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {
+            "protocolVersion": "2024-11-05", "capabilities": {},
+            "clientInfo": {"name": "gateway-tests", "version": "0"}}})
+    };
+    let batch = json!([init(1), init(2)]).to_string();
+    let accepted = post(&setup, Some("alice"), &endpoint, &batch).await;
+    assert_eq!(accepted.status, 202, "{}", accepted.text());
+    // Both answers, in whatever order the concurrent forwards finish.
+    let first = stream.next_message_where(EVENT_WAIT, |_| true).await;
+    let second = stream.next_message_where(EVENT_WAIT, |_| true).await;
+    let (won, lost) = if first.get("result").is_some() {
+        (first, second)
+    } else {
+        (second, first)
+    };
+    assert_ne!(won["id"], lost["id"], "{won} {lost}");
+    assert_eq!(won["result"]["protocolVersion"], "2024-11-05", "{won}");
+    assert_eq!(lost["error"]["code"], -32600, "{lost}");
+    assert_eq!(
+        lost["error"]["message"],
+        "SSE bridge: the session is already initialized"
+    );
+    // One inner session, so one upstream session at the legacy backend.
+    let initializes = setup
+        .beta
+        .requests()
+        .iter()
+        .filter_map(|r| r.json())
+        .filter(|m| m["method"] == "initialize")
+        .count();
+    assert_eq!(initializes, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_has_a_bounded_number_of_posts_in_flight() {
+    let setup = setup("gw-sse-posts").await;
+    let (mut stream, endpoint) = open(&setup, "alice", "vh").await;
+    initialize(&setup, &mut stream, &endpoint).await;
+    let slow = |id: usize| {
+        json!({"jsonrpc": "2.0", "id": id + 10, "method": "tools/call", "params": {
+            "name": "beta-slow", "arguments": {"steps": 2, "delay_ms": 5000}}})
+        .to_string()
+    };
+    for id in 0..mcp_router::sse_bridge::MAX_POSTS_IN_FLIGHT {
+        let accepted = post(&setup, Some("alice"), &endpoint, &slow(id)).await;
+        assert_eq!(accepted.status, 202, "post {id}: {}", accepted.text());
+    }
+    let refused = post(&setup, Some("alice"), &endpoint, &slow(1000)).await;
+    refused.assert_detail(429, DETAIL_TOO_MANY_POSTS);
+    assert_eq!(refused.header("retry-after"), Some("1"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -26,6 +26,8 @@
 //! |---|---|
 //! | virtual host without `sse_downstream` | `404` `{"detail":"SSE transport not enabled for this virtual host"}` |
 //! | `GET …/sse` with [`max_sessions`](SseBridgeLayer::max_sessions) streams open (default 1024) | `503` + `Retry-After: 5`, `{"detail":"Too many open SSE sessions"}` |
+//! | `POST …/messages` while 64 earlier bodies of the session are still being forwarded | `429` + `Retry-After: 1`, `{"detail":"Too many messages in flight for this session"}` |
+//! | a second `initialize` in a session (also inside a batch) | JSON-RPC error `-32600` on the stream; only the first opens an inner session |
 //! | `POST …/messages` without `sessionId` | `400` `{"detail":"Missing sessionId query parameter"}` |
 //! | unknown session id, or one another principal (or virtual host) opened | `404` `{"detail":"Session not found"}` |
 //! | body over [`max_body_bytes`](SseBridgeLayer::max_body_bytes) | `413` `{"detail":"Request body too large"}` |
@@ -91,6 +93,12 @@ pub const DETAIL_NOT_ENABLED: &str = "SSE transport not enabled for this virtual
 pub const DETAIL_SESSION_NOT_FOUND: &str = "Session not found";
 /// Detail of the 503 when [`SseBridgeLayer::max_sessions`] streams are open.
 pub const DETAIL_TOO_MANY_SESSIONS: &str = "Too many open SSE sessions";
+/// Most posted bodies of one session being forwarded at once: a client that posts without reading
+/// its stream cannot pile up work without bound.
+pub const MAX_POSTS_IN_FLIGHT: usize = 64;
+/// Detail of the 429 when a session already has [`MAX_POSTS_IN_FLIGHT`] posted bodies being
+/// forwarded.
+pub const DETAIL_TOO_MANY_POSTS: &str = "Too many messages in flight for this session";
 
 /// Request extension of the bridge's internal requests: the client speaks the HTTP+SSE transport,
 /// so the session engine may negotiate its revision, 2024-11-05 (refused over streamable HTTP).

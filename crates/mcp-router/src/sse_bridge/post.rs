@@ -11,7 +11,7 @@ use mcp_core::{ErrorObject, encode_error};
 use serde_json::value::RawValue;
 
 use super::relay::{self, InnerCall, Posted};
-use super::{DETAIL_SESSION_NOT_FOUND, Shared, admitted, detail};
+use super::{DETAIL_SESSION_NOT_FOUND, DETAIL_TOO_MANY_POSTS, Shared, admitted, detail};
 use crate::body::BoxError;
 
 /// Serves one POST; the answer's body is local (never the inner service's).
@@ -57,13 +57,23 @@ where
         Ok(messages) => messages,
         Err(error) => return rpc_error(&error),
     };
-    tokio::spawn(relay::forward(Posted {
-        session,
-        call,
-        headers: parts.headers,
-        extensions: parts.extensions,
-        messages,
-    }));
+    let Some(permit) = session.post_permit() else {
+        let mut res = detail(StatusCode::TOO_MANY_REQUESTS, DETAIL_TOO_MANY_POSTS);
+        res.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        return res;
+    };
+    tokio::spawn(async move {
+        relay::forward(Posted {
+            session,
+            call,
+            headers: parts.headers,
+            extensions: parts.extensions,
+            messages,
+        })
+        .await;
+        drop(permit);
+    });
     let mut res = Response::new(Full::new(Bytes::from_static(b"Accepted")));
     *res.status_mut() = StatusCode::ACCEPTED;
     res

@@ -2,12 +2,15 @@
 //! channel to its stream, and the inner 2025 session it drives.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::Bytes;
 use http::{Extensions, HeaderMap, HeaderValue};
 use mcp_core::{Principal, VirtualHostId};
-use tokio::sync::mpsc;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+
+use super::MAX_POSTS_IN_FLIGHT;
 
 /// What the bridge learnt from the inner `initialize`: the headers every later inner request
 /// carries.
@@ -37,6 +40,11 @@ pub(crate) struct BridgeSession {
     pub(crate) events: mpsc::Sender<Bytes>,
     pub(crate) opening: Opening,
     inner: Mutex<InnerSession>,
+    /// Whether an `initialize` was sent in (only the first one is: each would open an inner
+    /// session).
+    initialize_claimed: AtomicBool,
+    /// Permits for posted messages being forwarded.
+    posts: Arc<Semaphore>,
 }
 
 impl BridgeSession {
@@ -54,7 +62,19 @@ impl BridgeSession {
             events,
             opening,
             inner: Mutex::default(),
+            initialize_claimed: AtomicBool::new(false),
+            posts: Arc::new(Semaphore::new(MAX_POSTS_IN_FLIGHT)),
         }
+    }
+
+    /// True for the first `initialize` of the session only.
+    pub(crate) fn claim_initialize(&self) -> bool {
+        !self.initialize_claimed.swap(true, Ordering::AcqRel)
+    }
+
+    /// A permit to forward one posted body; `None` while [`MAX_POSTS_IN_FLIGHT`] are.
+    pub(crate) fn post_permit(&self) -> Option<OwnedSemaphorePermit> {
+        Arc::clone(&self.posts).try_acquire_owned().ok()
     }
 
     pub(crate) fn inner(&self) -> InnerSession {

@@ -161,11 +161,25 @@ async fn forward_one(
     extensions: Extensions,
     message: Bytes,
 ) {
-    let id = Envelope::parse(&message)
-        .ok()
+    let env = Envelope::parse(&message).ok();
+    let id = env
+        .as_ref()
         .filter(|env| env.kind() == MessageKind::Request)
         .and_then(|env| env.id().cloned());
-    let initializing = session.inner().session_id.is_none();
+    // Each `initialize` opens an inner session: only the session's first goes in, so a batch of
+    // them (or a racing one) cannot leave inner sessions nobody deletes.
+    let initializing = env
+        .as_ref()
+        .is_some_and(|env| env.method() == Some("initialize"));
+    drop(env);
+    if initializing && !session.claim_initialize() {
+        if let Some(id) = &id {
+            let error =
+                ErrorObject::invalid_request("SSE bridge: the session is already initialized");
+            send(session, &encode_error(Some(id), &error)).await;
+        }
+        return;
+    }
     let req = inner_request(Method::POST, session, headers, extensions, message);
     let Some(res) = call(req).await else {
         fail(
@@ -182,7 +196,9 @@ async fn forward_one(
         .filter(|_| initializing)
         .cloned();
     if is_event_stream(&res) {
-        relay_events(session, res.into_body()).await;
+        if !relay_events(session, res.into_body(), id.as_ref()).await {
+            fail(session, id.as_ref(), "the answer broke off").await;
+        }
     } else {
         relay_json(session, call, res, id.as_ref(), new_session).await;
     }
@@ -230,9 +246,16 @@ fn adopt(session: &Arc<BridgeSession>, call: &InnerCall, session_id: HeaderValue
         session_id: Some(session_id),
         protocol_version,
     });
-    if adopted {
-        tokio::spawn(relay_get_stream(Arc::clone(session), Arc::clone(call)));
+    if !adopted {
+        return;
     }
+    if session.events.is_closed() {
+        // The client left while `initialize` ran: `end_when_closed` found no inner session to
+        // delete, so it is deleted here.
+        tokio::spawn(delete_inner(Arc::clone(session), Arc::clone(call)));
+        return;
+    }
+    tokio::spawn(relay_get_stream(Arc::clone(session), Arc::clone(call)));
 }
 
 fn is_event_stream<B>(res: &Response<B>) -> bool {
@@ -255,7 +278,7 @@ async fn relay_get_stream(session: Arc<BridgeSession>, call: InnerCall) {
     let work = async {
         let Some(res) = call(req).await else { return };
         if res.status().is_success() && is_event_stream(&res) {
-            relay_events(&session, res.into_body()).await;
+            relay_events(&session, res.into_body(), None).await;
         } else {
             tracing::debug!(status = %res.status(), "SSE bridge: no inner GET stream");
         }
@@ -267,22 +290,33 @@ async fn relay_get_stream(session: Arc<BridgeSession>, call: InnerCall) {
 }
 
 /// Copies every message of an SSE body onto the client's stream (priming events carry no data
-/// and are not dispatched by the decoder).
-async fn relay_events(session: &BridgeSession, mut body: McpBody) {
+/// and are not dispatched by the decoder). Returns false when the body broke off before the
+/// response to `id` (when given) went out, so the caller can answer the request itself.
+async fn relay_events(session: &BridgeSession, mut body: McpBody, id: Option<&RequestId>) -> bool {
     let mut decoder = SseDecoder::new();
+    let mut answered = id.is_none();
     while let Some(Ok(frame)) = body.frame().await {
         let Ok(data) = frame.into_data() else {
             continue;
         };
         if decoder.push(&data).is_err() {
-            return;
+            return answered;
         }
         while let Ok(Some(event)) = decoder.next_event() {
+            answered |= id.is_some_and(|id| answers(event.data.as_bytes(), id));
             if !send(session, event.data.as_bytes()).await {
-                return;
+                return true; // the client is gone: nobody to answer
             }
         }
     }
+    answered
+}
+
+/// Whether `message` is the response (or error) to request `id`.
+fn answers(message: &[u8], id: &RequestId) -> bool {
+    Envelope::parse(message).is_ok_and(|env| {
+        matches!(env.kind(), MessageKind::Response | MessageKind::Error) && env.id() == Some(id)
+    })
 }
 
 /// Answers the request `id` (if the message was a request) with an internal error, so the client
@@ -310,6 +344,11 @@ pub(crate) async fn end_when_closed(
 ) {
     session.events.closed().await;
     registry.remove(&session.id);
+    delete_inner(session, call).await;
+}
+
+/// Deletes the session's inner session, if it has one.
+async fn delete_inner(session: Arc<BridgeSession>, call: InnerCall) {
     if session.inner().session_id.is_none() {
         return;
     }

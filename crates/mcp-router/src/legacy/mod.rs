@@ -325,8 +325,11 @@ async fn in_session(
         session_id: Some(session_id),
     };
     if method != Method::Ping {
-        if inner.adopted.first_sight(session_id, record) {
-            adopt_recorded(&scope, record);
+        let generation = inner.upstream.session_generation();
+        if let Some(fingerprint) = inner.adopted.first_sight(session_id, record, generation)
+            && !adopt_recorded(&scope, record)
+        {
+            inner.adopted.forget(fingerprint);
         }
         initialize::revive(&scope, record, session_id).await;
     }
@@ -362,7 +365,10 @@ async fn in_session(
 /// Continues the upstream sessions the record names, when this node holds none for the caller
 /// yet (the session was created on another node, or before a restart): see
 /// `Upstream::adopt`.
-fn adopt_recorded(scope: &Scope<'_>, record: &SessionRecord) {
+/// Returns false when a recorded backend is missing from the virtual host (a configuration
+/// change not seen here yet): the record is adopted again on its next request.
+fn adopt_recorded(scope: &Scope<'_>, record: &SessionRecord) -> bool {
+    let mut complete = true;
     for entry in &record.backends {
         let (Some(crate::session::BackendEra::Legacy), Some(id), Some(version), Some(url)) = (
             entry.era,
@@ -372,11 +378,15 @@ fn adopt_recorded(scope: &Scope<'_>, record: &SessionRecord) {
         ) else {
             continue;
         };
-        if let Some(config) = scope.ctx.vhost.backends.get(&entry.name) {
-            let target = scope.target(&entry.name, config);
-            scope.inner.upstream.adopt(&target, &url, id, version);
+        match scope.ctx.vhost.backends.get(&entry.name) {
+            Some(config) => {
+                let target = scope.target(&entry.name, config);
+                scope.inner.upstream.adopt(&target, &url, id, version);
+            }
+            None => complete = false,
         }
     }
+    complete
 }
 
 /// Whether the resource `params.uri` names belongs to exactly one backend, a 2026-07-28 one.

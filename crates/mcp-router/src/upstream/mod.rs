@@ -588,6 +588,12 @@ impl Upstream {
         }
     }
 
+    /// Changes whenever an upstream 2025 session leaves this node's table (evicted, expired,
+    /// ended): adopted records are adopted again after that.
+    pub(crate) fn session_generation(&self) -> u64 {
+        self.sessions.generation()
+    }
+
     /// A downstream 2025 session starts using the caller's upstream session at `url`.
     pub(crate) fn attach(&self, target: &Target<'_>, url: &Url) {
         self.sessions.attach(&Self::session_key(target, url));

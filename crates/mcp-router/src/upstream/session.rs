@@ -43,6 +43,9 @@ pub(crate) struct SessionTable {
     /// session record (which may still name them), so a dead id costs one 404 per node.
     retired: Mutex<Retired>,
     max: usize,
+    /// Counts removals from the table: a node that adopted a record's upstream sessions adopts
+    /// them again once an entry may have gone (see `legacy::adopted`).
+    generation: std::sync::atomic::AtomicU64,
 }
 
 /// A bounded set of retired upstream session ids, oldest dropped first.
@@ -72,6 +75,7 @@ impl SessionTable {
             attached: Mutex::new(HashMap::new()),
             retired: Mutex::new(Retired::default()),
             max,
+            generation: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -86,6 +90,7 @@ impl SessionTable {
             && let Some(victim) = slots.keys().next().cloned()
         {
             slots.remove(&victim);
+            self.bump();
         }
         let slot: Slot = Arc::new(OnceCell::new());
         slots.insert(key.clone(), Arc::clone(&slot));
@@ -106,7 +111,18 @@ impl SessionTable {
             .is_some_and(|current| Arc::ptr_eq(current, session));
         if same {
             slots.remove(key);
+            self.bump();
         }
+    }
+
+    /// How many times an entry left the table.
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    fn bump(&self) {
+        self.generation
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
     }
 
     /// Continues an upstream session another node (or an earlier process) created, as recorded in
@@ -146,7 +162,11 @@ impl SessionTable {
         attached.remove(key);
         drop(attached);
         let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
-        slots.remove(key).and_then(|slot| slot.get().cloned())
+        let removed = slots.remove(key);
+        if removed.is_some() {
+            self.bump();
+        }
+        removed.and_then(|slot| slot.get().cloned())
     }
 
     #[cfg(test)]

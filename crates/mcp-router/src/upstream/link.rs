@@ -32,7 +32,7 @@ use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
 use super::meta;
-use super::{Call, MessageStream, Reply, Target, UpstreamError, final_result, legacy_capabilities};
+use super::{Call, MessageStream, Reply, Target, UpstreamError, final_result};
 
 /// Restart delays after a link died or failed to start, doubling up to the last.
 const BACKOFF_START: Duration = Duration::from_millis(100);
@@ -127,7 +127,10 @@ impl Link {
         }
         let mut params = RawObject::new();
         params.set_str("protocolVersion", super::LEGACY_PROTOCOL.as_str());
-        params.set_raw("capabilities", legacy_capabilities(target.client_caps));
+        // A link declines every request of a 2025 server (it cannot tell which call a request
+        // belongs to), so it declares no client capability: the server then does without
+        // sampling, elicitation and roots instead of asking in vain.
+        params.set_raw("capabilities", no_capabilities());
         params.set_borrowed("clientInfo", client_info);
         let initialize = self.request("initialize", params, None, None, timeout, None)?;
         let result = final_result(initialize).await.map_err(|e| match e {
@@ -313,6 +316,10 @@ impl Link {
         }
         lock(&self.progress).clear();
     }
+}
+
+fn no_capabilities() -> Box<RawValue> {
+    RawValue::from_string("{}".to_owned()).unwrap_or_else(|_| RawValue::NULL.to_owned())
 }
 
 fn call_timeout(target: &Target<'_>) -> Duration {

@@ -16,10 +16,11 @@
 //!   `initialize` (the latest legacy version; the server's answer is accepted) +
 //!   `notifications/initialized`; callers never see the upstream session (the backend describes
 //!   itself like a stdio one).
-//! - **Connections**: one per (backend name, URL, header policy, principal), opened by that principal's first
-//!   call (the GET carries that caller's forwarded headers), ended after the backend's
-//!   `idle_timeout_s` without calls (default 300 s). At most [`MAX_CONNECTIONS`] at once per
-//!   router; beyond that a call fails at once ("too many backend connections").
+//! - **Connections**: one per (backend name, URL, header policy, principal), opened by that
+//!   principal's first call (the GET carries that caller's forwarded headers), ended after the
+//!   backend's `idle_timeout_s` without calls (default 300 s; a running call keeps it). At most
+//!   [`MAX_CONNECTIONS`] at once per router; beyond that a call fails at once ("too many backend
+//!   connections").
 //! - **Failures**: the stream ending or breaking kills the link: calls in flight fail with
 //!   `backend connection lost`, and the next call reconnects after a backoff (100 ms doubling to
 //!   5 s; until then calls fail at once with `backend unreachable`). The URL's circuit breaker

@@ -36,6 +36,8 @@ pub(crate) struct AdminState {
     pub(crate) plugins: Option<crate::plugins::Plugins>,
     /// How many 2024-11-05 SSE streams are open (the SSE bridge's count, read at scrape time).
     pub(crate) sse_sessions: Box<dyn Fn() -> usize + Send + Sync>,
+    /// How many upstream calls wait for a client's `input_required` retry (the router's count).
+    pub(crate) parked_calls: Box<dyn Fn() -> usize + Send + Sync>,
 }
 
 impl AdminState {
@@ -137,6 +139,7 @@ impl<B> Service<Request<B>> for AdminService {
                 "/metrics" => {
                     metrics::record_cache(state.store.stats());
                     metrics::record_sse_sessions((state.sse_sessions)());
+                    metrics::record_parked_calls((state.parked_calls)());
                     let text = metrics::render(state.metrics.as_ref());
                     let mut res = Response::new(boxed(Bytes::from(text)));
                     res.headers_mut().insert(

@@ -147,6 +147,7 @@ impl GatewayBuilder {
             plugins.as_ref().map(|p| Arc::clone(&p.runtime)),
         );
         let breakers = router.breakers().clone();
+        let parked = router.clone();
         let metadata = Arc::new(ResourceMetadata::from_config(&config));
         let sse = SseBridgeLayer::new()
             .max_body_bytes(config.limits.max_body_bytes)
@@ -166,6 +167,7 @@ impl GatewayBuilder {
             breakers,
             plugins,
             sse_sessions: Box::new(move || sse.open_sessions()),
+            parked_calls: Box::new(move || parked.parked_calls()),
         });
         Ok(Gateway {
             service: GatewayService::new(mcp, shared),

@@ -131,6 +131,7 @@
 //! | `mcp_gateway_config_store_ready` | gauge (1/0), refreshed every 5 s and by `/readyz` | |
 //! | `mcp_gateway_build_info` | gauge (1) | `version` |
 //! | `mcp_gateway_sse_sessions_open` | gauge, read at each scrape: open 2024-11-05 SSE streams (`sse_downstream`) | |
+//! | `mcp_gateway_parked_calls` | gauge, read at each scrape: 2025 backends' calls waiting for a 2026-07-28 client's `input_required` retry | |
 //! | `mcp_breaker_state`, `mcp_breaker_calls_total`, `mcp_breaker_rejections_total`, `mcp_breaker_transitions_total`, ... | the router's per-backend circuit breakers (`mcp-breaker`) | `breaker`, ... |
 //!
 //! ## Logs

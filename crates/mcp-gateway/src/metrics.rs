@@ -20,6 +20,7 @@ pub(crate) const CACHE_ERRORS: &str = "mcp_gateway_config_cache_load_errors_tota
 pub(crate) const STORE_READY: &str = "mcp_gateway_config_store_ready";
 pub(crate) const BUILD_INFO: &str = "mcp_gateway_build_info";
 pub(crate) const SSE_SESSIONS: &str = "mcp_gateway_sse_sessions_open";
+pub(crate) const PARKED_CALLS: &str = "mcp_gateway_parked_calls";
 
 /// Latency buckets in seconds: sub-millisecond gateway overhead up to long streamed calls.
 const BUCKETS: &[f64] = &[
@@ -83,6 +84,10 @@ fn describe() {
     metrics::describe_gauge!(
         SSE_SESSIONS,
         "Open 2024-11-05 SSE streams (virtual hosts with sse_downstream)"
+    );
+    metrics::describe_gauge!(
+        PARKED_CALLS,
+        "2025 backends' calls waiting for a 2026-07-28 client's input_required retry"
     );
 }
 
@@ -192,6 +197,11 @@ pub(crate) fn record_cache(stats: CacheStats) {
 /// Records how many 2024-11-05 SSE streams are open.
 pub(crate) fn record_sse_sessions(open: usize) {
     metrics::gauge!(SSE_SESSIONS).set(open as f64);
+}
+
+/// Records how many upstream calls wait for a client's `input_required` retry.
+pub(crate) fn record_parked_calls(parked: usize) {
+    metrics::gauge!(PARKED_CALLS).set(parked as f64);
 }
 
 /// Records the store's readiness.

@@ -132,6 +132,12 @@ impl McpRouter {
     pub fn breakers(&self) -> &mcp_breaker::BreakerRegistry {
         self.inner.upstream.breakers()
     }
+
+    /// How many 2025 backends' calls wait for a 2026-07-28 client's `input_required` retry on
+    /// this node (see the crate docs), for metrics.
+    pub fn parked_calls(&self) -> usize {
+        self.inner.parked.len()
+    }
 }
 
 /// Builds an [`McpRouter`].

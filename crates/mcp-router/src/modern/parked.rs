@@ -126,7 +126,6 @@ impl<T: Send + 'static> ParkedCalls<T> {
     }
 
     /// How many calls are parked.
-    #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         lock(&self.inner.state).calls.len()
     }

@@ -62,33 +62,6 @@ fn router() -> McpRouter {
         .build()
 }
 
-fn text(reply: &support::Reply) -> String {
-    let body = reply.json();
-    body["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap_or_else(|| panic!("a text result: {body}"))
-        .to_owned()
-}
-
-fn tool_names(reply: &support::Reply) -> Vec<String> {
-    reply.json()["result"]["tools"]
-        .as_array()
-        .unwrap_or_else(|| panic!("tools: {}", reply.text()))
-        .iter()
-        .filter_map(|t| t["name"].as_str().map(str::to_owned))
-        .collect()
-}
-
-async fn call(gw: &Gateway, sub: &str, tool: &str, arguments: Value) -> support::Reply {
-    gw.modern(
-        sub,
-        "vh",
-        "tools/call",
-        json!({"name": tool, "arguments": arguments}),
-    )
-    .await
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_sse_server_serves_modern_and_legacy_clients_of_several_principals() {
     let Some(python) = python("mcp1") else {
@@ -102,12 +75,17 @@ async fn an_sse_server_serves_modern_and_legacy_clients_of_several_principals() 
     );
     let gw = Gateway::start_with(&[("alice", users.clone()), ("bob", users)], router()).await;
 
-    let names = tool_names(&gw.modern("alice", "vh", "tools/list", json!({})).await);
+    let names = gw
+        .modern("alice", "vh", "tools/list", json!({}))
+        .await
+        .tool_names();
     for tool in ["py-echo", "py-slow", "alpha-echo"] {
         assert!(names.iter().any(|n| n == tool), "{tool} in {names:?}");
     }
     assert_eq!(
-        text(&call(&gw, "alice", "alpha-echo", json!({"text": "http"})).await),
+        gw.call_tool("alice", "alpha-echo", json!({"text": "http"}))
+            .await
+            .result_text(),
         "alpha: http"
     );
 
@@ -117,8 +95,10 @@ async fn an_sse_server_serves_modern_and_legacy_clients_of_several_principals() 
         let tool = if n % 3 == 0 { "alpha-echo" } else { "py-echo" };
         let gw = &gw;
         async move {
-            let reply = call(gw, sub, tool, json!({"text": format!("{sub}-{n}")})).await;
-            (n, sub, tool, text(&reply))
+            let reply = gw
+                .call_tool(sub, tool, json!({"text": format!("{sub}-{n}")}))
+                .await;
+            (n, sub, tool, reply.result_text())
         }
     });
     for (n, sub, tool, answer) in futures_util::future::join_all(calls).await {
@@ -199,19 +179,16 @@ async fn the_default_transport_finds_an_sse_server_by_the_fallback_rule() {
     let users = config(&alpha, json!({"url": server.url(), "timeout_ms": 20000}));
     let gw = Gateway::start_with(&[("alice", users)], router()).await;
 
-    let names = tool_names(&gw.modern("alice", "vh", "tools/list", json!({})).await);
+    let names = gw
+        .modern("alice", "vh", "tools/list", json!({}))
+        .await
+        .tool_names();
     assert!(names.iter().any(|n| n == "py-echo"), "{names:?}");
     for n in 0..3 {
         assert_eq!(
-            text(
-                &call(
-                    &gw,
-                    "alice",
-                    "py-echo",
-                    json!({"text": format!("found-{n}")})
-                )
+            gw.call_tool("alice", "py-echo", json!({"text": format!("found-{n}")}))
                 .await
-            ),
+                .result_text(),
             format!("py-sse: found-{n}")
         );
     }
@@ -231,9 +208,12 @@ async fn a_killed_sse_server_fails_its_call_and_is_reconnected_once_back() {
     let router = router();
     let breakers = router.breakers().clone();
     let gw = Gateway::start_with(&[("alice", users)], router).await;
-    let before = text(&call(&gw, "alice", "py-pid", json!({})).await);
+    let before = gw
+        .call_tool("alice", "py-pid", json!({}))
+        .await
+        .result_text();
 
-    let crashed = call(&gw, "alice", "py-crash", json!({})).await;
+    let crashed = gw.call_tool("alice", "py-crash", json!({})).await;
     assert_eq!(
         crashed.json()["error"]["message"],
         "Backend py failed: backend connection lost",
@@ -254,9 +234,9 @@ async fn a_killed_sse_server_fails_its_call_and_is_reconnected_once_back() {
     // The reconnect waits for its backoff; calls fail at once until then.
     let mut after = None;
     for _ in 0..50 {
-        let reply = call(&gw, "alice", "py-pid", json!({})).await;
+        let reply = gw.call_tool("alice", "py-pid", json!({})).await;
         if reply.json()["result"].is_object() {
-            after = Some(text(&reply));
+            after = Some(reply.result_text());
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -320,7 +300,7 @@ async fn an_endpoint_on_another_origin_is_refused() {
     );
     let gw = Gateway::start_with(&[("alice", users)], router()).await;
 
-    let refused = call(&gw, "alice", "py-echo", json!({"text": "x"})).await;
+    let refused = gw.call_tool("alice", "py-echo", json!({"text": "x"})).await;
     assert_eq!(
         refused.json()["error"]["message"],
         "Backend py failed: malformed backend response: SSE endpoint on another origin",
@@ -330,7 +310,9 @@ async fn an_endpoint_on_another_origin_is_refused() {
     assert_eq!(hits.load(Ordering::SeqCst), 0, "nothing was POSTed there");
     // The HTTP backend of the same virtual host is unaffected.
     assert_eq!(
-        text(&call(&gw, "alice", "alpha-echo", json!({"text": "ok"})).await),
+        gw.call_tool("alice", "alpha-echo", json!({"text": "ok"}))
+            .await
+            .result_text(),
         "alpha: ok"
     );
 }
@@ -382,9 +364,12 @@ async fn a_call_whose_post_is_refused_fails_with_the_status() {
     );
     let gw = Gateway::start_with(&[("alice", users)], router()).await;
 
-    let names = tool_names(&gw.modern("alice", "vh", "tools/list", json!({})).await);
+    let names = gw
+        .modern("alice", "vh", "tools/list", json!({}))
+        .await
+        .tool_names();
     assert!(names.iter().any(|n| n == "py-echo"), "{names:?}");
-    let refused = call(&gw, "alice", "py-echo", json!({})).await;
+    let refused = gw.call_tool("alice", "py-echo", json!({})).await;
     assert_eq!(
         refused.json()["error"]["message"],
         "Backend py failed: backend answered HTTP 503",

@@ -62,24 +62,6 @@ fn processes_with(marker: &str) -> usize {
         .count()
 }
 
-fn text(reply: &support::Reply) -> String {
-    let body = reply.json();
-    body["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap_or_else(|| panic!("a text result: {body}"))
-        .to_owned()
-}
-
-async fn call(gw: &Gateway, sub: &str, tool: &str, arguments: Value) -> support::Reply {
-    gw.modern(
-        sub,
-        "vh",
-        "tools/call",
-        json!({"name": tool, "arguments": arguments}),
-    )
-    .await
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stdio_server_serves_modern_and_legacy_clients_of_several_principals() {
     let Some(python) = python("mcp1") else {
@@ -91,18 +73,17 @@ async fn a_stdio_server_serves_modern_and_legacy_clients_of_several_principals()
     let gw =
         Gateway::start_with(&[("alice", users.clone()), ("bob", users)], router(&python)).await;
 
-    let list = gw.modern("alice", "vh", "tools/list", json!({})).await;
-    let names: Vec<String> = list.json()["result"]["tools"]
-        .as_array()
-        .unwrap_or_else(|| panic!("tools: {}", list.text()))
-        .iter()
-        .filter_map(|t| t["name"].as_str().map(str::to_owned))
-        .collect();
+    let names = gw
+        .modern("alice", "vh", "tools/list", json!({}))
+        .await
+        .tool_names();
     for tool in ["py-echo", "py-slow", "alpha-echo"] {
         assert!(names.iter().any(|n| n == tool), "{tool} in {names:?}");
     }
     assert_eq!(
-        text(&call(&gw, "alice", "alpha-echo", json!({"text": "http"})).await),
+        gw.call_tool("alice", "alpha-echo", json!({"text": "http"}))
+            .await
+            .result_text(),
         "alpha: http"
     );
 
@@ -111,8 +92,10 @@ async fn a_stdio_server_serves_modern_and_legacy_clients_of_several_principals()
         let sub = if n % 2 == 0 { "alice" } else { "bob" };
         let gw = &gw;
         async move {
-            let reply = call(gw, sub, "py-echo", json!({"text": format!("{sub}-{n}")})).await;
-            (n, sub, text(&reply))
+            let reply = gw
+                .call_tool(sub, "py-echo", json!({"text": format!("{sub}-{n}")}))
+                .await;
+            (n, sub, reply.result_text())
         }
     });
     for (n, sub, answer) in futures_util::future::join_all(calls).await {
@@ -175,9 +158,12 @@ async fn a_crashed_process_fails_its_call_and_is_restarted() {
         router,
     )
     .await;
-    let before = text(&call(&gw, "alice", "py-pid", json!({})).await);
+    let before = gw
+        .call_tool("alice", "py-pid", json!({}))
+        .await
+        .result_text();
 
-    let crashed = call(&gw, "alice", "py-crash", json!({})).await;
+    let crashed = gw.call_tool("alice", "py-crash", json!({})).await;
     assert_eq!(
         crashed.json()["error"]["message"],
         "Backend py failed: backend connection lost",
@@ -194,9 +180,9 @@ async fn a_crashed_process_fails_its_call_and_is_restarted() {
     // After the restart backoff the next call gets a fresh process.
     let mut after = None;
     for _ in 0..50 {
-        let reply = call(&gw, "alice", "py-pid", json!({})).await;
+        let reply = gw.call_tool("alice", "py-pid", json!({})).await;
         if reply.json()["result"].is_object() {
-            after = Some(text(&reply));
+            after = Some(reply.result_text());
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -221,8 +207,11 @@ async fn per_principal_processes_end_after_their_idle_timeout() {
     );
     let gw =
         Gateway::start_with(&[("alice", users.clone()), ("bob", users)], router(&python)).await;
-    let alice = text(&call(&gw, "alice", "py-pid", json!({})).await);
-    let bob = text(&call(&gw, "bob", "py-pid", json!({})).await);
+    let alice = gw
+        .call_tool("alice", "py-pid", json!({}))
+        .await
+        .result_text();
+    let bob = gw.call_tool("bob", "py-pid", json!({})).await.result_text();
     assert_ne!(alice, bob, "one process per principal");
     // (Not counted here: on a loaded machine alice's process may already have idled out.)
     assert!(processes_with(&marker) >= 1);
@@ -236,7 +225,9 @@ async fn per_principal_processes_end_after_their_idle_timeout() {
     }
     assert!(gone, "idle per-principal processes are ended and reaped");
     assert_eq!(
-        text(&call(&gw, "alice", "py-echo", json!({"text": "back"})).await),
+        gw.call_tool("alice", "py-echo", json!({"text": "back"}))
+            .await
+            .result_text(),
         "py: back",
         "a later call starts a new one"
     );
@@ -254,7 +245,7 @@ async fn a_command_outside_the_allow_list_is_never_started() {
             .build(),
     )
     .await;
-    let refused = call(&gw, "alice", "py-echo", json!({"text": "x"})).await;
+    let refused = gw.call_tool("alice", "py-echo", json!({"text": "x"})).await;
     assert_eq!(
         refused.json()["error"]["message"],
         "Backend py failed: backend command not allowed by the gateway operator",
@@ -264,7 +255,9 @@ async fn a_command_outside_the_allow_list_is_never_started() {
     assert_eq!(processes_with(&marker), 0);
     // The HTTP backend of the same virtual host is unaffected.
     assert_eq!(
-        text(&call(&gw, "alice", "alpha-echo", json!({"text": "ok"})).await),
+        gw.call_tool("alice", "alpha-echo", json!({"text": "ok"}))
+            .await
+            .result_text(),
         "alpha: ok"
     );
 }

@@ -4,45 +4,17 @@ gateway's SSE-backend tests.
 Usage: py_sse_server.py [PORT]. Listens on 127.0.0.1:PORT (a free port when PORT is 0 or absent)
 and prints `PORT <n>` on stdout once it accepts connections: the stream is at /sse, messages are
 POSTed to /messages/. Tools: echo (text back), slow (progress per step), crash (the process exits
-mid-call), pid (its process id).
+mid-call), pid (its process id): the tool set of `py_stdio_server.py`.
 """
 
 import asyncio
-import os
 import socket
 import sys
 
 import uvicorn
-from mcp.server.fastmcp import Context, FastMCP
+from py_stdio_server import build
 
-mcp = FastMCP("py-sse", log_level="WARNING")
-
-
-@mcp.tool()
-def echo(text: str) -> str:
-    """Returns the text, prefixed with the server's name."""
-    return f"py-sse: {text}"
-
-
-@mcp.tool()
-async def slow(steps: int, ctx: Context) -> str:
-    """Reports progress for each step, then says done."""
-    for step in range(1, steps + 1):
-        await ctx.report_progress(step, steps)
-        await asyncio.sleep(0.01)
-    return "py-sse: done"
-
-
-@mcp.tool()
-def crash() -> str:
-    """Ends the process in the middle of the call."""
-    os._exit(3)
-
-
-@mcp.tool()
-def pid() -> str:
-    """The server's process id."""
-    return str(os.getpid())
+mcp = build("py-sse", "py-sse", log_level="WARNING")
 
 
 async def main() -> None:

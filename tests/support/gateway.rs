@@ -212,6 +212,17 @@ impl Gateway {
         .await
     }
 
+    /// A 2026-07-28 `tools/call` of `tool` for `sub` on virtual host `vh`.
+    pub async fn call_tool(&self, sub: &str, tool: &str, arguments: Value) -> Reply {
+        self.modern(
+            sub,
+            "vh",
+            "tools/call",
+            json!({"name": tool, "arguments": arguments}),
+        )
+        .await
+    }
+
     /// Opens a 2025-11-25 session of `sub` on `vhost` (`initialize` only): its id.
     pub async fn legacy_session(&self, sub: &str, vhost: &str) -> String {
         let init = self

@@ -75,6 +75,25 @@ impl Reply {
             .unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.text()))
     }
 
+    /// The text of a JSON answer's first content block (`result.content[0].text`).
+    pub fn result_text(&self) -> String {
+        let body = self.json();
+        body["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_else(|| panic!("a text result: {body}"))
+            .to_owned()
+    }
+
+    /// The tool names of a JSON `tools/list` answer.
+    pub fn tool_names(&self) -> Vec<String> {
+        self.json()["result"]["tools"]
+            .as_array()
+            .unwrap_or_else(|| panic!("tools: {}", self.text()))
+            .iter()
+            .filter_map(|t| t["name"].as_str().map(str::to_owned))
+            .collect()
+    }
+
     /// The JSON messages of an SSE body, in order.
     pub fn sse_messages(&self) -> Vec<serde_json::Value> {
         self.text()

@@ -153,6 +153,9 @@ pub(crate) struct Upstream {
     sse: sse::SsePool,
     /// URLs found to speak HTTP+SSE by the fallback rule, and when.
     sse_urls: Mutex<HashMap<String, Instant>>,
+    /// Whether `sse_urls` ever held a URL: until then no call takes its lock (every call to an
+    /// HTTP backend asks).
+    any_sse_url: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for Upstream {
@@ -176,6 +179,7 @@ impl Upstream {
         Self {
             sse: sse::SsePool::new(http.clone(), client_info.clone()),
             sse_urls: Mutex::new(HashMap::new()),
+            any_sse_url: std::sync::atomic::AtomicBool::new(false),
             http,
             sessions: SessionTable::new(options.max_sessions),
             options,
@@ -451,6 +455,9 @@ impl Upstream {
         if target.config.transport == Transport::Sse {
             return true;
         }
+        if !self.any_sse_url.load(Ordering::Acquire) {
+            return false;
+        }
         let mut urls = self.sse_urls.lock().unwrap_or_else(|p| p.into_inner());
         match urls.get(url.as_str()) {
             Some(found) if found.elapsed() <= self.options.era_ttl => true,
@@ -485,6 +492,7 @@ impl Upstream {
         );
         let mut urls = self.sse_urls.lock().unwrap_or_else(|p| p.into_inner());
         urls.insert(url.as_str().to_owned(), Instant::now());
+        self.any_sse_url.store(true, Ordering::Release);
         Ok(())
     }
 

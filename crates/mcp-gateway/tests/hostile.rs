@@ -934,6 +934,8 @@ enum Misbehaviour {
     EndlessEvent,
     /// Reads the request and never sends a response head.
     SilentHead,
+    /// `200 text/event-stream` with one progress notification, then the end of the stream.
+    NoResponse,
 }
 
 /// A body that yields `chunk` forever.
@@ -1000,6 +1002,15 @@ async fn misbehave(req: Request<Incoming>, how: Misbehaviour) -> Response<AnyBod
                     )
                     .expect("response"),
                 Misbehaviour::SilentHead => std::future::pending().await,
+                Misbehaviour::NoResponse => Response::builder()
+                    .header("content-type", "text/event-stream")
+                    .body(
+                        Full::new(Bytes::from_static(
+                            b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":\"x\",\"progress\":1}}\n\n",
+                        ))
+                        .boxed(),
+                    )
+                    .expect("response"),
             };
         }
         _ => {
@@ -1051,8 +1062,8 @@ impl Drop for Misbehaving {
     }
 }
 
-/// Backends that answer garbage, a gigantic body, an endless event or no response head at all:
-/// each routed call ends with `-32603 Backend <name> failed: …` (bounded by the 16 MiB message
+/// Backends that answer garbage, a gigantic body, an endless event, no response head at all, or a
+/// stream that ends before the response: each routed call ends with `-32603 Backend <name> failed: …` (bounded by the 16 MiB message
 /// limit or the backend's `timeout_ms`), the gateway stays up, and other backends keep working.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn misbehaving_backends_end_in_jsonrpc_errors() {
@@ -1082,6 +1093,11 @@ async fn misbehaving_backends_end_in_jsonrpc_errors() {
             "silent",
             Misbehaviour::SilentHead,
             "Backend silent failed: backend timed out after 1.5s",
+        ),
+        (
+            "quitter",
+            Misbehaviour::NoResponse,
+            "Backend quitter failed: backend ended its answer without a response",
         ),
     ];
     let mut backends = Vec::new();

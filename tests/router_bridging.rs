@@ -263,3 +263,33 @@ async fn a_legacy_backends_results_get_the_fields_a_modern_client_requires() {
     );
     assert_eq!(result["contents"][0]["uri"], "beta-test://beta/static");
 }
+
+#[tokio::test]
+async fn one_caller_cannot_take_every_parking_place() {
+    let beta = TestBackend::start(BackendSpec::legacy("beta")).await;
+    let config = user_config(&[("beta", beta.url())]);
+    let gw = Gateway::start(&[("alice", config.clone()), ("bob", config)]).await;
+    // Every call stays parked (nobody answers): alice's share fills up.
+    for _ in 0..100 {
+        input_required(
+            &gw.modern("alice", "vh", "tools/call", ask(None, None))
+                .await,
+        );
+    }
+    let over = gw
+        .modern("alice", "vh", "tools/call", ask(None, None))
+        .await;
+    let message = last_message(&over);
+    // The backend's request was declined instead, and its tool says so in its own error.
+    assert_eq!(message["error"]["code"], -32603, "{message}");
+    assert!(
+        message["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains(
+                "server-to-client requests are not relayed to 2026-07-28 clients by the gateway"
+            )),
+        "{message}"
+    );
+    // Another caller still has room.
+    input_required(&gw.modern("bob", "vh", "tools/call", ask(None, None)).await);
+}

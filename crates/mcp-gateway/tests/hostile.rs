@@ -562,15 +562,20 @@ fn handmade_token(header: &Value, claims: &Value, signature: &str) -> String {
     )
 }
 
-async fn assert_401(gw: &GatewayProcess, token: &str, detail: &str) {
-    let reply = send(
+/// POSTs `{}` to the endpoint with `token` as the bearer.
+async fn post_with(gw: &GatewayProcess, token: &str) -> Reply {
+    send(
         gw.addr,
         "POST",
         PATH,
         &[("authorization", &format!("Bearer {token}"))],
         "{}",
     )
-    .await;
+    .await
+}
+
+async fn assert_401(gw: &GatewayProcess, token: &str, detail: &str) {
+    let reply = post_with(gw, token).await;
     reply.assert_detail(401, detail);
     assert!(
         reply
@@ -602,14 +607,7 @@ async fn jwt_algorithm_confusion_and_alg_none_against_an_rsa_key() {
 
     // Baseline: a genuine RS256 token is served.
     let genuine = rs256_token(&claims_for("alice"), None);
-    let ok = send(
-        gw.addr,
-        "POST",
-        PATH,
-        &[("authorization", &format!("Bearer {genuine}"))],
-        "{}",
-    )
-    .await;
+    let ok = post_with(&gw, &genuine).await;
     assert_eq!(ok.status, 400, "past authentication: {}", ok.text());
 
     let public_pem = std::fs::read(format!("{FIXTURES}/rsa_public.pem")).expect("public key");
@@ -705,14 +703,7 @@ async fn jwt_kid_injection_and_embedded_keys_against_a_jwks() {
     let kid = jwk["kid"].as_str().expect("kid").to_owned();
 
     let genuine = rs256_token(&claims_for("alice"), Some(&kid));
-    let ok = send(
-        gw.addr,
-        "POST",
-        PATH,
-        &[("authorization", &format!("Bearer {genuine}"))],
-        "{}",
-    )
-    .await;
+    let ok = post_with(&gw, &genuine).await;
     assert_eq!(ok.status, 400, "past authentication: {}", ok.text());
     let after_first = fetches.load(Ordering::SeqCst);
     assert!(after_first >= 1, "the key set was fetched");

@@ -39,6 +39,20 @@ fn error_of(body: &Value) -> Option<(i64, String)> {
     ))
 }
 
+/// alice's `alpha-echo` call through `gw`: the answer's JSON.
+async fn call_echo(gw: &GatewayProcess) -> Value {
+    modern(
+        gw.addr,
+        "alice",
+        "vh",
+        "tools/call",
+        json!({"name": "alpha-echo", "arguments": {"text": "hi"}}),
+        &[],
+    )
+    .await
+    .json()
+}
+
 #[tokio::test]
 async fn an_invalid_plugin_document_stops_check_config_and_serve() {
     let dir = workdir("plugins-invalid");
@@ -76,18 +90,7 @@ async fn an_invalid_reload_fails_closed_until_a_valid_document_is_written() {
     );
     write(dir.path(), "plugins.toml", DENY_ECHO);
     let gw = GatewayProcess::start(dir.path(), &config(), &[]).await;
-    let echo = || async {
-        modern(
-            gw.addr,
-            "alice",
-            "vh",
-            "tools/call",
-            json!({"name": "alpha-echo", "arguments": {"text": "hi"}}),
-            &[],
-        )
-        .await
-        .json()
-    };
+    let echo = || call_echo(&gw);
     assert_eq!(
         error_of(&echo().await),
         Some((-32600, "Tool not allowed: alpha-echo".to_owned()))
@@ -173,18 +176,7 @@ async fn the_plugin_document_can_live_in_redis() {
 
     set(&redis, "gw:plugins", DENY_ECHO).await;
     let gw = GatewayProcess::start(dir.path(), &config, &[]).await;
-    let echo = || async {
-        modern(
-            gw.addr,
-            "alice",
-            "vh",
-            "tools/call",
-            json!({"name": "alpha-echo", "arguments": {"text": "hi"}}),
-            &[],
-        )
-        .await
-        .json()
-    };
+    let echo = || call_echo(&gw);
     assert_eq!(
         error_of(&echo().await),
         Some((-32600, "Tool not allowed: alpha-echo".to_owned()))

@@ -533,21 +533,9 @@ async fn closing_a_2025_session_does_not_fail_the_same_principals_modern_calls()
     let cycler = {
         let (gw, stop) = (Arc::clone(&gw), Arc::clone(&stop));
         tokio::spawn(async move {
-            let auth = bearer("alice");
             while !stop.load(Ordering::SeqCst) {
                 let session = legacy_initialize(gw.addr, "alice", "vh1").await;
-                let deleted = support::send(
-                    gw.addr,
-                    "DELETE",
-                    "/servers/vh1/mcp",
-                    &[
-                        ("authorization", auth.as_str()),
-                        ("mcp-session-id", session.as_str()),
-                        ("mcp-protocol-version", "2025-11-25"),
-                    ],
-                    "",
-                )
-                .await;
+                let deleted = support::legacy_delete(gw.addr, "alice", "vh1", &session).await;
                 assert_eq!(deleted.status, 200, "{}", deleted.text());
             }
         })

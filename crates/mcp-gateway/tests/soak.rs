@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 use mcp_test_backends::{BackendSpec, TestBackend};
 use serde_json::json;
 use support::{
-    GatewayProcess, base_config, bearer, legacy_initialize, legacy_post, metric, modern,
-    modern_meta, poll_until, send, users_json, workdir,
+    GatewayProcess, base_config, legacy_initialize, legacy_post, metric, modern, modern_meta,
+    poll_until, users_json, workdir,
 };
 
 /// The process's resources as the kernel reports them.
@@ -86,19 +86,7 @@ async fn legacy_cycle(gw: &GatewayProcess, n: u64) {
             "{answer}"
         );
     }
-    let auth = bearer("alice");
-    let deleted = send(
-        gw.addr,
-        "DELETE",
-        "/servers/vh1/mcp",
-        &[
-            ("authorization", auth.as_str()),
-            ("mcp-session-id", session.as_str()),
-            ("mcp-protocol-version", "2025-11-25"),
-        ],
-        "",
-    )
-    .await;
+    let deleted = support::legacy_delete(gw.addr, "alice", "vh1", &session).await;
     assert_eq!(deleted.status, 200, "{}", deleted.text());
 }
 

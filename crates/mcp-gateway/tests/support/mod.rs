@@ -546,6 +546,23 @@ pub async fn legacy_initialize(addr: SocketAddr, sub: &str, vhost: &str) -> Stri
     session
 }
 
+/// Ends the 2025-11-25 session `session` of `sub` on `vhost` (HTTP DELETE).
+pub async fn legacy_delete(addr: SocketAddr, sub: &str, vhost: &str, session: &str) -> Reply {
+    let auth = bearer(sub);
+    send(
+        addr,
+        "DELETE",
+        &format!("/servers/{vhost}/mcp"),
+        &[
+            ("authorization", auth.as_str()),
+            ("mcp-session-id", session),
+            ("mcp-protocol-version", "2025-11-25"),
+        ],
+        "",
+    )
+    .await
+}
+
 /// `(code, message)` of the JSON-RPC error in `reply` (the last message of an SSE answer).
 pub fn rpc_error(reply: &Reply) -> (i64, String) {
     let message = reply.messages().pop().expect("a JSON-RPC message");

@@ -11,13 +11,11 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use futures_util::stream::BoxStream;
 use mcp_core::{Envelope, MessageKind, RawObject, encode_notification};
-use mcp_fallback::ToolHints;
 
 use crate::naming::{ItemKind, Namer, Resolution};
 use crate::router::RouterInner;
 use crate::scope::OwnedCaller;
 use crate::session::BackendEra;
-use crate::upstream::Call;
 
 /// How long a follower waits before reopening listens that ended.
 const REOPEN_AFTER: Duration = Duration::from_secs(2);
@@ -95,27 +93,14 @@ async fn open(follower: &Follower, modern: &[String]) -> BoxStream<'static, (Str
                 _ => None,
             })
             .collect();
-        let mut notifications = RawObject::new();
-        for flag in [
-            "toolsListChanged",
-            "promptsListChanged",
-            "resourcesListChanged",
-        ] {
-            notifications.set_json(flag, &true);
-        }
-        if !uris.is_empty() {
-            notifications.set_json("resourceSubscriptions", &uris);
-        }
-        let mut params = RawObject::new();
-        params.set_raw("notifications", notifications.to_raw());
-        let call = Call {
-            method: "subscriptions/listen",
-            params,
-            name: None,
-            progress_token: None,
-            hints: ToolHints::NONE,
-            headers: None,
-        };
+        let call = crate::modern::listen_call(
+            &[
+                "toolsListChanged",
+                "promptsListChanged",
+                "resourcesListChanged",
+            ],
+            &uris,
+        );
         match follower.inner.upstream.send(&target, &call).await {
             Ok(reply) => {
                 let name = backend.clone();

@@ -23,6 +23,7 @@ use crate::scope::Scope;
 
 pub(crate) use call::{MAX_PARKED_PER_CALLER, ParkedCalls, targeted};
 pub(crate) use discover::merge_capabilities;
+pub(crate) use subscribe::listen_call;
 
 /// Serves one modern request (`env` is a request, not a notification).
 pub(crate) async fn serve(

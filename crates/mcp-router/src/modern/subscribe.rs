@@ -141,6 +141,28 @@ pub(crate) async fn listen(
     res
 }
 
+/// A `subscriptions/listen` to a backend for the list-change `flags` and the resource `uris`
+/// (upstream URIs; none: no resource subscription).
+pub(crate) fn listen_call(flags: &[&str], uris: &[String]) -> Call<'static> {
+    let mut notifications = RawObject::new();
+    for flag in flags {
+        notifications.set_json(flag, &true);
+    }
+    if !uris.is_empty() {
+        notifications.set_json("resourceSubscriptions", &uris);
+    }
+    let mut params = RawObject::new();
+    params.set_raw("notifications", notifications.to_raw());
+    Call {
+        method: "subscriptions/listen",
+        params,
+        name: None,
+        progress_token: None,
+        hints: ToolHints::NONE,
+        headers: None,
+    }
+}
+
 /// The notifications of one backend for this subscription; `None` when it offers nothing.
 async fn backend_feed(
     scope: &Scope<'_>,
@@ -154,23 +176,7 @@ async fn backend_feed(
     let backend = name.to_owned();
     match description.era {
         Era::Modern => {
-            let mut notifications = RawObject::new();
-            for flag in flags {
-                notifications.set_json(flag, &true);
-            }
-            if !uris.is_empty() {
-                notifications.set_json("resourceSubscriptions", &uris);
-            }
-            let mut params = RawObject::new();
-            params.set_raw("notifications", notifications.to_raw());
-            let call = Call {
-                method: "subscriptions/listen",
-                params,
-                name: None,
-                progress_token: None,
-                hints: ToolHints::NONE,
-                headers: None,
-            };
+            let call = listen_call(flags, &uris);
             let reply = scope.inner.upstream.send(&target, &call).await.ok()?;
             Some(
                 reply

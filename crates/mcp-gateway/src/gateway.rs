@@ -226,6 +226,8 @@ fn build_router(
         .request_state_ttl(r.request_state_ttl)
         .upstream(UpstreamOptions {
             connect_timeout: r.upstream_connect_timeout,
+            max_sessions: r.max_upstream_sessions,
+            max_sessions_per_principal: r.max_upstream_sessions_per_principal,
             ..UpstreamOptions::default()
         })
         .breaker_defaults(config.breaker.clone())

@@ -7,6 +7,20 @@ use http::Extensions;
 use mcp_config_store::{UserConfig, VirtualHost, VirtualHostConfig};
 use mcp_core::{Era, ErrorObject, Principal, VirtualHostId, error_code};
 
+/// Largest client capability object accepted (`initialize` params, 2026-07-28 `_meta`), in bytes
+/// of JSON. Real clients send well under a kilobyte; the object is kept with every 2025 session
+/// and sent to every backend, so its size is what a caller could make the gateway hold.
+pub(crate) const MAX_CLIENT_CAPABILITIES_BYTES: usize = 16 * 1024;
+
+/// `-32602` for a capability object over [`MAX_CLIENT_CAPABILITIES_BYTES`], `None` otherwise.
+pub(crate) fn oversize_capabilities(caps: &serde_json::value::RawValue) -> Option<ErrorObject> {
+    (caps.get().len() > MAX_CLIENT_CAPABILITIES_BYTES).then(|| {
+        ErrorObject::invalid_params(format!(
+            "Client capabilities too large: at most {MAX_CLIENT_CAPABILITIES_BYTES} bytes"
+        ))
+    })
+}
+
 /// The established facts of one request.
 #[derive(Clone, Debug)]
 pub(crate) struct RequestContext {

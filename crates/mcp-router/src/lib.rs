@@ -11,13 +11,22 @@
 //!   when the backend streams (progress and log notifications), with MRTR `requestState` wrapped
 //!   in a gateway envelope bound to the caller.
 //! - **Backends of either era**: each backend's era is probed once with `server/discover` and
-//!   cached per URL (re-probed after failures). Modern backends get stateless requests with
-//!   synthesised `_meta` and the standard headers; legacy (2025) backends get upstream sessions,
-//!   one per (principal, backend URL, client capability set) shared by the caller's requests and
-//!   sessions, re-initialised transparently when the backend forgets them (404). Every backend URL
-//!   has a circuit breaker (`mcp-breaker`); a backend's `replicas` take over under `mcp-fallback`'s
-//!   replay rules; a failing backend's last good list/discover answer is served for a while,
-//!   marked stale. A backend may also be a **stdio program** (`command`): started only when the
+//!   cached per credential scope (re-probed after failures). Modern backends get stateless
+//!   requests with synthesised `_meta` and the standard headers; legacy (2025) backends get
+//!   upstream sessions, one per (credential scope, client capability set) shared by the caller's
+//!   requests and sessions, re-initialised transparently when the backend forgets them (404).
+//!   Every credential scope has a circuit breaker (`mcp-breaker`); a backend's `replicas` take
+//!   over under `mcp-fallback`'s replay rules; a failing backend's last good list/discover answer
+//!   is served for a while, marked stale.
+//! - **Isolation (the credential scope)**: every piece of upstream state that outlives a call
+//!   (upstream sessions and their GET streams, HTTP+SSE connections, the era cache, breakers, tool
+//!   hints, stale answers) is keyed by who the gateway is towards the backend: the backend's
+//!   address, a digest of the effective outgoing credentials (header policy and passthrough
+//!   values) and the principal. Tenants never share upstream state, so a tenant's own settings
+//!   (`timeout_ms`, breaker overrides) and failures only affect its own state; each table is
+//!   bounded per principal ([`UpstreamOptions::max_sessions_per_principal`]): a principal over its
+//!   share gives up its own oldest entry, a full table refuses it, and nobody evicts another
+//!   tenant's entry. A backend may also be a **stdio program** (`command`): started only when the
 //!   operator allow-listed it ([`McpRouterBuilder::stdio_allowed_commands`]), multiplexed,
 //!   restarted after a crash, `shared` or `per_principal`. An **HTTP+SSE (2024-11-05) server**
 //!   is reached with `transport = "sse"`, or found by the spec's fallback rule (a legacy
@@ -125,6 +134,7 @@ mod scope;
 mod seal;
 pub mod session;
 pub mod sse_bridge;
+mod stale_answers;
 mod tool_hints;
 mod upstream;
 

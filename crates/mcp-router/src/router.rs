@@ -25,10 +25,10 @@ use crate::pending::PendingRequests;
 use crate::replay::ReplayBuffers;
 use crate::seal::Sealer;
 use crate::session::{LocalSessionStore, SessionStore};
+use crate::stale_answers::StaleAnswers;
 use crate::tool_hints::ToolHintsTable;
 use crate::upstream::{Upstream, UpstreamOptions};
 use crate::{legacy, modern, respond};
-use mcp_fallback::StaleCache;
 use mcp_plugins::PluginRuntime;
 
 /// Shared state of a router and all its clones.
@@ -52,7 +52,7 @@ pub(crate) struct RouterInner {
     pub(crate) inflight: InFlight,
     pub(crate) hints: ToolHintsTable,
     /// Last good list/discover answers per caller and backend, for stale-if-error.
-    pub(crate) stale: StaleCache<StaleKey, Box<RawValue>>,
+    pub(crate) stale: StaleAnswers,
     pub(crate) stale_if_error: Duration,
     pub(crate) replay: ReplayBuffers,
     /// Messages to and from the other nodes (answers and cancellations, see [`crate::bus`]).
@@ -63,10 +63,6 @@ pub(crate) struct RouterInner {
     /// woken when their session's subscriptions change.
     subscription_watchers: std::sync::Mutex<HashMap<String, std::sync::Weak<tokio::sync::Notify>>>,
 }
-
-/// (issuer, subject, virtual host, backend, method, cursor): a stale answer is only ever served
-/// to the caller it was fetched for.
-pub(crate) type StaleKey = (String, String, String, String, String, String);
 
 impl RouterInner {
     /// A signal that fires when `session`'s resource subscriptions change on this node.
@@ -98,10 +94,10 @@ impl RouterInner {
     /// The annotations a backend's `tools/list` gave a tool.
     pub(crate) fn tool_hints(
         &self,
-        config: &mcp_config_store::BackendConfig,
+        target: &crate::upstream::Target<'_>,
         tool: &str,
     ) -> mcp_fallback::ToolHints {
-        self.hints.get(config, tool)
+        self.hints.get(target, tool)
     }
 }
 
@@ -349,7 +345,7 @@ impl McpRouterBuilder {
                 max_open_share: self.max_open_share,
                 inflight: InFlight::default(),
                 hints: ToolHintsTable::new(100_000),
-                stale: StaleCache::new(self.stale_entries),
+                stale: StaleAnswers::new(self.stale_entries),
                 stale_if_error: self.stale_if_error,
                 replay: ReplayBuffers::new(10_000),
                 bus: self.bus,

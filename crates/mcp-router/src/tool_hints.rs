@@ -1,78 +1,103 @@
 //! The `readOnlyHint`/`idempotentHint` annotations of the tools the router has listed, so a
 //! routed `tools/call` knows whether it may be replayed on a replica (DESIGN §6.6).
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-
-use mcp_config_store::BackendConfig;
 use mcp_fallback::ToolHints;
 
-/// Tool annotations per (backend URL, upstream tool name), learnt from `tools/list` answers.
-/// Bounded: when full it starts over (a forgotten tool is only replayed when it provably never
-/// reached the primary, the safe default).
+use crate::upstream::{CredentialScope, ScopedTable, Target, Upstream};
+
+/// Each principal keeps at most this many tools' hints.
+const PER_PRINCIPAL: usize = 4096;
+
+/// Tool annotations per (credential scope of the backend's primary address, upstream tool name),
+/// learnt from `tools/list` answers: what one caller's backend said never decides whether
+/// another caller's call is replayed. Bounded per principal: a caller over its share forgets its
+/// own oldest hints (a forgotten tool is only replayed when it provably never reached the
+/// primary, the safe default), and a full table learns nothing new.
 #[derive(Debug)]
 pub(crate) struct ToolHintsTable {
-    hints: Mutex<HashMap<(String, String), ToolHints>>,
-    max: usize,
+    hints: ScopedTable<(CredentialScope, String), ToolHints>,
 }
 
 impl ToolHintsTable {
     pub(crate) fn new(max: usize) -> Self {
         Self {
-            hints: Mutex::new(HashMap::new()),
-            max,
+            hints: ScopedTable::new(PER_PRINCIPAL.min(max), max),
         }
     }
 
-    fn key(config: &BackendConfig, tool: &str) -> Option<(String, String)> {
-        Some((config.url.as_ref()?.as_str().to_owned(), tool.to_owned()))
+    fn key(target: &Target<'_>, tool: &str) -> Option<(CredentialScope, String)> {
+        target.config.url.as_ref()?;
+        Some((Upstream::primary_scope(target), tool.to_owned()))
     }
 
     /// Remembers what a backend's `tools/list` said about a tool.
-    pub(crate) fn remember(&self, config: &BackendConfig, tool: &str, hints: ToolHints) {
-        let Some(key) = Self::key(config, tool) else {
+    pub(crate) fn remember(&self, target: &Target<'_>, tool: &str, hints: ToolHints) {
+        let Some(key) = Self::key(target, tool) else {
             return;
         };
-        let mut table = self.hints.lock().unwrap_or_else(|p| p.into_inner());
-        if table.len() >= self.max && !table.contains_key(&key) {
-            table.clear();
+        if !self.hints.replace(&key, hints) {
+            let _ = self
+                .hints
+                .get_or_insert_with(&key, target.principal, || hints);
         }
-        table.insert(key, hints);
     }
 
     /// What is known about a tool (nothing known: not replayable).
-    pub(crate) fn get(&self, config: &BackendConfig, tool: &str) -> ToolHints {
-        let Some(key) = Self::key(config, tool) else {
-            return ToolHints::NONE;
-        };
-        let table = self.hints.lock().unwrap_or_else(|p| p.into_inner());
-        table.get(&key).copied().unwrap_or(ToolHints::NONE)
+    pub(crate) fn get(&self, target: &Target<'_>, tool: &str) -> ToolHints {
+        Self::key(target, tool)
+            .and_then(|key| self.hints.get(&key))
+            .unwrap_or(ToolHints::NONE)
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use http::HeaderMap;
+    use mcp_config_store::BackendConfig;
+    use mcp_core::Principal;
+    use serde_json::value::RawValue;
+
     use super::*;
 
+    fn target<'a>(
+        config: &'a BackendConfig,
+        principal: &'a Principal,
+        headers: &'a HeaderMap,
+        caps: &'a RawValue,
+    ) -> Target<'a> {
+        Target {
+            name: "b",
+            config,
+            downstream: headers,
+            principal,
+            client_caps: caps,
+            meta: None,
+        }
+    }
+
     #[test]
-    fn remembers_per_url_and_tool_and_stays_bounded() {
+    fn hints_are_per_caller_and_bounded_per_caller() {
         let config: BackendConfig =
-            serde_json::from_str(r#"{"url":"http://127.0.0.1:1/mcp"}"#).expect("config");
+            serde_json::from_str(r#"{"url":"http://b/mcp"}"#).expect("config");
+        let headers = HeaderMap::new();
+        let caps = RawValue::from_string("{}".into()).expect("raw");
+        let alice = Principal::new("i", "alice");
+        let bob = Principal::new("i", "bob");
         let table = ToolHintsTable::new(2);
         let ro = ToolHints {
             read_only: true,
             idempotent: false,
         };
-        table.remember(&config, "read", ro);
-        assert_eq!(table.get(&config, "read"), ro);
-        assert_eq!(table.get(&config, "write"), ToolHints::NONE);
-        table.remember(&config, "b", ro);
-        table.remember(&config, "c", ro);
-        assert_eq!(
-            table.get(&config, "read"),
-            ToolHints::NONE,
-            "a full table starts over"
-        );
-        assert_eq!(table.get(&config, "c"), ro);
+        let as_alice = target(&config, &alice, &headers, &caps);
+        let as_bob = target(&config, &bob, &headers, &caps);
+        table.remember(&as_bob, "read", ro);
+        table.remember(&as_alice, "read", ro);
+        assert_eq!(table.get(&as_alice, "read"), ro);
+        assert_eq!(table.get(&as_alice, "write"), ToolHints::NONE);
+        // Alice fills the table: she forgets her own oldest, Bob keeps his.
+        table.remember(&as_alice, "a", ro);
+        table.remember(&as_alice, "b", ro);
+        assert_eq!(table.get(&as_alice, "read"), ToolHints::NONE);
+        assert_eq!(table.get(&as_bob, "read"), ro);
     }
 }

@@ -545,6 +545,9 @@ impl EffectiveConfig {
             request_state_ttl: Duration::from_secs(r.positive("router.request_state_ttl_s")),
             stale_if_error: r.secs("router.stale_if_error_s"),
             upstream_connect_timeout: r.millis("router.upstream_connect_timeout_ms"),
+            max_upstream_sessions: r.usize("router.max_upstream_sessions", 1),
+            max_upstream_sessions_per_principal: r
+                .usize("router.max_upstream_sessions_per_principal", 1),
         };
         if router.upstream_connect_timeout.is_zero() {
             r.fail("router.upstream_connect_timeout_ms", "must be at least 1");

@@ -566,6 +566,18 @@ pub static KEYS: &[KeySpec] = &[
         Int(5000),
         "TCP connect timeout towards backends",
     ),
+    key(
+        "router.max_upstream_sessions",
+        I,
+        Int(10_000),
+        "most upstream 2025 sessions held at once; when full, a principal holding none is refused (-32603 too many upstream sessions)",
+    ),
+    key(
+        "router.max_upstream_sessions_per_principal",
+        I,
+        Int(64),
+        "most upstream 2025 sessions one principal holds (also its share of the era, breaker and HTTP+SSE-discovery tables); beyond it its own oldest is given up",
+    ),
     // [telemetry]
     key(
         "telemetry.log_format",

@@ -323,6 +323,10 @@ pub struct RouterConfig {
     pub stale_if_error: Duration,
     /// `upstream_connect_timeout_ms`.
     pub upstream_connect_timeout: Duration,
+    /// `max_upstream_sessions`: most upstream 2025 sessions held at once.
+    pub max_upstream_sessions: usize,
+    /// `max_upstream_sessions_per_principal`: most upstream 2025 sessions one principal holds.
+    pub max_upstream_sessions_per_principal: usize,
 }
 
 /// `telemetry.log_format`.

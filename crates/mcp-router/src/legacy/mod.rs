@@ -142,6 +142,12 @@ async fn initialize(
         .params()
         .and_then(|p| RawObject::from_raw(p).ok())
         .unwrap_or_default();
+    if let Some(error) = params
+        .get("capabilities")
+        .and_then(crate::context::oversize_capabilities)
+    {
+        return respond::error(StatusCode::BAD_REQUEST, Some(id), &error);
+    }
     let caps: Box<RawValue> = params
         .get("capabilities")
         .filter(|c| c.get().starts_with('{'))

@@ -483,7 +483,7 @@ async fn relay_call(
         progress_token: progress.as_ref().map(|(t, _)| t.as_str()),
         // A tool call may have side effects: it goes to a replica after the primary might have
         // run it only when its annotations say it is read-only or idempotent.
-        hints: inner.tool_hints(routed.config, &routed.upstream),
+        hints: inner.tool_hints(&target, &routed.upstream),
         headers: plugin_headers.as_ref(),
     };
     // A 2025 client may cancel the call (notifications/cancelled) before the backend even

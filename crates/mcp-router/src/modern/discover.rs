@@ -35,7 +35,7 @@ async fn backend_info(
 ) -> Result<BackendInfo, BackendFailure> {
     let target = scope.target(name, config);
     let deadline = scope.fanout_deadline(config);
-    let key = stale_key(scope, name, "server/discover", "");
+    let key = stale_key(&target, scope, "server/discover", "");
     let described = tokio::time::timeout(deadline, scope.inner.upstream.describe(&target))
         .await
         .map_err(|_| BackendFailure::Deadline(deadline))
@@ -57,14 +57,12 @@ async fn backend_info(
                 Era::Legacy => 0,
             };
             if !scope.inner.stale_if_error.is_zero() {
-                scope.inner.stale.insert(key, raw.clone());
+                scope.inner.stale.insert(&scope.ctx.principal, key, &raw);
             }
             (raw, ttl, None)
         }
         Err(failure) => match scope.inner.stale.get(&key, scope.inner.stale_if_error) {
-            Some(stale) if !scope.inner.stale_if_error.is_zero() => {
-                (stale.value, 0, Some(stale.age))
-            }
+            Some((value, age)) if !scope.inner.stale_if_error.is_zero() => (value, 0, Some(age)),
             _ => return Err(failure),
         },
     };

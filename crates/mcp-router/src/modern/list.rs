@@ -21,7 +21,7 @@ use crate::cursor::MergedCursor;
 use crate::degraded::{CACHE_SCOPE, Degraded, TtlMin, ttl_of};
 use crate::naming::{ItemKind, check_public_name};
 use crate::scope::{BackendFailure, Scope, final_response, result_of};
-use crate::upstream::Call;
+use crate::upstream::{Call, Target, Upstream};
 
 /// The shape of one list method.
 #[derive(Clone, Copy, Debug)]
@@ -91,7 +91,7 @@ async fn fetch_page(
         hints: ToolHints::NONE,
         headers: None,
     };
-    let key = stale_key(scope, backend, method.as_str(), cursor.unwrap_or_default());
+    let key = stale_key(&target, scope, method.as_str(), cursor.unwrap_or_default());
     let fetched = async {
         let message = final_response(scope, &target, &call, scope.fanout_deadline(config)).await?;
         let result = result_of(&message)?;
@@ -102,13 +102,13 @@ async fn fetch_page(
     let (raw, stale_age) = match fetched {
         Ok(raw) => {
             if !scope.inner.stale_if_error.is_zero() {
-                scope.inner.stale.insert(key, raw.clone());
+                scope.inner.stale.insert(&scope.ctx.principal, key, &raw);
             }
             (raw, None)
         }
         Err(failure) => match scope.inner.stale.get(&key, scope.inner.stale_if_error) {
             // Stale-if-error: the caller's last good page of this backend, marked degraded.
-            Some(stale) if !scope.inner.stale_if_error.is_zero() => (stale.value, Some(stale.age)),
+            Some((value, age)) if !scope.inner.stale_if_error.is_zero() => (value, Some(age)),
             _ => return Err(failure),
         },
     };
@@ -130,16 +130,15 @@ async fn fetch_page(
 
 /// The stale-if-error key of one backend answer to this caller.
 pub(crate) fn stale_key(
+    target: &Target<'_>,
     scope: &Scope<'_>,
-    backend: &str,
     method: &str,
     cursor: &str,
-) -> crate::router::StaleKey {
+) -> crate::stale_answers::StaleKey {
     (
-        scope.ctx.principal.issuer().to_owned(),
-        scope.ctx.principal.subject().to_owned(),
+        Upstream::primary_scope(target).opaque_id(),
         scope.ctx.vhost_id.as_str().to_owned(),
-        backend.to_owned(),
+        target.name.to_owned(),
         method.to_owned(),
         cursor.to_owned(),
     )
@@ -272,10 +271,11 @@ fn rename_items(
         if shape.kind == ItemKind::Tool
             && let Some(config) = scope.ctx.vhost.backends.get(&page.backend)
         {
-            scope
-                .inner
-                .hints
-                .remember(config, &upstream, ToolHints::from_tool_json(&raw));
+            scope.inner.hints.remember(
+                &scope.target(&page.backend, config),
+                &upstream,
+                ToolHints::from_tool_json(&raw),
+            );
         }
         if shape.kind == ItemKind::Tool && allowed.is_some_and(|list| !list.contains(&upstream)) {
             continue;

@@ -141,6 +141,9 @@ fn required_meta<'a>(
             ErrorObject::invalid_params(format!("{CLIENT_CAPABILITIES} must be an object")),
         ));
     }
+    if let Some(error) = crate::context::oversize_capabilities(caps) {
+        return Err((StatusCode::BAD_REQUEST, error));
+    }
     Ok((meta, caps))
 }
 

@@ -43,6 +43,10 @@ pub enum UpstreamError {
     /// The gateway holds as many HTTP+SSE backend connections as it may: nothing was sent.
     #[error("too many backend connections")]
     TooManyConnections,
+    /// The caller cannot have another upstream 2025 session: the gateway's table is full and the
+    /// caller holds none it could give back. Nothing was sent.
+    #[error("too many upstream sessions")]
+    TooManySessions,
     /// The backend's circuit breaker is open: the call was not sent.
     #[error("circuit open, retry in {}s", .0.as_secs().max(1))]
     CircuitOpen(Duration),
@@ -79,6 +83,7 @@ impl UpstreamError {
                 | Self::NotAllowed
                 | Self::ProcessFailed
                 | Self::TooManyConnections
+                | Self::TooManySessions
         )
     }
 }

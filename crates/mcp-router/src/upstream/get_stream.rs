@@ -1,6 +1,9 @@
 //! The GET streams of upstream legacy sessions, shared: one reader per upstream session,
 //! broadcasting to every downstream stream that listens (the caller's 2025 sessions share their
-//! upstream sessions, and many servers allow one GET stream per session).
+//! upstream sessions, and many servers allow one GET stream per session). A hub is keyed by the
+//! upstream session's table key (credential scope and capability digest) plus the backend's
+//! session id, never by URL alone: a backend that mints no `Mcp-Session-Id` still gives every
+//! scope a stream of its own, carrying only what the backend sends for that scope's credentials.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
@@ -13,6 +16,7 @@ use mcp_config_store::HeaderPolicy;
 use tokio::sync::broadcast;
 
 use super::request::{self, Outgoing};
+use super::session::SessionKey;
 use super::transport::{self, HttpClient};
 use super::{LegacySession, legacy_headers};
 
@@ -50,7 +54,7 @@ impl Hub {
 /// The hubs of one router, by upstream session.
 #[derive(Debug, Default)]
 pub(crate) struct Hubs {
-    hubs: Mutex<HashMap<String, Weak<Hub>>>,
+    hubs: Mutex<HashMap<(SessionKey, String), Weak<Hub>>>,
 }
 
 /// What the reader task needs to (re)open the upstream GET stream.
@@ -64,18 +68,17 @@ pub(crate) struct Opening {
 }
 
 impl Hubs {
-    /// The hub of `opening.session`, started when nobody listens to it yet.
-    pub(crate) fn hub(&self, opening: Opening) -> Arc<Hub> {
-        let key = format!(
-            "{}\u{0}{}",
-            opening.session.url,
-            opening
-                .session
-                .id
-                .as_ref()
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("")
-        );
+    /// The hub of `opening.session` (the session of table key `session`), started when nobody
+    /// listens to it yet.
+    pub(crate) fn hub(&self, session: SessionKey, opening: Opening) -> Arc<Hub> {
+        let id = opening
+            .session
+            .id
+            .as_ref()
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_owned();
+        let key = (session, id);
         let mut hubs = self.hubs.lock().unwrap_or_else(|p| p.into_inner());
         hubs.retain(|_, hub| hub.strong_count() > 0);
         if let Some(hub) = hubs.get(&key).and_then(Weak::upgrade) {

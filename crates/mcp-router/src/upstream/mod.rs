@@ -13,14 +13,15 @@ mod get_stream;
 mod link;
 mod meta;
 mod request;
+mod scope;
+mod scoped_table;
 mod session;
 mod sse;
 mod stdio;
 mod transport;
 
-use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -39,10 +40,13 @@ use url::Url;
 
 pub use error::UpstreamError;
 pub(crate) use meta::{CLIENT_CAPABILITIES, PROGRESS_TOKEN, PROTOCOL_VERSION};
+pub(crate) use scope::CredentialScope;
+pub(crate) use scoped_table::ScopedTable;
 pub(crate) use session::LegacySession;
 pub(crate) use transport::MessageStream;
 
 use request::Outgoing;
+use scope::digest_of as capability_digest;
 use session::{SessionKey, SessionTable};
 use transport::{Answer, HttpClient};
 
@@ -55,6 +59,10 @@ pub struct UpstreamOptions {
     pub era_ttl: Duration,
     /// Most upstream legacy sessions kept at once.
     pub max_sessions: usize,
+    /// Most upstream legacy sessions one principal holds; over it the principal's oldest one is
+    /// given up. The same share bounds each principal's era, breaker and HTTP+SSE-discovery
+    /// entries.
+    pub max_sessions_per_principal: usize,
     /// Circuit breaker defaults for every backend URL; a backend's `breaker` object overrides
     /// single keys.
     pub breaker: BreakerConfig,
@@ -71,6 +79,7 @@ impl Default for UpstreamOptions {
             connect_timeout: Duration::from_secs(5),
             era_ttl: Duration::from_secs(300),
             max_sessions: 10_000,
+            max_sessions_per_principal: 64,
             breaker: BreakerConfig::default(),
             stdio_allowed_commands: Vec::new(),
             max_stdio_processes: 64,
@@ -129,31 +138,35 @@ struct EraEntry {
 
 type EraSlot = Arc<OnceCell<EraEntry>>;
 
-/// A backend's `breaker` overrides and the config they produce merged into the defaults.
-type MergedBreakerConfig = (
-    Option<serde_json::Map<String, serde_json::Value>>,
-    BreakerConfig,
-);
+/// The breaker config of one breaker key: the defaults merged with the backend's overrides.
+type MergedBreakerConfig = BreakerConfig;
+
+/// Most entries of the era, breaker and HTTP+SSE-discovery tables (each principal holds at most
+/// `max_sessions_per_principal` of them).
+const MAX_SCOPED_ENTRIES: usize = 100_000;
 
 /// The upstream client shared by every request of a router.
 pub(crate) struct Upstream {
     http: HttpClient,
     options: UpstreamOptions,
-    eras: Mutex<HashMap<String, EraSlot>>,
+    /// Backend eras per credential scope: a tenant's probe (made with its credentials) and its
+    /// failures (which forget the era) only ever touch its own entries.
+    eras: ScopedTable<CredentialScope, EraSlot>,
     sessions: SessionTable,
     ids: AtomicU64,
     client_info: Box<RawValue>,
     breakers: BreakerRegistry,
     hubs: get_stream::Hubs,
-    /// Merged breaker config per backend, so overrides are not re-merged on every call.
-    breaker_configs: Mutex<HashMap<String, MergedBreakerConfig>>,
+    /// Merged breaker config per breaker key, so overrides are not re-merged on every call;
+    /// also what bounds the breakers per principal (an evicted key's breaker leaves the registry).
+    breaker_configs: ScopedTable<String, MergedBreakerConfig>,
     /// Child processes of stdio backends.
     stdio: stdio::StdioPool,
     /// Connections to HTTP+SSE (2024-11-05) backends.
     sse: sse::SsePool,
-    /// URLs found to speak HTTP+SSE by the fallback rule, and when.
-    sse_urls: Mutex<HashMap<String, Instant>>,
-    /// Whether `sse_urls` ever held a URL: until then no call takes its lock (every call to an
+    /// Scopes whose URL was found to speak HTTP+SSE by the fallback rule, and when.
+    sse_urls: ScopedTable<CredentialScope, Instant>,
+    /// Whether `sse_urls` ever held an entry: until then no call takes its lock (every call to an
     /// HTTP backend asks).
     any_sse_url: std::sync::atomic::AtomicBool,
 }
@@ -178,17 +191,20 @@ impl Upstream {
         let http = transport::build_client(options.connect_timeout);
         Self {
             sse: sse::SsePool::new(http.clone(), client_info.clone()),
-            sse_urls: Mutex::new(HashMap::new()),
+            sse_urls: ScopedTable::new(options.max_sessions_per_principal, MAX_SCOPED_ENTRIES),
             any_sse_url: std::sync::atomic::AtomicBool::new(false),
             http,
-            sessions: SessionTable::new(options.max_sessions),
+            sessions: SessionTable::new(options.max_sessions, options.max_sessions_per_principal),
+            eras: ScopedTable::new(options.max_sessions_per_principal, MAX_SCOPED_ENTRIES),
+            breaker_configs: ScopedTable::new(
+                options.max_sessions_per_principal,
+                MAX_SCOPED_ENTRIES,
+            ),
             options,
-            eras: Mutex::new(HashMap::new()),
             ids: AtomicU64::new(1),
             client_info,
             breakers: BreakerRegistry::new(),
             hubs: get_stream::Hubs::default(),
-            breaker_configs: Mutex::new(HashMap::new()),
             stdio,
         }
     }
@@ -212,18 +228,51 @@ impl Upstream {
         Duration::from_millis(target.config.timeout_ms.max(1))
     }
 
-    /// The backend's era: cached per URL, probed with `server/discover` when unknown or stale.
-    async fn era_at(&self, target: &Target<'_>, url: &Url) -> Result<Era, UpstreamError> {
+    /// The credential scope of `target` at `address` (a URL, or `stdio:` + command).
+    pub(crate) fn scope(target: &Target<'_>, address: &str) -> CredentialScope {
+        CredentialScope::new(
+            address,
+            &target.config.headers,
+            target.downstream,
+            target.principal,
+        )
+    }
+
+    /// The scope of `target`'s primary address (its URL, or `stdio:` + command): what per-backend
+    /// state outside this module (tool hints, stale answers) is keyed by.
+    pub(crate) fn primary_scope(target: &Target<'_>) -> CredentialScope {
+        let address = match (&target.config.url, &target.config.command) {
+            (Some(url), _) => url.as_str().to_owned(),
+            (None, Some(command)) => format!("stdio:{command}"),
+            (None, None) => String::new(),
+        };
+        Self::scope(target, &address)
+    }
+
+    /// The backend's era: cached per credential scope, probed with `server/discover` when
+    /// unknown or stale. A full table (no share left) probes without caching.
+    async fn era_at(
+        &self,
+        target: &Target<'_>,
+        url: &Url,
+        scope: &CredentialScope,
+    ) -> Result<Era, UpstreamError> {
         let slot = {
-            let mut eras = self.eras.lock().unwrap_or_else(|p| p.into_inner());
-            let slot = eras.entry(url.as_str().to_owned()).or_default();
+            let slot = self
+                .eras
+                .get_or_insert_with(scope, &scope.principal, EraSlot::default)
+                .value
+                .unwrap_or_default();
             if slot
                 .get()
                 .is_some_and(|e| e.probed_at.elapsed() > self.options.era_ttl)
             {
-                *slot = Arc::default();
+                let fresh = EraSlot::default();
+                self.eras.replace(scope, Arc::clone(&fresh));
+                fresh
+            } else {
+                slot
             }
-            Arc::clone(slot)
         };
         let entry = slot
             .get_or_try_init(|| async {
@@ -238,10 +287,9 @@ impl Upstream {
         Ok(entry.era)
     }
 
-    /// Forgets the era of a backend URL that failed, so the next call probes again.
-    fn forget_era(&self, url: &Url) {
-        let mut eras = self.eras.lock().unwrap_or_else(|p| p.into_inner());
-        eras.remove(url.as_str());
+    /// Forgets the era of a scope whose backend failed, so its next call probes again.
+    fn forget_era(&self, scope: &CredentialScope) {
+        self.eras.remove(scope);
     }
 
     /// Sends a modern `server/discover`: a DiscoverResult (or a modern version error) means modern,
@@ -312,7 +360,8 @@ impl Upstream {
         call: &Call<'_>,
         command: &str,
     ) -> Result<Reply, UpstreamError> {
-        let permit = match self.breaker(target, &format!("stdio:{command}")) {
+        let scope = Self::scope(target, &format!("stdio:{command}"));
+        let permit = match self.breaker(target, &scope) {
             Some(breaker) => Some(
                 breaker
                     .try_acquire()
@@ -347,7 +396,8 @@ impl Upstream {
         url: &Url,
         call: &Call<'_>,
     ) -> Result<Reply, UpstreamError> {
-        let permit = match self.breaker(target, url.as_str()) {
+        let scope = Self::scope(target, url.as_str());
+        let permit = match self.breaker(target, &scope) {
             Some(breaker) => Some(
                 breaker
                     .try_acquire()
@@ -355,7 +405,7 @@ impl Upstream {
             ),
             None => None,
         };
-        match self.send_at(target, url, call).await {
+        match self.send_at(target, url, &scope, call).await {
             Ok(mut reply) => {
                 reply.messages = recording(reply.messages, reply.id.clone(), permit);
                 Ok(reply)
@@ -369,36 +419,34 @@ impl Upstream {
         }
     }
 
-    /// The breaker of one backend URL (per backend name and URL: tenants naming one URL
-    /// differently do not reset each other's breaker). `None` when the backend's `breaker`
-    /// overrides are invalid (logged; config validation should have caught them).
-    fn breaker(&self, target: &Target<'_>, url: &str) -> Option<CircuitBreaker> {
-        let key = format!("{}\u{0}{url}", target.name);
-        let config = {
-            let mut configs = self
-                .breaker_configs
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
-            match configs.get(&key) {
-                Some((overrides, config))
-                    if overrides.as_ref() == target.config.breaker.as_ref() =>
-                {
-                    config.clone()
+    /// The breaker of one credential scope and the caller's breaker settings: registry key
+    /// `<backend name>\0<opaque id>`, so a breaker is never shared between principals, and a
+    /// caller's `timeout_ms` or overrides (which decide what counts as a failure) never trip or
+    /// reset a breaker that another caller uses. `None` when the backend's `breaker` overrides
+    /// are invalid (logged; config validation should have caught them) or the caller has no
+    /// breaker share left in a full table.
+    fn breaker(&self, target: &Target<'_>, scope: &CredentialScope) -> Option<CircuitBreaker> {
+        let key = breaker_key(target, scope);
+        let config = match self.breaker_configs.get(&key) {
+            Some(config) => config,
+            None => {
+                let merged = match &target.config.breaker {
+                    Some(overrides) => match self.options.breaker.with_overrides(overrides) {
+                        Ok(merged) => merged,
+                        Err(e) => {
+                            tracing::warn!(backend = target.name, error = %e, "invalid breaker overrides; no breaker");
+                            return None;
+                        }
+                    },
+                    None => self.options.breaker.clone(),
+                };
+                let inserted =
+                    self.breaker_configs
+                        .get_or_insert_with(&key, &scope.principal, || merged);
+                if let Some((evicted, _)) = inserted.evicted {
+                    self.breakers.remove(&evicted);
                 }
-                _ => {
-                    let merged = match &target.config.breaker {
-                        Some(overrides) => match self.options.breaker.with_overrides(overrides) {
-                            Ok(merged) => merged,
-                            Err(e) => {
-                                tracing::warn!(backend = target.name, error = %e, "invalid breaker overrides; no breaker");
-                                return None;
-                            }
-                        },
-                        None => self.options.breaker.clone(),
-                    };
-                    configs.insert(key.clone(), (target.config.breaker.clone(), merged.clone()));
-                    merged
-                }
+                inserted.value?
             }
         };
         self.breakers
@@ -417,26 +465,32 @@ impl Upstream {
         &self,
         target: &Target<'_>,
         url: &Url,
+        scope: &CredentialScope,
         call: &Call<'_>,
     ) -> Result<Reply, UpstreamError> {
-        if self.speaks_sse(target, url) {
-            return self.sse.send(target, url, call).await;
+        if self.speaks_sse(target, scope) {
+            return self.sse.send(target, url, scope, call).await;
         }
-        let result = match self.era_at(target, url).await? {
+        let result = match self.era_at(target, url, scope).await? {
             Era::Modern => self.send_modern(target, url, call).await,
-            Era::Legacy => match self.send_legacy(target, url, call).await {
-                Err(UpstreamError::SessionExpired) => self.send_legacy(target, url, call).await,
-                Err(e) => match self.fall_back_to_sse(target, url, e).await {
-                    Ok(()) => self.sse.send(target, url, call).await,
+            Era::Legacy => match self.send_legacy(target, url, scope, call).await {
+                Err(UpstreamError::SessionExpired) => {
+                    self.send_legacy(target, url, scope, call).await
+                }
+                Err(e) => match self.fall_back_to_sse(target, url, scope, e).await {
+                    Ok(()) => self.sse.send(target, url, scope, call).await,
                     Err(e) => Err(e),
                 },
                 ok => ok,
             },
         };
         if let Err(e) = &result
-            && !matches!(e, UpstreamError::SessionExpired)
+            && !matches!(
+                e,
+                UpstreamError::SessionExpired | UpstreamError::TooManySessions
+            )
         {
-            self.forget_era(url);
+            self.forget_era(scope);
         }
         result
     }
@@ -446,23 +500,23 @@ impl Upstream {
     /// upstream session to show callers.
     pub(crate) fn is_linked(&self, target: &Target<'_>) -> bool {
         target.config.command.is_some()
-            || Self::url(target).is_ok_and(|url| self.speaks_sse(target, url))
+            || Self::url(target)
+                .is_ok_and(|url| self.speaks_sse(target, &Self::scope(target, url.as_str())))
     }
 
-    /// Whether `url` is served over HTTP+SSE: configured so, or found so by the fallback rule
-    /// within the last `era_ttl`.
-    fn speaks_sse(&self, target: &Target<'_>, url: &Url) -> bool {
+    /// Whether the scope's URL is served over HTTP+SSE: configured so, or found so for this
+    /// scope by the fallback rule within the last `era_ttl`.
+    fn speaks_sse(&self, target: &Target<'_>, scope: &CredentialScope) -> bool {
         if target.config.transport == Transport::Sse {
             return true;
         }
         if !self.any_sse_url.load(Ordering::Acquire) {
             return false;
         }
-        let mut urls = self.sse_urls.lock().unwrap_or_else(|p| p.into_inner());
-        match urls.get(url.as_str()) {
+        match self.sse_urls.get(scope) {
             Some(found) if found.elapsed() <= self.options.era_ttl => true,
             Some(_) => {
-                urls.remove(url.as_str());
+                self.sse_urls.remove(scope);
                 false
             }
             None => false,
@@ -477,12 +531,13 @@ impl Upstream {
         &self,
         target: &Target<'_>,
         url: &Url,
+        scope: &CredentialScope,
         error: UpstreamError,
     ) -> Result<(), UpstreamError> {
         if !matches!(error, UpstreamError::Status(400 | 404 | 405)) {
             return Err(error);
         }
-        if let Err(e) = self.sse.connect(target, url).await {
+        if let Err(e) = self.sse.connect(target, url, scope).await {
             tracing::debug!(backend = target.name, error = %e, "no HTTP+SSE endpoint either");
             return Err(error);
         }
@@ -490,8 +545,12 @@ impl Upstream {
             backend = target.name,
             "backend speaks the 2024-11-05 HTTP+SSE transport"
         );
-        let mut urls = self.sse_urls.lock().unwrap_or_else(|p| p.into_inner());
-        urls.insert(url.as_str().to_owned(), Instant::now());
+        let found = Instant::now();
+        if !self.sse_urls.replace(scope, found) {
+            let _ = self
+                .sse_urls
+                .get_or_insert_with(scope, &scope.principal, || found);
+        }
         self.any_sse_url.store(true, Ordering::Release);
         Ok(())
     }
@@ -536,9 +595,10 @@ impl Upstream {
         &self,
         target: &Target<'_>,
         url: &Url,
+        scope: &CredentialScope,
         call: &Call<'_>,
     ) -> Result<Reply, UpstreamError> {
-        let (key, session) = self.session(target, url).await?;
+        let (key, session) = self.session_in(target, url, scope).await?;
         let id = self.next_id();
         let mut params = call.params.clone();
         if let Some(meta) = meta::legacy(target.meta, call.progress_token) {
@@ -587,13 +647,15 @@ impl Upstream {
         }
     }
 
-    fn session_key(target: &Target<'_>, url: &Url) -> SessionKey {
+    fn session_key(target: &Target<'_>, scope: &CredentialScope) -> SessionKey {
         SessionKey {
-            issuer: Arc::from(target.principal.issuer()),
-            subject: Arc::clone(target.principal.subject_arc()),
-            url: url.as_str().to_owned(),
-            capabilities: target.client_caps.get().to_owned(),
+            scope: scope.clone(),
+            capabilities: capability_digest(target.client_caps.get().as_bytes()),
         }
+    }
+
+    fn session_key_at(target: &Target<'_>, url: &Url) -> SessionKey {
+        Self::session_key(target, &Self::scope(target, url.as_str()))
     }
 
     /// Changes whenever an upstream 2025 session leaves this node's table (evicted, expired,
@@ -604,7 +666,7 @@ impl Upstream {
 
     /// A downstream 2025 session starts using the caller's upstream session at `url`.
     pub(crate) fn attach(&self, target: &Target<'_>, url: &Url) {
-        self.sessions.attach(&Self::session_key(target, url));
+        self.sessions.attach(&Self::session_key_at(target, url));
     }
 
     /// A downstream 2025 session that used the upstream session at `url` ended: when it was the
@@ -612,7 +674,7 @@ impl Upstream {
     /// HTTP DELETE (best effort) once no call still uses it: 2026-07-28 clients of the same
     /// caller share it without being counted as its users, and their calls in flight must finish.
     pub(crate) async fn release(&self, target: &Target<'_>, url: &Url) {
-        let Some(session) = self.sessions.detach(&Self::session_key(target, url)) else {
+        let Some(session) = self.sessions.detach(&Self::session_key_at(target, url)) else {
             return;
         };
         let Some(id) = session.id.clone() else {
@@ -664,7 +726,7 @@ impl Upstream {
         };
         if self
             .sessions
-            .adopt(&Self::session_key(target, url), session)
+            .adopt(&Self::session_key_at(target, url), session)
         {
             tracing::debug!(
                 backend = target.name,
@@ -684,15 +746,18 @@ impl Upstream {
         tokio::sync::broadcast::Receiver<Bytes>,
         Arc<LegacySession>,
     )> {
-        let (_, session) = self.session(target, url).await.ok()?;
-        let hub = self.hubs.hub(get_stream::Opening {
-            client: self.http.clone(),
-            session: Arc::clone(&session),
-            downstream: target.downstream.clone(),
-            policy: target.config.headers.clone(),
-            timeout: Self::timeout(target),
-            backend: target.name.to_owned(),
-        });
+        let (key, session) = self.session(target, url).await.ok()?;
+        let hub = self.hubs.hub(
+            key,
+            get_stream::Opening {
+                client: self.http.clone(),
+                session: Arc::clone(&session),
+                downstream: target.downstream.clone(),
+                policy: target.config.headers.clone(),
+                timeout: Self::timeout(target),
+                backend: target.name.to_owned(),
+            },
+        );
         let receiver = hub.subscribe();
         Some((hub, receiver, session))
     }
@@ -703,8 +768,18 @@ impl Upstream {
         target: &Target<'_>,
         url: &Url,
     ) -> Result<(SessionKeyHandle, Arc<LegacySession>), UpstreamError> {
-        let key = Self::session_key(target, url);
-        let slot = self.sessions.slot(&key);
+        self.session_in(target, url, &Self::scope(target, url.as_str()))
+            .await
+    }
+
+    async fn session_in(
+        &self,
+        target: &Target<'_>,
+        url: &Url,
+        scope: &CredentialScope,
+    ) -> Result<(SessionKeyHandle, Arc<LegacySession>), UpstreamError> {
+        let key = Self::session_key(target, scope);
+        let slot = self.sessions.slot(&key)?;
         let session = slot
             .get_or_try_init(|| async { self.initialize(target, url).await.map(Arc::new) })
             .await?;
@@ -784,7 +859,8 @@ impl Upstream {
         }
         let mut first_error = None;
         for url in Self::urls(target)? {
-            let permit = match self.breaker(target, url.as_str()) {
+            let scope = Self::scope(target, url.as_str());
+            let permit = match self.breaker(target, &scope) {
                 Some(breaker) => match breaker.try_acquire() {
                     Ok(permit) => Some(permit),
                     Err(open) => {
@@ -794,7 +870,7 @@ impl Upstream {
                 },
                 None => None,
             };
-            let outcome = self.describe_at(target, url).await;
+            let outcome = self.describe_at(target, url, &scope).await;
             if let Some(permit) = permit {
                 permit.record_elapsed(match &outcome {
                     Ok(_) => Outcome::Success,
@@ -804,7 +880,7 @@ impl Upstream {
             match outcome {
                 Ok(description) => return Ok(description),
                 Err(e) => {
-                    self.forget_era(url);
+                    self.forget_era(&scope);
                     first_error.get_or_insert(e);
                 }
             }
@@ -816,11 +892,12 @@ impl Upstream {
         &self,
         target: &Target<'_>,
         url: &Url,
+        scope: &CredentialScope,
     ) -> Result<Description, UpstreamError> {
-        if self.speaks_sse(target, url) {
-            return self.describe_sse(target, url).await;
+        if self.speaks_sse(target, scope) {
+            return self.describe_sse(target, url, scope).await;
         }
-        match self.era_at(target, url).await? {
+        match self.era_at(target, url, scope).await? {
             Era::Modern => {
                 let call = Call {
                     method: "server/discover",
@@ -839,17 +916,17 @@ impl Upstream {
                 })
             }
             Era::Legacy => {
-                let (key, mut session) = match self.session(target, url).await {
+                let (key, mut session) = match self.session_in(target, url, scope).await {
                     Ok(session) => session,
                     Err(e) => {
-                        self.fall_back_to_sse(target, url, e).await?;
-                        return self.describe_sse(target, url).await;
+                        self.fall_back_to_sse(target, url, scope, e).await?;
+                        return self.describe_sse(target, url, scope).await;
                     }
                 };
                 if session.initialize_result.is_empty() {
                     // An adopted session: its InitializeResult is not known on this node.
                     self.sessions.forget(&key, &session, false);
-                    (_, session) = self.session(target, url).await?;
+                    (_, session) = self.session_in(target, url, scope).await?;
                 }
                 Ok(Description {
                     era: Era::Legacy,
@@ -867,10 +944,11 @@ impl Upstream {
         &self,
         target: &Target<'_>,
         url: &Url,
+        scope: &CredentialScope,
     ) -> Result<Description, UpstreamError> {
         Ok(Description {
             era: Era::Modern,
-            result: self.sse.describe(target, url).await?,
+            result: self.sse.describe(target, url, scope).await?,
             session: None,
         })
     }
@@ -924,7 +1002,8 @@ fn outcome_of(error: &UpstreamError) -> Outcome {
         UpstreamError::NoUrl
         | UpstreamError::CircuitOpen(_)
         | UpstreamError::NotAllowed
-        | UpstreamError::TooManyConnections => Outcome::Ignore,
+        | UpstreamError::TooManyConnections
+        | UpstreamError::TooManySessions => Outcome::Ignore,
     }
 }
 
@@ -960,6 +1039,27 @@ fn recording(messages: MessageStream, id: RequestId, permit: Option<Permit>) -> 
 
 /// Identifies a session table entry (for forgetting it).
 pub(crate) type SessionKeyHandle = SessionKey;
+
+/// The registry key of the breaker `target` uses in `scope`: the backend's name (shown on
+/// `/readyz`), then an opaque id of the scope and of the caller's breaker settings
+/// (`timeout_ms` and overrides), which decide what counts as a failure.
+fn breaker_key(target: &Target<'_>, scope: &CredentialScope) -> String {
+    let mut settings = target.config.timeout_ms.to_be_bytes().to_vec();
+    if let Some(overrides) = &target.config.breaker {
+        settings.extend_from_slice(
+            serde_json::to_string(overrides)
+                .unwrap_or_default()
+                .as_bytes(),
+        );
+    }
+    let settings = capability_digest(&settings);
+    let mut key = format!("{}\u{0}{}", target.name, scope.opaque_id());
+    for b in &settings[..8] {
+        use std::fmt::Write as _;
+        let _ = write!(key, "{b:02x}");
+    }
+    key
+}
 
 /// Turns an answer into its messages, mapping HTTP errors: a JSON-RPC error body is a message
 /// (the backend's own error is relayed), anything else is an [`UpstreamError::Status`].

@@ -1,5 +1,7 @@
-//! Upstream sessions with legacy (2025) backends, kept per (principal, backend URL, client
-//! capability set) so that concurrent calls of one caller share one backend session.
+//! Upstream sessions with legacy (2025) backends, kept per credential scope and client capability
+//! set ([`SessionKey`]) so that concurrent calls of one caller share one backend session, and
+//! bounded per principal ([`ScopedTable`]): a caller that opens more than its share recycles its
+//! own oldest session, and a full table refuses newcomers instead of evicting another tenant's.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -7,6 +9,10 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use http::HeaderValue;
 use tokio::sync::OnceCell;
+
+use super::UpstreamError;
+use super::scope::CredentialScope;
+use super::scoped_table::ScopedTable;
 
 /// One initialized session with a legacy backend.
 #[derive(Debug)]
@@ -21,12 +27,13 @@ pub(crate) struct LegacySession {
     pub(crate) initialize_result: Bytes,
 }
 
+/// Which upstream session a call uses: its credential scope and a digest of the client
+/// capabilities it was initialised with (the digest keeps a large capability object out of the
+/// key; its size is capped downstream).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct SessionKey {
-    pub(crate) issuer: Arc<str>,
-    pub(crate) subject: Arc<str>,
-    pub(crate) url: String,
-    pub(crate) capabilities: String,
+    pub(crate) scope: CredentialScope,
+    pub(crate) capabilities: [u8; 32],
 }
 
 type Slot = Arc<OnceCell<Arc<LegacySession>>>;
@@ -35,9 +42,9 @@ type Slot = Arc<OnceCell<Arc<LegacySession>>>;
 /// one caller make one `initialize`.
 #[derive(Debug)]
 pub(crate) struct SessionTable {
-    slots: Mutex<HashMap<SessionKey, Slot>>,
+    slots: ScopedTable<SessionKey, Slot>,
     /// How many downstream (2025) sessions use each upstream session: the last one to end
-    /// ends the upstream session too.
+    /// ends the upstream session too. Entries leave with their slot.
     attached: Mutex<HashMap<SessionKey, usize>>,
     /// Upstream session ids a backend answered 404 for: never adopted again from a downstream
     /// session record (which may still name them), so a dead id costs one 404 per node.
@@ -69,9 +76,10 @@ impl Retired {
 }
 
 impl SessionTable {
-    pub(crate) fn new(max: usize) -> Self {
+    /// At most `max` sessions, `per_principal` of them one principal's.
+    pub(crate) fn new(max: usize, per_principal: usize) -> Self {
         Self {
-            slots: Mutex::new(HashMap::new()),
+            slots: ScopedTable::new(per_principal, max),
             attached: Mutex::new(HashMap::new()),
             retired: Mutex::new(Retired::default()),
             max,
@@ -79,22 +87,21 @@ impl SessionTable {
         }
     }
 
-    /// The slot for `key`, created empty when absent. When the table is full an arbitrary other
-    /// entry is dropped (its backend session then simply idles out at the backend).
-    pub(crate) fn slot(&self, key: &SessionKey) -> Slot {
-        let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(slot) = slots.get(key) {
-            return Arc::clone(slot);
-        }
-        if slots.len() >= self.max
-            && let Some(victim) = slots.keys().next().cloned()
-        {
-            slots.remove(&victim);
+    /// The slot for `key`, created empty when absent. A caller at its share gives up its own
+    /// oldest session (which then idles out at the backend); a full table refuses.
+    pub(crate) fn slot(&self, key: &SessionKey) -> Result<Slot, UpstreamError> {
+        let inserted = self
+            .slots
+            .get_or_insert_with(key, &key.scope.principal, || Arc::new(OnceCell::new()));
+        if let Some((evicted, _)) = inserted.evicted {
+            self.lock_attached().remove(&evicted);
             self.bump();
         }
-        let slot: Slot = Arc::new(OnceCell::new());
-        slots.insert(key.clone(), Arc::clone(&slot));
-        slot
+        inserted.value.ok_or(UpstreamError::TooManySessions)
+    }
+
+    fn lock_attached(&self) -> std::sync::MutexGuard<'_, HashMap<SessionKey, usize>> {
+        self.attached.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Forgets `key` if it still holds `session` (another call may already have replaced it).
@@ -104,13 +111,12 @@ impl SessionTable {
             let mut retired = self.retired.lock().unwrap_or_else(|p| p.into_inner());
             retired.insert(id, self.max);
         }
-        let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
-        let same = slots
-            .get(key)
-            .and_then(|slot| slot.get())
-            .is_some_and(|current| Arc::ptr_eq(current, session));
-        if same {
-            slots.remove(key);
+        let same = |slot: &Slot| {
+            slot.get()
+                .is_some_and(|current| Arc::ptr_eq(current, session))
+        };
+        if self.slots.remove_if(key, same).is_some() {
+            self.lock_attached().remove(key);
             self.bump();
         }
     }
@@ -141,19 +147,23 @@ impl SessionTable {
         {
             return false;
         }
-        self.slot(key).set(Arc::new(session)).is_ok()
+        self.slot(key)
+            .is_ok_and(|slot| slot.set(Arc::new(session)).is_ok())
     }
 
     /// One more downstream session uses `key`.
     pub(crate) fn attach(&self, key: &SessionKey) {
-        let mut attached = self.attached.lock().unwrap_or_else(|p| p.into_inner());
-        *attached.entry(key.clone()).or_default() += 1;
+        if self.slots.get(key).is_none() {
+            // Evicted meanwhile: nothing to end later.
+            return;
+        }
+        *self.lock_attached().entry(key.clone()).or_default() += 1;
     }
 
     /// One downstream session of `key` ended; returns the upstream session to end when it was
     /// the last one (and forgets it).
     pub(crate) fn detach(&self, key: &SessionKey) -> Option<Arc<LegacySession>> {
-        let mut attached = self.attached.lock().unwrap_or_else(|p| p.into_inner());
+        let mut attached = self.lock_attached();
         let count = attached.get_mut(key)?;
         *count = count.saturating_sub(1);
         if *count > 0 {
@@ -161,8 +171,7 @@ impl SessionTable {
         }
         attached.remove(key);
         drop(attached);
-        let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
-        let removed = slots.remove(key);
+        let removed = self.slots.remove(key);
         if removed.is_some() {
             self.bump();
         }
@@ -171,7 +180,7 @@ impl SessionTable {
 
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.slots.lock().map(|s| s.len()).unwrap_or_default()
+        self.slots.len()
     }
 }
 
@@ -179,23 +188,38 @@ impl SessionTable {
 mod tests {
     use super::*;
 
-    fn key(n: usize) -> SessionKey {
+    fn key_of(subject: &str, caps: u8) -> SessionKey {
         SessionKey {
-            issuer: "i".into(),
-            subject: format!("s{n}").into(),
-            url: "http://b/mcp".into(),
-            capabilities: "{}".into(),
+            scope: CredentialScope::new(
+                "http://b/mcp",
+                &mcp_config_store::HeaderPolicy::default(),
+                &http::HeaderMap::new(),
+                &mcp_core::Principal::new("i", subject),
+            ),
+            capabilities: [caps; 32],
         }
+    }
+
+    fn key(n: usize) -> SessionKey {
+        key_of(&format!("s{n}"), 0)
+    }
+
+    fn slot(table: &SessionTable, key: &SessionKey) -> Slot {
+        table.slot(key).expect("room")
     }
 
     #[test]
     fn bounded_and_forget_only_same_session() {
-        let table = SessionTable::new(2);
-        for n in 0..5 {
-            let _ = table.slot(&key(n));
-        }
+        let table = SessionTable::new(2, 2);
+        let _ = slot(&table, &key(0));
+        let _ = slot(&table, &key(1));
+        assert!(
+            matches!(table.slot(&key(2)), Err(UpstreamError::TooManySessions)),
+            "a full table refuses a newcomer"
+        );
         assert_eq!(table.len(), 2);
-        let slot = table.slot(&key(9));
+        let table = SessionTable::new(10, 10);
+        let slot = slot(&table, &key(9));
         let session = Arc::new(LegacySession {
             url: url::Url::parse("http://b/mcp").expect("url"),
             id: None,
@@ -211,11 +235,33 @@ mod tests {
         });
         table.forget(&key(9), &other, false);
         assert!(
-            table.slot(&key(9)).get().is_some(),
+            table.slot(&key(9)).expect("room").get().is_some(),
             "a different session is not forgotten"
         );
         table.forget(&key(9), &session, false);
-        assert!(table.slot(&key(9)).get().is_none());
+        assert!(table.slot(&key(9)).expect("room").get().is_none());
+    }
+
+    #[test]
+    fn a_caller_over_its_share_recycles_its_own_oldest_session_only() {
+        let table = SessionTable::new(100, 3);
+        let bob = key_of("bob", 0);
+        slot(&table, &bob)
+            .set(Arc::new(recorded("bob-1")))
+            .expect("empty slot");
+        table.attach(&bob);
+        let alice: Vec<_> = (0..10).map(|n| key_of("alice", n)).collect();
+        for key in &alice {
+            let _ = slot(&table, key);
+            table.attach(key);
+        }
+        assert_eq!(table.len(), 4, "alice holds her share, bob his session");
+        assert_eq!(table.slots.held_by(&bob.scope.principal), 1);
+        assert!(
+            table.detach(&alice[0]).is_none(),
+            "an evicted session's attachment went with it"
+        );
+        assert!(table.detach(&bob).is_some(), "bob's session is still there");
     }
 
     fn recorded(id: &str) -> LegacySession {
@@ -229,23 +275,23 @@ mod tests {
 
     #[test]
     fn adoption_fills_only_empty_slots_and_never_revives_a_retired_id() {
-        let table = SessionTable::new(10);
+        let table = SessionTable::new(10, 10);
         assert!(table.adopt(&key(1), recorded("up-1")), "empty slot");
         assert!(
             !table.adopt(&key(1), recorded("up-2")),
             "a held session is kept"
         );
-        let held = table.slot(&key(1)).get().cloned().expect("adopted");
+        let held = slot(&table, &key(1)).get().cloned().expect("adopted");
         assert_eq!(held.id.as_ref().and_then(|v| v.to_str().ok()), Some("up-1"));
 
         // The backend forgot it (404): retired, so a record naming it is not followed again.
         table.forget(&key(1), &held, true);
         assert!(!table.adopt(&key(1), recorded("up-1")), "retired");
-        assert!(table.slot(&key(1)).get().is_none());
+        assert!(slot(&table, &key(1)).get().is_none());
         assert!(table.adopt(&key(1), recorded("up-3")), "another id is fine");
 
         // Forgetting without retiring (an adopted session replaced to learn its description).
-        let held = table.slot(&key(1)).get().cloned().expect("adopted");
+        let held = slot(&table, &key(1)).get().cloned().expect("adopted");
         table.forget(&key(1), &held, false);
         assert!(table.adopt(&key(1), recorded("up-3")), "not retired");
         assert!(
@@ -262,15 +308,14 @@ mod tests {
 
     #[test]
     fn the_last_detach_ends_the_upstream_session() {
-        let table = SessionTable::new(10);
+        let table = SessionTable::new(10, 10);
         let session = Arc::new(LegacySession {
             url: url::Url::parse("http://b/mcp").expect("url"),
             id: None,
             version: "2025-11-25".into(),
             initialize_result: Bytes::new(),
         });
-        table
-            .slot(&key(1))
+        slot(&table, &key(1))
             .set(Arc::clone(&session))
             .expect("empty slot");
         table.attach(&key(1));
@@ -284,7 +329,7 @@ mod tests {
                 .detach(&key(1))
                 .is_some_and(|s| Arc::ptr_eq(&s, &session))
         );
-        assert!(table.slot(&key(1)).get().is_none(), "forgotten");
+        assert!(slot(&table, &key(1)).get().is_none(), "forgotten");
         assert!(table.detach(&key(2)).is_none(), "never attached");
     }
 }

@@ -16,8 +16,8 @@
 //!   `initialize` (the latest legacy version; the server's answer is accepted) +
 //!   `notifications/initialized`; callers never see the upstream session (the backend describes
 //!   itself like a stdio one).
-//! - **Connections**: one per (backend name, URL, header policy, principal), opened by that
-//!   principal's first call (the GET carries that caller's forwarded headers), ended after the
+//! - **Connections**: one per backend name and credential scope (URL, effective credentials,
+//!   principal: [`CredentialScope`](super::CredentialScope)), opened by that principal's first call (the GET carries that caller's forwarded headers), ended after the
 //!   backend's `idle_timeout_s` without calls (default 300 s; a running call keeps it). At most
 //!   [`MAX_CONNECTIONS`] at once per router; beyond that a call fails at once ("too many backend
 //!   connections").
@@ -44,7 +44,7 @@ use url::Url;
 use super::link::{Carrier, Link, LinkKey, Outbound, Pool};
 use super::request::{self, Outgoing};
 use super::transport::{HttpClient, MAX_MESSAGE_BYTES};
-use super::{Call, Reply, Target, UpstreamError};
+use super::{Call, CredentialScope, Reply, Target, UpstreamError};
 use crate::upstream::error::classify_client_error;
 
 /// Most SSE connections open at once (each holds a GET stream and a backend session).
@@ -58,12 +58,9 @@ const MAX_POST_ANSWER: usize = 64 * 1024;
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct ConnectionKey {
     backend: String,
-    url: String,
-    issuer: String,
-    subject: String,
-    /// The backend's header policy (as JSON): the GET carries the headers it adds, so two
-    /// virtual hosts naming the same backend with different credentials get their own streams.
-    policy: String,
+    /// The GET carries the scope's credentials, so two callers (or two virtual hosts naming the
+    /// same backend with different credentials) never share a stream.
+    scope: CredentialScope,
 }
 
 impl LinkKey for ConnectionKey {
@@ -97,9 +94,10 @@ impl SsePool {
         &self,
         target: &Target<'_>,
         url: &Url,
+        scope: &CredentialScope,
         call: &Call<'_>,
     ) -> Result<Reply, UpstreamError> {
-        let connection = self.connection(target, url).await?;
+        let connection = self.connection(target, url, scope).await?;
         let mut post = post_request(&connection.endpoint, target);
         request::add_headers(&mut post, call.headers);
         let (parts, _) = post.into_parts();
@@ -113,8 +111,13 @@ impl SsePool {
         &self,
         target: &Target<'_>,
         url: &Url,
+        scope: &CredentialScope,
     ) -> Result<Bytes, UpstreamError> {
-        Ok(self.connection(target, url).await?.link.description())
+        Ok(self
+            .connection(target, url, scope)
+            .await?
+            .link
+            .description())
     }
 
     /// Opens (or reuses) the caller's connection to `url`: `Ok` when the backend speaks SSE.
@@ -122,21 +125,20 @@ impl SsePool {
         &self,
         target: &Target<'_>,
         url: &Url,
+        scope: &CredentialScope,
     ) -> Result<(), UpstreamError> {
-        self.connection(target, url).await.map(drop)
+        self.connection(target, url, scope).await.map(drop)
     }
 
     async fn connection(
         &self,
         target: &Target<'_>,
         url: &Url,
+        scope: &CredentialScope,
     ) -> Result<Arc<Connection>, UpstreamError> {
         let key = ConnectionKey {
             backend: target.name.to_owned(),
-            url: url.as_str().to_owned(),
-            issuer: target.principal.issuer().to_owned(),
-            subject: target.principal.subject().to_owned(),
-            policy: serde_json::to_string(&target.config.headers).unwrap_or_default(),
+            scope: scope.clone(),
         };
         self.pool
             .get(&key, || {

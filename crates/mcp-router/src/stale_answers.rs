@@ -1,0 +1,56 @@
+//! [`StaleAnswers`]: the last good list and discover answers, served (marked stale) while a
+//! backend fails (stale-if-error, DESIGN §6.6).
+//!
+//! Keyed by the backend's credential scope (which names the caller), the virtual host, the
+//! backend, the method and the cursor: a stale answer is only ever served to the caller it was
+//! fetched for, with the credentials it was fetched with. Bounded per principal like every other
+//! upstream table: a caller that stores more than its share replaces its own oldest answers,
+//! never another tenant's.
+
+use std::time::{Duration, Instant};
+
+use mcp_core::Principal;
+use serde_json::value::RawValue;
+
+use crate::upstream::ScopedTable;
+
+/// (credential scope id, virtual host, backend, method, cursor).
+pub(crate) type StaleKey = (String, String, String, String, String);
+
+/// The least share of the table a principal may fill.
+const MIN_SHARE: usize = 64;
+
+/// Last good answers. See the module docs.
+#[derive(Debug)]
+pub(crate) struct StaleAnswers {
+    table: ScopedTable<StaleKey, (Instant, std::sync::Arc<RawValue>)>,
+}
+
+impl StaleAnswers {
+    /// At most `entries` answers; one principal holds at most a sixteenth of them (at least 64).
+    pub(crate) fn new(entries: usize) -> Self {
+        let share = (entries / 16).max(MIN_SHARE).min(entries.max(1));
+        Self {
+            table: ScopedTable::new(share, entries),
+        }
+    }
+
+    /// Stores `principal`'s good answer under `key`.
+    pub(crate) fn insert(&self, principal: &Principal, key: StaleKey, value: &RawValue) {
+        let entry = (Instant::now(), std::sync::Arc::from(value.to_owned()));
+        if !self.table.replace(&key, entry.clone()) {
+            let _ = self.table.get_or_insert_with(&key, principal, || entry);
+        }
+    }
+
+    /// The answer under `key` and its age, if stored less than `max_staleness` ago.
+    pub(crate) fn get(
+        &self,
+        key: &StaleKey,
+        max_staleness: Duration,
+    ) -> Option<(Box<RawValue>, Duration)> {
+        let (stored, value) = self.table.get(key)?;
+        let age = stored.elapsed();
+        (age <= max_staleness).then(|| (value.as_ref().to_owned(), age))
+    }
+}

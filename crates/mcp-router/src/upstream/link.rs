@@ -406,6 +406,12 @@ pub(super) trait Carrier: Send + Sync + 'static {
 pub(super) trait LinkKey: Clone + Eq + Hash + Send + Sync + 'static {
     /// Whether the link may be ended after its idle timeout.
     fn reapable(&self) -> bool;
+
+    /// The principal the link is for, when links are per principal: such a principal holds at
+    /// most the pool's per-principal share, so it cannot take every link of the pool.
+    fn principal(&self) -> Option<&mcp_core::Principal> {
+        None
+    }
 }
 
 /// The live or restarting link of one key.
@@ -434,6 +440,8 @@ pub(super) struct Pool<K, C> {
 struct PoolInner<K, C> {
     slots: Mutex<HashMap<K, SharedSlot<C>>>,
     max: usize,
+    /// Most links of one principal (keys that name one).
+    per_principal: usize,
     /// What a call gets while its link waits for its restart backoff.
     backing_off: UpstreamError,
     /// What a call gets when `max` links exist already.
@@ -456,11 +464,20 @@ impl<K: LinkKey, C: Carrier> Pool<K, C> {
             inner: Arc::new(PoolInner {
                 slots: Mutex::new(HashMap::new()),
                 max: max.max(1),
+                per_principal: max.max(1),
                 backing_off,
                 full,
                 reaper: Mutex::new(None),
             }),
         }
+    }
+
+    /// At most `share` links per principal (default: the pool's size).
+    pub(super) fn per_principal(mut self, share: usize) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.per_principal = share.max(1);
+        }
+        self
     }
 
     /// The live carrier of `key`, started with `start` when there is none (and its restart
@@ -509,11 +526,16 @@ impl<K: LinkKey, C: Carrier> Pool<K, C> {
         if let Some(slot) = slots.get(key) {
             return Ok(Arc::clone(slot));
         }
-        if slots.len() >= self.inner.max {
+        let held = |slots: &HashMap<K, SharedSlot<C>>| {
+            key.principal().map_or(0, |p| {
+                slots.keys().filter(|k| k.principal() == Some(p)).count()
+            })
+        };
+        if slots.len() >= self.inner.max || held(&slots) >= self.inner.per_principal {
             // Forget slots without a link before refusing.
             slots.retain(|_, s| s.try_lock().map_or(true, |s| s.carrier.is_some()));
-            if slots.len() >= self.inner.max {
-                tracing::warn!(max = self.inner.max, error = %self.inner.full, "backend link limit reached");
+            if slots.len() >= self.inner.max || held(&slots) >= self.inner.per_principal {
+                tracing::warn!(max = self.inner.max, per_principal = self.inner.per_principal, error = %self.inner.full, "backend link limit reached");
                 return Err(self.inner.full.clone());
             }
         }
@@ -572,5 +594,58 @@ mod tests {
         assert_eq!(backoff(4), Duration::from_millis(800));
         assert_eq!(backoff(10), BACKOFF_MAX);
         assert_eq!(backoff(u32::MAX), BACKOFF_MAX);
+    }
+
+    struct TestCarrier(Arc<Link>, mpsc::UnboundedReceiver<Outbound>);
+
+    impl Carrier for TestCarrier {
+        fn link(&self) -> &Link {
+            &self.0
+        }
+    }
+
+    #[derive(Clone, PartialEq, Eq, Hash)]
+    struct Key(mcp_core::Principal, u32);
+
+    impl LinkKey for Key {
+        fn reapable(&self) -> bool {
+            false
+        }
+
+        fn principal(&self) -> Option<&mcp_core::Principal> {
+            Some(&self.0)
+        }
+    }
+
+    #[tokio::test]
+    async fn a_principal_holds_at_most_its_share_of_links() {
+        let pool: Pool<Key, TestCarrier> = Pool::new(
+            10,
+            UpstreamError::Connect,
+            UpstreamError::TooManyConnections,
+        )
+        .per_principal(2);
+        let start = || async {
+            let (link, rx) = Link::new("b", Duration::from_secs(60));
+            Ok(Arc::new(TestCarrier(link, rx)))
+        };
+        let alice = mcp_core::Principal::new("i", "alice");
+        let bob = mcp_core::Principal::new("i", "bob");
+        for n in 0..2 {
+            assert!(pool.get(&Key(alice.clone(), n), start).await.is_ok());
+        }
+        assert_eq!(
+            pool.get(&Key(alice.clone(), 2), start).await.err(),
+            Some(UpstreamError::TooManyConnections),
+            "alice is over her share"
+        );
+        assert!(
+            pool.get(&Key(alice.clone(), 0), start).await.is_ok(),
+            "her own links still serve"
+        );
+        assert!(
+            pool.get(&Key(bob, 0), start).await.is_ok(),
+            "bob still gets one"
+        );
     }
 }

@@ -19,8 +19,8 @@
 //! - **Connections**: one per backend name and credential scope (URL, effective credentials,
 //!   principal: [`CredentialScope`](super::CredentialScope)), opened by that principal's first call (the GET carries that caller's forwarded headers), ended after the
 //!   backend's `idle_timeout_s` without calls (default 300 s; a running call keeps it). At most
-//!   [`MAX_CONNECTIONS`] at once per router; beyond that a call fails at once ("too many backend
-//!   connections").
+//!   [`MAX_CONNECTIONS`] at once per router, [`MAX_CONNECTIONS_PER_PRINCIPAL`] of them one
+//!   principal's; beyond that a call fails at once ("too many backend connections").
 //! - **Failures**: the stream ending or breaking kills the link: calls in flight fail with
 //!   `backend connection lost`, and the next call reconnects after a backoff (100 ms doubling to
 //!   5 s; until then calls fail at once with `backend unreachable`). The URL's circuit breaker
@@ -49,6 +49,8 @@ use crate::upstream::error::classify_client_error;
 
 /// Most SSE connections open at once (each holds a GET stream and a backend session).
 pub(crate) const MAX_CONNECTIONS: usize = 1024;
+/// Most SSE connections one principal holds, so one tenant cannot take all of them.
+pub(crate) const MAX_CONNECTIONS_PER_PRINCIPAL: usize = 32;
 /// Idle lifetime of a connection without `idle_timeout_s`.
 const DEFAULT_IDLE: Duration = Duration::from_secs(300);
 /// Largest body read from the answer to a POST (it carries nothing the gateway needs).
@@ -67,6 +69,10 @@ impl LinkKey for ConnectionKey {
     fn reapable(&self) -> bool {
         true
     }
+
+    fn principal(&self) -> Option<&mcp_core::Principal> {
+        Some(&self.scope.principal)
+    }
 }
 
 /// The SSE connections of one router.
@@ -83,7 +89,8 @@ impl SsePool {
                 MAX_CONNECTIONS,
                 UpstreamError::Connect,
                 UpstreamError::TooManyConnections,
-            ),
+            )
+            .per_principal(MAX_CONNECTIONS_PER_PRINCIPAL),
             http,
             client_info,
         }

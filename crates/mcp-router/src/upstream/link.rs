@@ -596,7 +596,8 @@ mod tests {
         assert_eq!(backoff(u32::MAX), BACKOFF_MAX);
     }
 
-    struct TestCarrier(Arc<Link>, mpsc::UnboundedReceiver<Outbound>);
+    /// A link whose outbound messages nobody reads (the receiver only keeps the channel open).
+    struct TestCarrier(Arc<Link>, #[allow(dead_code)] mpsc::UnboundedReceiver<Outbound>);
 
     impl Carrier for TestCarrier {
         fn link(&self) -> &Link {

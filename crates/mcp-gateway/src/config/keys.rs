@@ -458,7 +458,7 @@ pub static KEYS: &[KeySpec] = &[
         "breaker.consecutive_failures",
         I,
         Int(5),
-        "per backend URL: failures in a row that open its breaker (a backend's \"breaker\" object overrides any breaker key)",
+        "per credential scope (backend address, credentials, principal): failures in a row that open its breaker (a backend's \"breaker\" object overrides any breaker key)",
     ),
     key(
         "breaker.open_ms",

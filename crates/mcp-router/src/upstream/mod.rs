@@ -38,6 +38,8 @@ use tokio::sync::OnceCell;
 use url::Url;
 
 pub use error::UpstreamError;
+pub use stdio::catalog::{Refusal, StdioRules, StdioServer, is_loader_variable};
+pub use transport::{DEFAULT_DENIED, DestinationPolicy};
 pub(crate) use meta::{CLIENT_CAPABILITIES, PROGRESS_TOKEN, PROTOCOL_VERSION};
 pub(crate) use session::LegacySession;
 pub(crate) use transport::MessageStream;
@@ -58,9 +60,11 @@ pub struct UpstreamOptions {
     /// Circuit breaker defaults for every backend URL; a backend's `breaker` object overrides
     /// single keys.
     pub breaker: BreakerConfig,
-    /// Programs a user configuration may run as stdio backends (`command`, compared verbatim);
-    /// empty (the default): no stdio backend is ever started.
-    pub stdio_allowed_commands: Vec<String>,
+    /// What stdio backends may run: the operator's catalog, the allow-list of free-form commands,
+    /// whether config authors are trusted. The default starts no stdio backend.
+    pub stdio: StdioRules,
+    /// Where backend connections may go (default: the built-in denials only).
+    pub destinations: DestinationPolicy,
     /// Most stdio backend processes running at once.
     pub max_stdio_processes: usize,
 }
@@ -72,7 +76,8 @@ impl Default for UpstreamOptions {
             era_ttl: Duration::from_secs(300),
             max_sessions: 10_000,
             breaker: BreakerConfig::default(),
-            stdio_allowed_commands: Vec::new(),
+            stdio: StdioRules::default(),
+            destinations: DestinationPolicy::default(),
             max_stdio_processes: 64,
         }
     }
@@ -171,11 +176,11 @@ const LEGACY_PROTOCOL: ProtocolVersion = ProtocolVersion::LATEST_LEGACY;
 impl Upstream {
     pub(crate) fn new(options: UpstreamOptions, client_info: Box<RawValue>) -> Self {
         let stdio = stdio::StdioPool::new(
-            options.stdio_allowed_commands.clone(),
+            options.stdio.clone(),
             options.max_stdio_processes,
             client_info.clone(),
         );
-        let http = transport::build_client(options.connect_timeout);
+        let http = transport::build_client(options.connect_timeout, options.destinations.clone());
         Self {
             sse: sse::SsePool::new(http.clone(), client_info.clone()),
             sse_urls: Mutex::new(HashMap::new()),
@@ -282,8 +287,8 @@ impl Upstream {
         target: &Target<'_>,
         call: &Call<'_>,
     ) -> Result<Reply, UpstreamError> {
-        if let Some(command) = &target.config.command {
-            return self.send_stdio(target, call, command).await;
+        if let Some(command) = stdio::label(target.config) {
+            return self.send_stdio(target, call, &command).await;
         }
         let mut first_error: Option<UpstreamError> = None;
         let mut latest_error: Option<UpstreamError> = None;
@@ -445,7 +450,7 @@ impl Upstream {
     /// process or an HTTP+SSE connection): such a backend has no `subscriptions/listen` and no
     /// upstream session to show callers.
     pub(crate) fn is_linked(&self, target: &Target<'_>) -> bool {
-        target.config.command.is_some()
+        stdio::label(target.config).is_some()
             || Self::url(target).is_ok_and(|url| self.speaks_sse(target, url))
     }
 
@@ -774,7 +779,7 @@ impl Upstream {
     /// upstream session. Tries the replicas when the primary fails (describing is read-only), each
     /// behind its breaker.
     pub(crate) async fn describe(&self, target: &Target<'_>) -> Result<Description, UpstreamError> {
-        if target.config.command.is_some() {
+        if stdio::label(target.config).is_some() {
             // Callers never see a stdio backend's session: it describes itself like a modern one.
             return Ok(Description {
                 era: Era::Modern,
@@ -924,6 +929,7 @@ fn outcome_of(error: &UpstreamError) -> Outcome {
         UpstreamError::NoUrl
         | UpstreamError::CircuitOpen(_)
         | UpstreamError::NotAllowed
+        | UpstreamError::DestinationNotAllowed
         | UpstreamError::TooManyConnections => Outcome::Ignore,
     }
 }

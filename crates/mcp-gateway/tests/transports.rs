@@ -1,5 +1,5 @@
 //! Backends over every upstream transport behind the real `mcp-gateway` process, as an operator
-//! configures them: a stdio program allowed by `[backends] stdio_allowed_commands`, an HTTP+SSE
+//! configures them: a stdio server of the operator's `[stdio_servers]` catalog, an HTTP+SSE
 //! (2024-11-05) server with `transport = "sse"`, and a streamable HTTP backend, side by side in
 //! one virtual host. A 2026-07-28 client and a 2025 session list the prefixed tools of all three
 //! and call each. (A command off the allow-list is refused at config load: `cli.rs`.)
@@ -43,11 +43,7 @@ impl SseServer {
 fn users(python: &Path, alpha: &TestBackend, sse: &SseServer) -> String {
     json!({"users": {"alice": {"virtual_hosts": {"vh": {"backends": {
         "alpha": {"url": alpha.url(), "timeout_ms": 20000},
-        "io": {
-            "command": python.to_str().expect("utf-8 path"),
-            "args": [script("py_stdio_server.py").to_str().expect("utf-8 path")],
-            "timeout_ms": 20000
-        },
+        "io": {"stdio": "io", "timeout_ms": 20000},
         "old": {"url": sse.url, "transport": "sse", "timeout_ms": 20000},
     }}}}}})
     .to_string()
@@ -55,8 +51,9 @@ fn users(python: &Path, alpha: &TestBackend, sse: &SseServer) -> String {
 
 fn config(python: &Path) -> String {
     base_config(&format!(
-        "\n[backends]\nstdio_allowed_commands = [{:?}]\n",
-        python.to_str().expect("utf-8 path")
+        "\n[stdio_servers.io]\ncommand = {:?}\nargs = [{:?}]\n",
+        python.to_str().expect("utf-8 path"),
+        script("py_stdio_server.py").to_str().expect("utf-8 path")
     ))
 }
 

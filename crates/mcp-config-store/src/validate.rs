@@ -411,7 +411,10 @@ mod tests {
             r#"{"virtual_hosts":{"v":{"backends":{"m":{"stdio":"memory","env":{"API_KEY":"k"}}}}}}"#,
         )
         .unwrap();
-        assert_eq!(ok.virtual_hosts["v"].backends["m"].stdio.as_deref(), Some("memory"));
+        assert_eq!(
+            ok.virtual_hosts["v"].backends["m"].stdio.as_deref(),
+            Some("memory")
+        );
     }
 
     #[test]

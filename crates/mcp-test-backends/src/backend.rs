@@ -58,7 +58,10 @@ impl TestBackend {
 
     /// Starts `spec` on another local address (e.g. `127.0.0.2`, for tests of destination
     /// rules), or fails when it cannot be bound.
-    pub async fn try_start_at(ip: std::net::IpAddr, spec: BackendSpec) -> std::io::Result<TestBackend> {
+    pub async fn try_start_at(
+        ip: std::net::IpAddr,
+        spec: BackendSpec,
+    ) -> std::io::Result<TestBackend> {
         let listener = http_server::bind(SocketAddr::from((ip, spec.port)))?;
         let addr = listener.local_addr()?;
         let shared = Arc::new(Shared::new(spec));

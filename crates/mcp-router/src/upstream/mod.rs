@@ -38,11 +38,11 @@ use tokio::sync::OnceCell;
 use url::Url;
 
 pub use error::UpstreamError;
-pub use stdio::catalog::{Refusal, StdioRules, StdioServer, is_loader_variable};
-pub use transport::{DEFAULT_DENIED, DestinationPolicy};
 pub(crate) use meta::{CLIENT_CAPABILITIES, PROGRESS_TOKEN, PROTOCOL_VERSION};
 pub(crate) use session::LegacySession;
+pub use stdio::catalog::{Refusal, StdioRules, StdioServer, is_loader_variable};
 pub(crate) use transport::MessageStream;
+pub use transport::{DEFAULT_DENIED, DestinationPolicy};
 
 use request::Outgoing;
 use session::{SessionKey, SessionTable};

@@ -81,11 +81,7 @@ pub(crate) struct StdioPool {
 }
 
 impl StdioPool {
-    pub(crate) fn new(
-        rules: StdioRules,
-        max_processes: usize,
-        client_info: Box<RawValue>,
-    ) -> Self {
+    pub(crate) fn new(rules: StdioRules, max_processes: usize, client_info: Box<RawValue>) -> Self {
         Self {
             pool: Pool::new(
                 max_processes,

@@ -19,9 +19,9 @@ use super::error::{UpstreamError, classify_client_error};
 
 mod destinations;
 
+use destinations::Guarded;
 pub(crate) use destinations::is_denied;
 pub use destinations::{DEFAULT_DENIED, DestinationPolicy};
-use destinations::Guarded;
 
 /// The pooled HTTP client shared by every backend (streamable HTTP, GET streams and HTTP+SSE).
 pub(crate) type HttpClient = Client<HttpsConnector<Guarded>, Full<Bytes>>;

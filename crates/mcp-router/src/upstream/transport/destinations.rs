@@ -166,7 +166,10 @@ impl DestinationPolicy {
 
     /// Records the addresses the gateway's listeners are bound to: connections there are refused.
     pub fn set_own_listeners(&self, addrs: impl IntoIterator<Item = SocketAddr>) {
-        let mut own = self.own.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut own = self
+            .own
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         own.clear();
         own.extend(addrs);
     }
@@ -191,7 +194,10 @@ impl DestinationPolicy {
     }
 
     fn is_own(&self, ip: IpAddr, port: u16, local: IpAddr) -> bool {
-        let own = self.own.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let own = self
+            .own
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         own.iter().any(|listener| {
             let bound = listener.ip().to_canonical();
             listener.port() == port
@@ -288,7 +294,11 @@ mod tests {
     #[test]
     fn deny_wins_then_allow_is_a_list() {
         let policy = DestinationPolicy::new(
-            &["10.0.0.0/8".into(), "169.254.169.254".into(), "*.corp.example".into()],
+            &[
+                "10.0.0.0/8".into(),
+                "169.254.169.254".into(),
+                "*.corp.example".into(),
+            ],
             &["10.9.0.0/16".into(), "localhost".into()],
         )
         .expect("valid");

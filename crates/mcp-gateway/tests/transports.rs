@@ -40,7 +40,7 @@ impl SseServer {
 }
 
 /// `alice`'s virtual host `vh`: `alpha` (streamable HTTP), `io` (stdio), `old` (HTTP+SSE).
-fn users(python: &Path, alpha: &TestBackend, sse: &SseServer) -> String {
+fn users(alpha: &TestBackend, sse: &SseServer) -> String {
     json!({"users": {"alice": {"virtual_hosts": {"vh": {"backends": {
         "alpha": {"url": alpha.url(), "timeout_ms": 20000},
         "io": {"stdio": "io", "timeout_ms": 20000},
@@ -91,7 +91,7 @@ async fn stdio_sse_and_http_backends_serve_both_eras_through_the_process() {
     let alpha = TestBackend::start(BackendSpec::modern("alpha")).await;
     let sse = SseServer::start(&python).await;
     let dir = workdir("gw-transports");
-    support::write(dir.path(), "users.json", &users(&python, &alpha, &sse));
+    support::write(dir.path(), "users.json", &users(&alpha, &sse));
     let gw = GatewayProcess::start(dir.path(), &config(&python), &[]).await;
 
     let listed = modern(gw.addr, "alice", "vh", "tools/list", json!({}), &[]).await;

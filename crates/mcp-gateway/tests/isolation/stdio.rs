@@ -108,7 +108,7 @@ fn allow_listed_commands_refuse_code_running_args_and_loader_variables() {
     let (code, err) = check("iso-stdio-allowed-ok", &gateway, &doc);
     assert_eq!(code, 0, "{err}");
     assert!(
-        err.contains(&format!("warning: ")) && err.contains(&format!("{P}.a.command: ")),
+        err.contains("warning: ") && err.contains(&format!("{P}.a.command: ")),
         "{err}"
     );
 }

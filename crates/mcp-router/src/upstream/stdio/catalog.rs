@@ -66,7 +66,9 @@ pub struct StdioRules {
     pub trust_user_commands: bool,
 }
 
-/// Why a backend may not run: the field (relative to the backend, e.g. `env.PATH`) and the reason.
+/// A finding about one backend, the field (relative to the backend, e.g. `env.PATH`) and the
+/// reason: why it may not run ([`StdioRules::check`]), or what deserves attention
+/// ([`StdioRules::warnings`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Refusal {
     /// Field path relative to the backend entry (`command`, `args`, `env.LD_PRELOAD`, `stdio`).

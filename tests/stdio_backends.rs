@@ -3,7 +3,8 @@
 //! legacy clients list prefixed tools from both and call them, concurrently from several
 //! principals; a process that dies mid-call fails that call, the next call restarts it and the
 //! breaker sees the failure; `per_principal` processes end after their idle timeout; a command
-//! outside the operator's allow-list is never started.
+//! outside the operator's allow-list is never started. The router trusts these configurations'
+//! authors (`trust_user_commands`), so their `args` and `stdio_policy = "shared"` are honoured.
 
 mod support;
 
@@ -37,6 +38,7 @@ fn router(python: &Path) -> McpRouter {
     McpRouter::builder()
         .fanout_deadline(Duration::from_secs(20))
         .stdio_allowed_commands(vec![python.to_str().expect("utf-8 path").to_owned()])
+        .trust_user_commands(true)
         .build()
 }
 
@@ -69,7 +71,7 @@ async fn a_stdio_server_serves_modern_and_legacy_clients_of_several_principals()
     };
     let alpha = TestBackend::start(BackendSpec::modern("alpha")).await;
     let marker = format!("stdio-shared-{}", std::process::id());
-    let users = config(&alpha, &python, &marker, json!({}));
+    let users = config(&alpha, &python, &marker, json!({"stdio_policy": "shared"}));
     let gw =
         Gateway::start_with(&[("alice", users.clone()), ("bob", users)], router(&python)).await;
 

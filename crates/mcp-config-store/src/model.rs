@@ -71,8 +71,9 @@ pub enum Naming {
     Auto,
 }
 
-/// One backend MCP server: reached over HTTP (`url`) or spawned as a stdio process (`command`).
-/// Exactly one of the two is set (checked by validation).
+/// One backend MCP server: reached over HTTP (`url`), or a stdio process: an entry of the operator's
+/// catalog (`stdio`, the gateway's `[stdio_servers.NAME]`) or a free-form `command` (only when the
+/// operator allows it). Exactly one of the three is set (checked by validation).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BackendConfig {
@@ -102,7 +103,13 @@ pub struct BackendConfig {
     /// Upstream tool names this backend may expose; `None` (or JSON `null`) allows all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allowed_tools: Option<Vec<String>>,
-    /// Program of a stdio backend (instead of `url`).
+    /// Name of an operator-defined stdio server (the gateway's `[stdio_servers.NAME]`), instead of
+    /// `url` or `command`: the operator fixes its program, arguments, environment and sharing;
+    /// the user configuration may only set the `env` keys the entry lists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stdio: Option<String>,
+    /// Program of a free-form stdio backend (instead of `url`); refused unless the operator
+    /// allows free-form commands.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
     /// Arguments of a stdio backend.
@@ -114,9 +121,10 @@ pub struct BackendConfig {
     /// Working directory of a stdio backend.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<PathBuf>,
-    /// Whether a stdio process is shared or started per principal (default shared).
-    #[serde(default, skip_serializing_if = "StdioPolicy::is_default")]
-    pub stdio_policy: StdioPolicy,
+    /// Whether a free-form stdio process is shared or started per principal. Unset means per
+    /// principal; `shared` is honoured only where the operator trusts config authors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stdio_policy: Option<StdioPolicy>,
     /// Idle timeout in seconds after which an unused upstream is closed (must be positive).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idle_timeout_s: Option<u64>,
@@ -138,11 +146,12 @@ impl Default for BackendConfig {
             timeout_ms: DEFAULT_TIMEOUT_MS,
             aliases: BTreeMap::new(),
             allowed_tools: None,
+            stdio: None,
             command: None,
             args: Vec::new(),
             env: BTreeMap::new(),
             cwd: None,
-            stdio_policy: StdioPolicy::default(),
+            stdio_policy: None,
             idle_timeout_s: None,
             transport: Transport::default(),
             breaker: None,
@@ -159,7 +168,15 @@ impl BackendConfig {
         }
     }
 
-    /// A stdio backend running `command` with every other setting at its default.
+    /// A stdio backend from the operator's catalog entry `name`, every other setting at its default.
+    pub fn catalog(name: impl Into<String>) -> Self {
+        Self {
+            stdio: Some(name.into()),
+            ..Self::default()
+        }
+    }
+
+    /// A free-form stdio backend running `command` with every other setting at its default.
     pub fn stdio(command: impl Into<String>) -> Self {
         Self {
             command: Some(command.into()),
@@ -194,17 +211,11 @@ impl HeaderPolicy {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StdioPolicy {
-    /// One process shared by every principal (the default).
-    #[default]
+    /// One process shared by every principal (an operator's opt-in).
     Shared,
-    /// One process per principal.
+    /// One process per principal (the default).
+    #[default]
     PerPrincipal,
-}
-
-impl StdioPolicy {
-    fn is_default(&self) -> bool {
-        *self == Self::default()
-    }
 }
 
 /// Upstream transport of an HTTP backend.
@@ -313,7 +324,7 @@ impl UserConfig {
 /// ).unwrap_err();
 /// assert_eq!(
 ///     err.to_string(),
-///     r#"users.alice.virtual_hosts.v.backends.b: exactly one of "url" or "command" is required"#
+///     r#"users.alice.virtual_hosts.v.backends.b: exactly one of "url", "stdio" or "command" is required"#
 /// );
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -460,7 +471,7 @@ mod tests {
         assert_eq!(f.args, ["--root", "/srv"]);
         assert_eq!(f.env["RUST_LOG"], "info");
         assert_eq!(f.cwd.as_deref(), Some(std::path::Path::new("/srv")));
-        assert_eq!(f.stdio_policy, StdioPolicy::PerPrincipal);
+        assert_eq!(f.stdio_policy, Some(StdioPolicy::PerPrincipal));
         assert_eq!(f.allowed_tools.as_deref().unwrap(), ["read", "list"]);
         assert_eq!(f.timeout_ms, DEFAULT_TIMEOUT_MS);
         assert_eq!(f.transport, Transport::StreamableHttp);
@@ -554,7 +565,7 @@ mod tests {
     fn semantic_errors_are_reported_after_parsing() {
         assert_eq!(
             err(&backend("{}")),
-            r#"virtual_hosts.vh1.backends.w: exactly one of "url" or "command" is required"#
+            r#"virtual_hosts.vh1.backends.w: exactly one of "url", "stdio" or "command" is required"#
         );
     }
 
@@ -619,7 +630,7 @@ consecutive_failures = 2
         let e = UserConfig::from_toml_str("[virtual_hosts.v.backends.b]\n").unwrap_err();
         assert_eq!(
             e.to_string(),
-            r#"virtual_hosts.v.backends.b: exactly one of "url" or "command" is required"#
+            r#"virtual_hosts.v.backends.b: exactly one of "url", "stdio" or "command" is required"#
         );
     }
 

@@ -6,11 +6,16 @@
 //! |---|---|---|
 //! | virtual host id: 1–128 characters from `A-Z a-z 0-9 - _ . ~`, not `.` or `..` | `virtual_hosts.<id>` | `invalid virtual host id: ...` |
 //! | backend name: 1–64 characters from `A-Z a-z 0-9 - _ .`, starting with a letter or digit | `...backends.<name>` | `invalid backend name: ...` |
-//! | exactly one of `url` / `command` | `...backends.<name>` | `exactly one of "url" or "command" is required` / `"url" and "command" are mutually exclusive` |
+//! | exactly one of `url` / `stdio` / `command` | `...backends.<name>` | `exactly one of "url", "stdio" or "command" is required` / `"url", "stdio" and "command" are mutually exclusive` |
 //! | `url` and `replicas[i]` use `http` or `https` | `...url`, `...replicas[i]` | `unsupported URL scheme "ftp" (use http or https)` |
 //! | `replicas`, `headers`, `transport = "sse"` only with `url` | that field | `only allowed for a "url" backend` |
-//! | `args`, `env`, `cwd`, `stdio_policy = "per_principal"` only with `command` | that field | `only allowed for a "command" backend` |
-//! | `command` not empty (or blank) | `...command` | `must not be empty` |
+//! | `replicas`, `headers`, `transport = "sse"` not with `stdio` either | that field | `only allowed for a "url" backend` |
+//! | `args`, `env`, `cwd`, `stdio_policy` only with `command` (`env` also with `stdio`) | that field | `only allowed for a "command" backend` |
+//! | `args`, `cwd`, `stdio_policy` not with `stdio` (the operator's entry fixes them) | that field | `set by the operator's stdio server entry; remove it` |
+//! | `command`, `stdio` not empty (or blank) | `...command`, `...stdio` | `must not be empty` |
+//!
+//! What the operator lets a configuration run (catalog entries, `env` keys, free-form commands)
+//! is checked by the gateway, which knows the operator's settings.
 //! | `timeout_ms`, `idle_timeout_s` positive | that field | `must be greater than 0` |
 //! | header names / values valid HTTP | `...headers.passthrough[i]`, `...headers.add.<name>`, `...headers.remove[i]` | `invalid header name` / `invalid header value` |
 //! | `aliases` keys and values, `allowed_tools` items, `env` keys not empty | that field | `must not be empty` |
@@ -23,7 +28,7 @@ use std::fmt;
 use http::{HeaderName, HeaderValue};
 
 use crate::error::FieldError;
-use crate::model::{BackendConfig, StdioPolicy, Transport, UserConfig, VirtualHostConfig};
+use crate::model::{BackendConfig, Transport, UserConfig, VirtualHostConfig};
 
 /// Longest accepted virtual host id.
 pub const MAX_VIRTUAL_HOST_ID_LEN: usize = 128;
@@ -143,16 +148,17 @@ fn virtual_host(vh: &VirtualHostConfig, prefix: &str, errors: &mut Vec<FieldErro
 
 fn backend(b: &BackendConfig, path: &str, errors: &mut Vec<FieldError>) {
     let field = |name: &str| join(path, name);
-    match (&b.url, &b.command) {
-        (None, None) => errors.push(FieldError::new(
+    let kinds = [b.url.is_some(), b.stdio.is_some(), b.command.is_some()];
+    match kinds.iter().filter(|set| **set).count() {
+        0 => errors.push(FieldError::new(
             path,
-            "exactly one of \"url\" or \"command\" is required",
+            "exactly one of \"url\", \"stdio\" or \"command\" is required",
         )),
-        (Some(_), Some(_)) => errors.push(FieldError::new(
+        1 => {}
+        _ => errors.push(FieldError::new(
             path,
-            "\"url\" and \"command\" are mutually exclusive",
+            "\"url\", \"stdio\" and \"command\" are mutually exclusive",
         )),
-        _ => {}
     }
     if let Some(url) = &b.url {
         check_scheme(url, &field("url"), errors);
@@ -160,17 +166,17 @@ fn backend(b: &BackendConfig, path: &str, errors: &mut Vec<FieldError>) {
     for (i, url) in b.replicas.iter().enumerate() {
         check_scheme(url, &index(&field("replicas"), i), errors);
     }
-    if let Some(command) = &b.command
-        && command.trim().is_empty()
-    {
-        errors.push(FieldError::new(field("command"), "must not be empty"));
+    for (name, value) in [("command", &b.command), ("stdio", &b.stdio)] {
+        if value.as_deref().is_some_and(|v| v.trim().is_empty()) {
+            errors.push(FieldError::new(field(name), "must not be empty"));
+        }
     }
 
     // Keys that only make sense for one kind of backend: reject them on the other kind so a
     // half-converted entry is noticed instead of silently ignored.
     let only_url = "only allowed for a \"url\" backend";
     let only_command = "only allowed for a \"command\" backend";
-    if b.url.is_none() && b.command.is_some() {
+    if b.url.is_none() && (b.command.is_some() || b.stdio.is_some()) {
         if !b.replicas.is_empty() {
             errors.push(FieldError::new(field("replicas"), only_url));
         }
@@ -181,7 +187,20 @@ fn backend(b: &BackendConfig, path: &str, errors: &mut Vec<FieldError>) {
             errors.push(FieldError::new(field("transport"), only_url));
         }
     }
-    if b.command.is_none() && b.url.is_some() {
+    if b.stdio.is_some() && b.command.is_none() {
+        // The operator's catalog entry fixes how the program runs.
+        let fixed = "set by the operator's stdio server entry; remove it";
+        if !b.args.is_empty() {
+            errors.push(FieldError::new(field("args"), fixed));
+        }
+        if b.cwd.is_some() {
+            errors.push(FieldError::new(field("cwd"), fixed));
+        }
+        if b.stdio_policy.is_some() {
+            errors.push(FieldError::new(field("stdio_policy"), fixed));
+        }
+    }
+    if b.command.is_none() && b.stdio.is_none() && b.url.is_some() {
         if !b.args.is_empty() {
             errors.push(FieldError::new(field("args"), only_command));
         }
@@ -191,7 +210,7 @@ fn backend(b: &BackendConfig, path: &str, errors: &mut Vec<FieldError>) {
         if b.cwd.is_some() {
             errors.push(FieldError::new(field("cwd"), only_command));
         }
-        if b.stdio_policy == StdioPolicy::PerPrincipal {
+        if b.stdio_policy.is_some() {
             errors.push(FieldError::new(field("stdio_policy"), only_command));
         }
     }
@@ -321,13 +340,13 @@ mod tests {
         assert_eq!(
             errors("{}"),
             [format!(
-                r#"{P}: exactly one of "url" or "command" is required"#
+                r#"{P}: exactly one of "url", "stdio" or "command" is required"#
             )]
         );
         assert_eq!(
             errors(r#"{"url":"http://a/","command":"x"}"#),
             [format!(
-                r#"{P}: "url" and "command" are mutually exclusive"#
+                r#"{P}: "url", "stdio" and "command" are mutually exclusive"#
             )]
         );
     }
@@ -365,6 +384,36 @@ mod tests {
                 format!(r#"{P}.cwd: only allowed for a "command" backend"#),
                 format!(r#"{P}.stdio_policy: only allowed for a "command" backend"#),
             ]
+        );
+    }
+
+    #[test]
+    fn a_catalog_backend_takes_only_env_from_the_user() {
+        assert_eq!(
+            errors(
+                r#"{"stdio":"memory","args":["-e"],"cwd":"/tmp","stdio_policy":"shared","headers":{"remove":["x"]}}"#
+            ),
+            [
+                format!(r#"{P}.headers: only allowed for a "url" backend"#),
+                format!("{P}.args: set by the operator's stdio server entry; remove it"),
+                format!("{P}.cwd: set by the operator's stdio server entry; remove it"),
+                format!("{P}.stdio_policy: set by the operator's stdio server entry; remove it"),
+            ]
+        );
+        assert_eq!(
+            errors(r#"{"stdio":" ","command":"x"}"#),
+            [
+                format!(r#"{P}: "url", "stdio" and "command" are mutually exclusive"#),
+                format!("{P}.stdio: must not be empty"),
+            ]
+        );
+        let ok = UserConfig::from_json_str(
+            r#"{"virtual_hosts":{"v":{"backends":{"m":{"stdio":"memory","env":{"API_KEY":"k"}}}}}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            ok.virtual_hosts["v"].backends["m"].stdio.as_deref(),
+            Some("memory")
         );
     }
 
@@ -441,7 +490,7 @@ mod tests {
         assert_eq!(e.errors().len(), 2);
         assert_eq!(
             e.to_string(),
-            r#"virtual_hosts.v.backends.a: exactly one of "url" or "command" is required; virtual_hosts.v.backends.b.url: unsupported URL scheme "ftp" (use http or https)"#
+            r#"virtual_hosts.v.backends.a: exactly one of "url", "stdio" or "command" is required; virtual_hosts.v.backends.b.url: unsupported URL scheme "ftp" (use http or https)"#
         );
     }
 }

@@ -17,7 +17,7 @@ use mcp_router::session::{
     SealedSessionStore, SessionStore,
 };
 use mcp_router::sse_bridge::{MESSAGES_PATH_SUFFIX, SSE_PATH_SUFFIX, SseBridge, SseBridgeLayer};
-use mcp_router::{McpRouter, UpstreamOptions};
+use mcp_router::{DestinationPolicy, McpRouter, UpstreamOptions};
 use mcp_vhost::{PathPattern, VhostLayer};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -54,6 +54,8 @@ pub struct Gateway {
     service: GatewayService,
     admin: Arc<AdminState>,
     tls: Option<TlsAcceptor>,
+    /// The router's destination policy, told the listeners' addresses once they are bound.
+    destinations: DestinationPolicy,
 }
 
 impl std::fmt::Debug for Gateway {
@@ -139,8 +141,14 @@ impl GatewayBuilder {
         };
         let (sessions, bus) = session_store(&config)?;
         let plugins = Plugins::load(&config).await?;
+        let destinations = DestinationPolicy::new(
+            &config.backends.allow_destinations,
+            &config.backends.deny_destinations,
+        )
+        .map_err(|reason| config.problem("backends.deny_destinations", reason))?;
         let router = build_router(
             &config,
+            destinations.clone(),
             sealing.as_deref(),
             sessions,
             bus,
@@ -174,6 +182,7 @@ impl GatewayBuilder {
             config,
             admin,
             tls,
+            destinations,
         })
     }
 }
@@ -211,6 +220,7 @@ fn session_store(
 
 fn build_router(
     config: &GatewayConfig,
+    destinations: DestinationPolicy,
     sealing: Option<&[u8]>,
     sessions: Arc<dyn SessionStore>,
     bus: Option<NodeBus>,
@@ -228,10 +238,11 @@ fn build_router(
             connect_timeout: r.upstream_connect_timeout,
             max_sessions: r.max_upstream_sessions,
             max_sessions_per_principal: r.max_upstream_sessions_per_principal,
+            stdio: config.backends.stdio_rules(),
+            destinations,
             ..UpstreamOptions::default()
         })
         .breaker_defaults(config.breaker.clone())
-        .stdio_allowed_commands(config.backends.stdio_allowed_commands.clone())
         .stale_if_error(r.stale_if_error, STALE_ENTRIES)
         .session_store(sessions);
     if let Some(text) = &r.instructions {
@@ -338,6 +349,10 @@ impl Gateway {
         };
         let local = mcp.local_addr()?;
         let admin_local = admin.as_ref().map(TcpListener::local_addr).transpose()?;
+        // Backends may not point back at the gateway: compare the bound addresses (a port 0 in
+        // the configuration is only known now).
+        self.destinations
+            .set_own_listeners(std::iter::once(local).chain(admin_local));
         let admin_text = admin_local.map_or_else(|| "disabled".to_owned(), |a| a.to_string());
         tracing::info!(
             addr = %local,

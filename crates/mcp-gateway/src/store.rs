@@ -14,7 +14,10 @@ use serde_json::{Value, json};
 
 use crate::config::{ConfigError, GatewayConfig, Problem, Source, StoreKind};
 use crate::error::GatewayError;
-use crate::users::{UserConfigFinding, check_document, unsupported_features};
+use crate::users::{
+    OperatorRules, UserConfigFinding, check_document, document_notices, operator_warnings,
+    unsupported_features,
+};
 
 /// How long a readiness probe waits for the store.
 const READINESS_TIMEOUT: Duration = Duration::from_secs(2);
@@ -46,6 +49,9 @@ pub struct DocumentReport {
     pub subjects: usize,
     /// Warnings (overlapping backend names), with the document they are in.
     pub warnings: Vec<(Source, UserConfigFinding)>,
+    /// Notices that stay warnings even for `check-config` (free-form stdio commands admitted by
+    /// the older allow-list, an unhonoured `stdio_policy = "shared"`).
+    pub notices: Vec<(Source, UserConfigFinding)>,
 }
 
 impl UserStore {
@@ -56,23 +62,21 @@ impl UserStore {
             StoreKind::File => {
                 let file = open_file(config).await?;
                 let doc = file.document();
-                let (errors, warnings) = check_document(
-                    &doc,
-                    &config.breaker,
-                    &config.backends.stdio_allowed_commands,
-                );
+                let rules = OperatorRules::from_config(config);
+                let (errors, mut warnings) = check_document(&doc, &rules);
                 let source = Source::File(file.path().to_path_buf());
                 if let Some(e) = findings_error(&source, errors) {
                     return Err(e.into());
                 }
+                warnings.extend(document_notices(&doc, &rules));
                 for warning in warnings {
                     tracing::warn!(file = %file.path().display(), warning = %warning, "user configuration warning");
                 }
-                (Arc::new(file.clone()), Backing::File(file))
+                (Checked::wrap(file.clone(), config), Backing::File(file))
             }
             StoreKind::Redis => {
                 let redis = open_redis(config).await?;
-                (Arc::new(redis), Backing::Redis)
+                (Checked::wrap(redis, config), Backing::Redis)
             }
         };
         Ok(Self::wrap(store, backing, config))
@@ -211,6 +215,64 @@ async fn open_redis(config: &GatewayConfig) -> Result<RedisStore, GatewayError> 
         })
 }
 
+/// A store whose every loaded configuration is checked against the operator's rules: a file
+/// edited after the start, or a Redis value, that asks for something the operator does not allow
+/// is refused when loaded (500, the findings logged with their paths), never half-served.
+struct Checked<S> {
+    inner: S,
+    rules: Arc<OperatorRules>,
+}
+
+impl<S: UserConfigStore> Checked<S> {
+    fn wrap(inner: S, config: &GatewayConfig) -> Arc<dyn UserConfigStore> {
+        Arc::new(Self {
+            inner,
+            rules: Arc::new(OperatorRules::from_config(config)),
+        })
+    }
+}
+
+impl<S: UserConfigStore> UserConfigStore for Checked<S> {
+    fn load(&self, subject: Arc<str>) -> mcp_config_store::LoadFuture {
+        let loading = self.inner.load(Arc::clone(&subject));
+        let rules = Arc::clone(&self.rules);
+        Box::pin(async move {
+            let Some(config) = loading.await? else {
+                return Ok(None);
+            };
+            let findings = unsupported_features("", &config, &rules);
+            if findings.is_empty() {
+                for warning in operator_warnings("", &config, &rules) {
+                    tracing::warn!(%subject, warning = %warning, "user configuration warning");
+                }
+                return Ok(Some(config));
+            }
+            for finding in &findings {
+                tracing::warn!(%subject, problem = %finding, "user configuration refused");
+            }
+            Err(mcp_config_store::StoreError::corrupt(
+                "the user configuration asks for what the operator does not allow",
+            ))
+        })
+    }
+
+    fn invalidations(&self) -> tokio::sync::broadcast::Receiver<mcp_config_store::Invalidation> {
+        self.inner.invalidations()
+    }
+
+    fn check(
+        &self,
+    ) -> std::pin::Pin<
+        Box<
+            dyn std::future::Future<Output = Result<(), mcp_config_store::StoreError>>
+                + Send
+                + 'static,
+        >,
+    > {
+        self.inner.check()
+    }
+}
+
 fn findings_error(source: &Source, findings: Vec<UserConfigFinding>) -> Option<ConfigError> {
     ConfigError::from_problems(
         findings
@@ -237,18 +299,22 @@ pub async fn check_documents(config: &GatewayConfig) -> Result<DocumentReport, G
         StoreKind::File => {
             let file = open_file(config).await?;
             let doc = file.document();
-            let (errors, warnings) = check_document(
-                &doc,
-                &config.breaker,
-                &config.backends.stdio_allowed_commands,
-            );
+            let rules = OperatorRules::from_config(config);
+            let (errors, warnings) = check_document(&doc, &rules);
             let source = Source::File(file.path().to_path_buf());
             if let Some(e) = findings_error(&source, errors) {
                 return Err(e.into());
             }
+            let located = |findings: Vec<UserConfigFinding>| {
+                findings
+                    .into_iter()
+                    .map(|w| (source.clone(), w))
+                    .collect::<Vec<_>>()
+            };
             Ok(DocumentReport {
                 subjects: doc.users.len(),
-                warnings: warnings.into_iter().map(|w| (source.clone(), w)).collect(),
+                warnings: located(warnings),
+                notices: located(document_notices(&doc, &rules)),
             })
         }
         StoreKind::Redis => check_redis(config).await,
@@ -289,6 +355,7 @@ async fn check_redis(config: &GatewayConfig) -> Result<DocumentReport, GatewayEr
     }
     keys.sort();
     keys.dedup();
+    let rules = OperatorRules::from_config(config);
     let mut report = DocumentReport::default();
     let mut problems = Vec::new();
     for key in keys {
@@ -305,17 +372,15 @@ async fn check_redis(config: &GatewayConfig) -> Result<DocumentReport, GatewayEr
         report.subjects += 1;
         match UserConfig::from_json_str(&text) {
             Ok(user) => {
-                for finding in unsupported_features(
-                    "",
-                    &user,
-                    &config.breaker,
-                    &config.backends.stdio_allowed_commands,
-                ) {
+                for finding in unsupported_features("", &user, &rules) {
                     problems.push(Problem {
                         source: source.clone(),
                         key: finding.path,
                         message: finding.message,
                     });
+                }
+                for notice in operator_warnings("", &user, &rules) {
+                    report.notices.push((source.clone(), notice));
                 }
                 for warning in user.warnings() {
                     report.warnings.push((

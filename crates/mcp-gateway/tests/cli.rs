@@ -143,7 +143,7 @@ fn check_config_names_the_path_of_user_config_errors() {
     );
     assert_eq!(code, 2, "{err}");
     assert!(
-        err.contains("users.alice.virtual_hosts.vh1.backends.tool.command: `npx` is not in backends.stdio_allowed_commands"),
+        err.contains("users.alice.virtual_hosts.vh1.backends.tool.command: free-form stdio commands are refused"),
         "{err}"
     );
 }

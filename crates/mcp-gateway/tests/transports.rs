@@ -1,5 +1,5 @@
 //! Backends over every upstream transport behind the real `mcp-gateway` process, as an operator
-//! configures them: a stdio program allowed by `[backends] stdio_allowed_commands`, an HTTP+SSE
+//! configures them: a stdio server of the operator's `[stdio_servers]` catalog, an HTTP+SSE
 //! (2024-11-05) server with `transport = "sse"`, and a streamable HTTP backend, side by side in
 //! one virtual host. A 2026-07-28 client and a 2025 session list the prefixed tools of all three
 //! and call each. (A command off the allow-list is refused at config load: `cli.rs`.)
@@ -40,14 +40,10 @@ impl SseServer {
 }
 
 /// `alice`'s virtual host `vh`: `alpha` (streamable HTTP), `io` (stdio), `old` (HTTP+SSE).
-fn users(python: &Path, alpha: &TestBackend, sse: &SseServer) -> String {
+fn users(alpha: &TestBackend, sse: &SseServer) -> String {
     json!({"users": {"alice": {"virtual_hosts": {"vh": {"backends": {
         "alpha": {"url": alpha.url(), "timeout_ms": 20000},
-        "io": {
-            "command": python.to_str().expect("utf-8 path"),
-            "args": [script("py_stdio_server.py").to_str().expect("utf-8 path")],
-            "timeout_ms": 20000
-        },
+        "io": {"stdio": "io", "timeout_ms": 20000},
         "old": {"url": sse.url, "transport": "sse", "timeout_ms": 20000},
     }}}}}})
     .to_string()
@@ -55,8 +51,9 @@ fn users(python: &Path, alpha: &TestBackend, sse: &SseServer) -> String {
 
 fn config(python: &Path) -> String {
     base_config(&format!(
-        "\n[backends]\nstdio_allowed_commands = [{:?}]\n",
-        python.to_str().expect("utf-8 path")
+        "\n[stdio_servers.io]\ncommand = {:?}\nargs = [{:?}]\n",
+        python.to_str().expect("utf-8 path"),
+        script("py_stdio_server.py").to_str().expect("utf-8 path")
     ))
 }
 
@@ -94,7 +91,7 @@ async fn stdio_sse_and_http_backends_serve_both_eras_through_the_process() {
     let alpha = TestBackend::start(BackendSpec::modern("alpha")).await;
     let sse = SseServer::start(&python).await;
     let dir = workdir("gw-transports");
-    support::write(dir.path(), "users.json", &users(&python, &alpha, &sse));
+    support::write(dir.path(), "users.json", &users(&alpha, &sse));
     let gw = GatewayProcess::start(dir.path(), &config(&python), &[]).await;
 
     let listed = modern(gw.addr, "alice", "vh", "tools/list", json!({}), &[]).await;

@@ -26,8 +26,9 @@
 //!   (`timeout_ms`, breaker overrides) and failures only affect its own state; each table is
 //!   bounded per principal ([`UpstreamOptions::max_sessions_per_principal`]): a principal over its
 //!   share gives up its own oldest entry, a full table refuses it, and nobody evicts another
-//!   tenant's entry. A backend may also be a **stdio program** (`command`): started only when the
-//!   operator allow-listed it ([`McpRouterBuilder::stdio_allowed_commands`]), multiplexed,
+//!   tenant's entry.
+//! - A backend may also be a **stdio program** (`command`): started only when the operator's
+//!   rules allow it ([`StdioRules`]: a catalog entry, or an allow-listed command), multiplexed,
 //!   restarted after a crash, `shared` or `per_principal`. An **HTTP+SSE (2024-11-05) server**
 //!   is reached with `transport = "sse"`, or found by the spec's fallback rule (a legacy
 //!   `initialize` POST answered 400/404/405, then a GET whose stream announces an `endpoint`):
@@ -143,4 +144,7 @@ pub use degraded::{DEGRADED_META_KEY, SERVER_INFO_META_KEY};
 pub use origin::OriginPolicy;
 pub use router::{McpRouter, McpRouterBuilder, ResponseFuture};
 pub use seal::{SealError, Sealer};
-pub use upstream::{UpstreamError, UpstreamOptions};
+pub use upstream::{
+    DEFAULT_DENIED, DestinationPolicy, Refusal, StdioRules, StdioServer, UpstreamError,
+    UpstreamOptions, is_loader_variable,
+};

@@ -1,6 +1,6 @@
 //! [`McpRouter`]: the MCP endpoint as a tower `Service`.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
@@ -27,7 +27,7 @@ use crate::seal::Sealer;
 use crate::session::{LocalSessionStore, SessionStore};
 use crate::stale_answers::StaleAnswers;
 use crate::tool_hints::ToolHintsTable;
-use crate::upstream::{Upstream, UpstreamOptions};
+use crate::upstream::{DestinationPolicy, StdioServer, Upstream, UpstreamOptions};
 use crate::{legacy, modern, respond};
 use mcp_plugins::PluginRuntime;
 
@@ -268,10 +268,31 @@ impl McpRouterBuilder {
         self
     }
 
-    /// Programs user configurations may run as stdio backends (an operator decision: a user
-    /// configuration alone never starts a process). See the upstream `stdio` module docs.
+    /// Programs user configurations may name as free-form stdio `command`s (an operator decision:
+    /// a user configuration alone never starts a process), without `args`, `cwd` or loader
+    /// variables unless [`trust_user_commands`](Self::trust_user_commands). See [`StdioRules`].
     pub fn stdio_allowed_commands(mut self, commands: Vec<String>) -> Self {
-        self.upstream.stdio_allowed_commands = commands;
+        self.upstream.stdio.allowed_commands = commands;
+        self
+    }
+
+    /// The operator's stdio server catalog: what a backend's `"stdio": "NAME"` runs.
+    pub fn stdio_servers(mut self, servers: BTreeMap<String, StdioServer>) -> Self {
+        self.upstream.stdio.servers = servers;
+        self
+    }
+
+    /// Trust config authors: free-form stdio `command`s with any `args`, `env` and `cwd`, and
+    /// `stdio_policy = "shared"`, are run (default `false`).
+    pub fn trust_user_commands(mut self, trust: bool) -> Self {
+        self.upstream.stdio.trust_user_commands = trust;
+        self
+    }
+
+    /// Where backend connections may go (default [`DestinationPolicy::default`]: link-local and
+    /// cloud metadata addresses are refused).
+    pub fn destinations(mut self, policy: DestinationPolicy) -> Self {
+        self.upstream.destinations = policy;
         self
     }
 

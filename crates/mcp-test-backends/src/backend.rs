@@ -53,7 +53,16 @@ impl TestBackend {
 
     /// Starts `spec` on 127.0.0.1, or fails when the port cannot be bound.
     pub async fn try_start(spec: BackendSpec) -> std::io::Result<TestBackend> {
-        let listener = http_server::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, spec.port)))?;
+        Self::try_start_at(Ipv4Addr::LOCALHOST.into(), spec).await
+    }
+
+    /// Starts `spec` on another local address (e.g. `127.0.0.2`, for tests of destination
+    /// rules), or fails when it cannot be bound.
+    pub async fn try_start_at(
+        ip: std::net::IpAddr,
+        spec: BackendSpec,
+    ) -> std::io::Result<TestBackend> {
+        let listener = http_server::bind(SocketAddr::from((ip, spec.port)))?;
         let addr = listener.local_addr()?;
         let shared = Arc::new(Shared::new(spec));
         let log = Arc::new(RequestLog::default());

@@ -472,7 +472,19 @@ impl EffectiveConfig {
         // [backends]
         let backends = BackendsConfig {
             stdio_allowed_commands: r.list("backends.stdio_allowed_commands"),
+            trust_user_commands: r.bool("backends.trust_user_commands"),
+            stdio_servers: self.stdio_servers.servers(),
+            allow_destinations: r.list("backends.allow_destinations"),
+            deny_destinations: r.list("backends.deny_destinations"),
+            allow_authorization_passthrough: r.bool("backends.allow_authorization_passthrough"),
         };
+        for key in ["backends.allow_destinations", "backends.deny_destinations"] {
+            for entry in r.list(key) {
+                if let Err(reason) = mcp_router::DestinationPolicy::check_entry(&entry) {
+                    r.fail(key, reason);
+                }
+            }
+        }
 
         // [security]
         let allowed_origins = r.list("security.allowed_origins");

@@ -483,7 +483,31 @@ pub static KEYS: &[KeySpec] = &[
         "backends.stdio_allowed_commands",
         L,
         List(&[]),
-        "programs a user config may run as stdio backends (`command`, compared verbatim: list absolute paths or the exact names users write, e.g. npx); a command not listed is refused when the user configuration is loaded, and never started",
+        "programs a user config may name as a free-form stdio `command` (compared verbatim, found on the gateway's PATH); without trust_user_commands such a backend may not set `args`, `cwd` or `env` keys that change how programs load or run (PATH, LD_*, DYLD_*, NODE_*, PYTHON*, ...): use a [stdio_servers.NAME] entry instead. A command not listed is refused when the user configuration is loaded, and never started",
+    ),
+    key(
+        "backends.trust_user_commands",
+        B,
+        Bool(false),
+        "the operator trusts user config authors: free-form stdio backends (`command` with any `args`, `env`, `cwd`) are run, and their `stdio_policy = \"shared\"` is honoured; false: stdio backends come from [stdio_servers.NAME] (or stdio_allowed_commands)",
+    ),
+    key(
+        "backends.allow_destinations",
+        L,
+        List(&[]),
+        "when not empty, the only destinations backend connections may reach: CIDRs (10.0.0.0/8), addresses, host names as written in URLs (api.example.com, *.example.com); an entry also lifts the built-in denial of link-local and metadata addresses it covers",
+    ),
+    key(
+        "backends.deny_destinations",
+        L,
+        List(&[]),
+        "destinations backend connections may never reach (CIDRs, addresses, host names), checked on the connected address (DNS answers included); wins over allow_destinations. Always denied: the gateway's own listeners; denied unless allowed: 169.254.0.0/16, fe80::/10, fd00:ec2::254, 100.100.100.200, 192.0.0.192, 168.63.129.16",
+    ),
+    key(
+        "backends.allow_authorization_passthrough",
+        B,
+        Bool(false),
+        "user configs may list `Authorization` in `headers.passthrough` (forwarding the caller's gateway token to a backend); false: such a configuration is refused when loaded",
     ),
     // [security]
     key(

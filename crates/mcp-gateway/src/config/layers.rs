@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::error::{ConfigError, Problems, Source};
 use super::keys::{self, DefaultValue, ENV_PREFIX, KEYS, KeySpec, Support, ValueKind};
+use super::stdio_servers::{self, Catalog};
 
 /// A configuration value.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -113,6 +114,8 @@ impl Override {
 #[derive(Clone, Debug)]
 pub struct EffectiveConfig {
     pub(crate) values: BTreeMap<&'static str, Entry>,
+    /// `[stdio_servers.NAME]` tables (file only: the catalog has no environment overrides).
+    pub(crate) stdio_servers: Catalog,
     pub(crate) file: Option<PathBuf>,
     warnings: Vec<String>,
 }
@@ -137,6 +140,7 @@ impl EffectiveConfig {
             .collect();
         Self {
             values,
+            stdio_servers: Catalog::default(),
             file: None,
             warnings: Vec::new(),
         }
@@ -246,7 +250,9 @@ impl EffectiveConfig {
             } else {
                 format!("{prefix}.{name}")
             };
-            if let Some(spec) = keys::find(&full) {
+            if full == stdio_servers::SECTION {
+                self.stdio_servers.merge(value, source, problems);
+            } else if let Some(spec) = keys::find(&full) {
                 if let Support::NotInThisBuild(feature) = spec.support {
                     problems.push(source, &full, not_in_build(feature));
                     continue;
@@ -383,6 +389,7 @@ impl EffectiveConfig {
                 }
             }
         }
+        out.push_str(&self.stdio_servers.to_toml());
         out
     }
 }
@@ -423,7 +430,11 @@ fn unknown_section(sections: &[&str]) -> String {
         .copied()
         .filter(|s| !s.contains('.'))
         .collect();
-    format!("unknown section (known: {})", top.join(", "))
+    format!(
+        "unknown section (known: {}, {})",
+        top.join(", "),
+        stdio_servers::SECTION
+    )
 }
 
 fn unknown_key(key: &str) -> String {

@@ -43,6 +43,7 @@ mod build;
 mod error;
 mod keys;
 mod layers;
+mod stdio_servers;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -269,12 +270,34 @@ pub struct PluginsConfig {
     pub keep_last_good: bool,
 }
 
-/// `[backends]`: what user configurations may ask of the gateway.
+/// `[backends]` and `[stdio_servers]`: what user configurations may ask of the gateway.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct BackendsConfig {
-    /// `stdio_allowed_commands`: programs user configurations may run as stdio backends.
+    /// `stdio_allowed_commands`: programs user configurations may name as free-form stdio
+    /// `command`s (without `args`, `cwd` or loader variables unless `trust_user_commands`).
     pub stdio_allowed_commands: Vec<String>,
+    /// `trust_user_commands`: free-form stdio commands run as written.
+    pub trust_user_commands: bool,
+    /// `[stdio_servers.NAME]`: the operator's stdio server catalog.
+    pub stdio_servers: BTreeMap<String, mcp_router::StdioServer>,
+    /// `allow_destinations`: when not empty, the only destinations backends may connect to.
+    pub allow_destinations: Vec<String>,
+    /// `deny_destinations`: destinations backends may never connect to.
+    pub deny_destinations: Vec<String>,
+    /// `allow_authorization_passthrough`: `headers.passthrough` may name `Authorization`.
+    pub allow_authorization_passthrough: bool,
+}
+
+impl BackendsConfig {
+    /// The router's stdio rules for these settings.
+    pub fn stdio_rules(&self) -> mcp_router::StdioRules {
+        mcp_router::StdioRules {
+            servers: self.stdio_servers.clone(),
+            allowed_commands: self.stdio_allowed_commands.clone(),
+            trust_user_commands: self.trust_user_commands,
+        }
+    }
 }
 
 /// Where the plugin document is read from (and re-read on every poll).

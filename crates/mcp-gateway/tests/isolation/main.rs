@@ -1,7 +1,10 @@
-//! The tenant-isolation suite (SECURITY.md guarantees 3 and 4): the release binary over real
-//! sockets, each test with two or three principals and a control that shows the test can fail.
+//! The tenant-isolation suite (issue #17, SECURITY.md guarantees 3 and 4) against the real
+//! `mcp-gateway` binary over real sockets: one module per topic, each test with two or three
+//! principals (or two settings) and a control that shows the test can fail.
 
 #[path = "../support/mod.rs"]
 mod support;
 
+mod destinations;
 mod scope;
+mod stdio;

@@ -47,6 +47,10 @@ pub enum UpstreamError {
     /// caller holds none it could give back. Nothing was sent.
     #[error("too many upstream sessions")]
     TooManySessions,
+    /// The operator's destination policy refused the address the backend's URL led to: nothing
+    /// was sent.
+    #[error("destination not allowed")]
+    DestinationNotAllowed,
     /// The backend's circuit breaker is open: the call was not sent.
     #[error("circuit open, retry in {}s", .0.as_secs().max(1))]
     CircuitOpen(Duration),
@@ -81,6 +85,7 @@ impl UpstreamError {
                 | Self::SessionExpired
                 | Self::CircuitOpen(_)
                 | Self::NotAllowed
+                | Self::DestinationNotAllowed
                 | Self::ProcessFailed
                 | Self::TooManyConnections
                 | Self::TooManySessions
@@ -88,8 +93,12 @@ impl UpstreamError {
     }
 }
 
+/// Why the client could not exchange a request: a destination the operator's policy refused, a
+/// connection that could not be made, or one that broke.
 pub(crate) fn classify_client_error(e: &hyper_util::client::legacy::Error) -> UpstreamError {
-    if e.is_connect() {
+    if super::transport::is_denied(e) {
+        UpstreamError::DestinationNotAllowed
+    } else if e.is_connect() {
         UpstreamError::Connect
     } else {
         UpstreamError::Disconnected

@@ -597,7 +597,10 @@ mod tests {
     }
 
     /// A link whose outbound messages nobody reads (the receiver only keeps the channel open).
-    struct TestCarrier(Arc<Link>, #[allow(dead_code)] mpsc::UnboundedReceiver<Outbound>);
+    struct TestCarrier(
+        Arc<Link>,
+        #[allow(dead_code)] mpsc::UnboundedReceiver<Outbound>,
+    );
 
     impl Carrier for TestCarrier {
         fn link(&self) -> &Link {

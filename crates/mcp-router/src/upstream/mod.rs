@@ -43,7 +43,9 @@ pub(crate) use meta::{CLIENT_CAPABILITIES, PROGRESS_TOKEN, PROTOCOL_VERSION};
 pub(crate) use scope::CredentialScope;
 pub(crate) use scoped_table::ScopedTable;
 pub(crate) use session::LegacySession;
+pub use stdio::catalog::{Refusal, StdioRules, StdioServer, is_loader_variable};
 pub(crate) use transport::MessageStream;
+pub use transport::{DEFAULT_DENIED, DestinationPolicy};
 
 use request::Outgoing;
 use scope::digest_of as capability_digest;
@@ -66,9 +68,11 @@ pub struct UpstreamOptions {
     /// Circuit breaker defaults for every backend URL; a backend's `breaker` object overrides
     /// single keys.
     pub breaker: BreakerConfig,
-    /// Programs a user configuration may run as stdio backends (`command`, compared verbatim);
-    /// empty (the default): no stdio backend is ever started.
-    pub stdio_allowed_commands: Vec<String>,
+    /// What stdio backends may run: the operator's catalog, the allow-list of free-form commands,
+    /// whether config authors are trusted. The default starts no stdio backend.
+    pub stdio: StdioRules,
+    /// Where backend connections may go (default: the built-in denials only).
+    pub destinations: DestinationPolicy,
     /// Most stdio backend processes running at once.
     pub max_stdio_processes: usize,
 }
@@ -81,7 +85,8 @@ impl Default for UpstreamOptions {
             max_sessions: 10_000,
             max_sessions_per_principal: 64,
             breaker: BreakerConfig::default(),
-            stdio_allowed_commands: Vec::new(),
+            stdio: StdioRules::default(),
+            destinations: DestinationPolicy::default(),
             max_stdio_processes: 64,
         }
     }
@@ -184,11 +189,11 @@ const LEGACY_PROTOCOL: ProtocolVersion = ProtocolVersion::LATEST_LEGACY;
 impl Upstream {
     pub(crate) fn new(options: UpstreamOptions, client_info: Box<RawValue>) -> Self {
         let stdio = stdio::StdioPool::new(
-            options.stdio_allowed_commands.clone(),
+            options.stdio.clone(),
             options.max_stdio_processes,
             client_info.clone(),
         );
-        let http = transport::build_client(options.connect_timeout);
+        let http = transport::build_client(options.connect_timeout, options.destinations.clone());
         Self {
             sse: sse::SsePool::new(http.clone(), client_info.clone()),
             sse_urls: ScopedTable::new(options.max_sessions_per_principal, MAX_SCOPED_ENTRIES),
@@ -228,7 +233,8 @@ impl Upstream {
         Duration::from_millis(target.config.timeout_ms.max(1))
     }
 
-    /// The credential scope of `target` at `address` (a URL, or `stdio:` + command).
+    /// The credential scope of `target` at `address` (a URL, or `stdio:` + its catalog entry or
+    /// command).
     pub(crate) fn scope(target: &Target<'_>, address: &str) -> CredentialScope {
         CredentialScope::new(
             address,
@@ -238,12 +244,12 @@ impl Upstream {
         )
     }
 
-    /// The scope of `target`'s primary address (its URL, or `stdio:` + command): what per-backend
+    /// The scope of `target`'s primary address (its URL, or `stdio:` + entry): what per-backend
     /// state outside this module (tool hints, stale answers) is keyed by.
     pub(crate) fn primary_scope(target: &Target<'_>) -> CredentialScope {
-        let address = match (&target.config.url, &target.config.command) {
+        let address = match (&target.config.url, stdio::label(target.config)) {
             (Some(url), _) => url.as_str().to_owned(),
-            (None, Some(command)) => format!("stdio:{command}"),
+            (None, Some(label)) => format!("stdio:{label}"),
             (None, None) => String::new(),
         };
         Self::scope(target, &address)
@@ -330,8 +336,8 @@ impl Upstream {
         target: &Target<'_>,
         call: &Call<'_>,
     ) -> Result<Reply, UpstreamError> {
-        if let Some(command) = &target.config.command {
-            return self.send_stdio(target, call, command).await;
+        if let Some(command) = stdio::label(target.config) {
+            return self.send_stdio(target, call, &command).await;
         }
         let mut first_error: Option<UpstreamError> = None;
         let mut latest_error: Option<UpstreamError> = None;
@@ -499,7 +505,7 @@ impl Upstream {
     /// process or an HTTP+SSE connection): such a backend has no `subscriptions/listen` and no
     /// upstream session to show callers.
     pub(crate) fn is_linked(&self, target: &Target<'_>) -> bool {
-        target.config.command.is_some()
+        stdio::label(target.config).is_some()
             || Self::url(target)
                 .is_ok_and(|url| self.speaks_sse(target, &Self::scope(target, url.as_str())))
     }
@@ -849,7 +855,7 @@ impl Upstream {
     /// upstream session. Tries the replicas when the primary fails (describing is read-only), each
     /// behind its breaker.
     pub(crate) async fn describe(&self, target: &Target<'_>) -> Result<Description, UpstreamError> {
-        if target.config.command.is_some() {
+        if stdio::label(target.config).is_some() {
             // Callers never see a stdio backend's session: it describes itself like a modern one.
             return Ok(Description {
                 era: Era::Modern,
@@ -1002,6 +1008,7 @@ fn outcome_of(error: &UpstreamError) -> Outcome {
         UpstreamError::NoUrl
         | UpstreamError::CircuitOpen(_)
         | UpstreamError::NotAllowed
+        | UpstreamError::DestinationNotAllowed
         | UpstreamError::TooManyConnections
         | UpstreamError::TooManySessions => Outcome::Ignore,
     }

@@ -1,11 +1,14 @@
-//! stdio backends: MCP servers the gateway runs as child processes (`command`, `args`, `env`,
-//! `cwd` in the user configuration), speaking newline-delimited JSON-RPC on stdin/stdout.
+//! stdio backends: MCP servers the gateway runs as child processes, speaking newline-delimited
+//! JSON-RPC on stdin/stdout.
 //!
-//! - **Who may be spawned**: only programs on the operator's allow-list
-//!   ([`McpRouterBuilder::stdio_allowed_commands`](crate::McpRouterBuilder::stdio_allowed_commands));
-//!   a user configuration alone never starts anything ([`UpstreamError::NotAllowed`]).
-//! - **Environment**: explicit. The child gets `PATH` (so `npx`/`uvx` resolve) and the backend's
-//!   `env` entries, nothing else of the gateway's environment (no inherited secrets).
+//! - **Who may be spawned**: what the operator's [`StdioRules`] allow ([`catalog`]): an entry of
+//!   the operator's catalog (`"stdio": "NAME"`), or a free-form `command` only where the operator
+//!   allows it; a user configuration alone never starts anything ([`UpstreamError::NotAllowed`]).
+//! - **Program**: resolved to an absolute path with the gateway's own `PATH` before the spawn,
+//!   never with a `PATH` of the configuration.
+//! - **Environment**: explicit. The child gets the gateway's `PATH` (so `npx`/`uvx` resolve) and
+//!   the entry's `env` (with the user's listed keys), nothing else of the gateway's environment
+//!   (no inherited secrets).
 //! - **One process, many callers**: the process carries a [`Link`] (process-unique ids `g<n>`,
 //!   responses and `notifications/progress` back to the caller that asked, other notifications
 //!   dropped, a server's own requests declined with `-32601`, `notifications/cancelled` for a
@@ -13,9 +16,12 @@
 //! - **Era**: probed once per process, as the spec recommends for stdio: `server/discover`
 //!   (2026-07-28: every request then carries the per-request `_meta`), else `initialize` +
 //!   `notifications/initialized` (2025). Callers never see an upstream session.
-//! - **Policy** (`stdio_policy`): `shared` (default; one process for all principals) or
-//!   `per_principal` (one per principal, ended after `idle_timeout_s` without calls, default
-//!   300 s). At most `max_processes` run at once; beyond that a call fails at once.
+//! - **Policy**: one process per principal (the default; ended after the idle timeout without
+//!   calls, default 300 s), or one shared by every principal where the catalog entry says
+//!   `policy = "shared"` (or, for free-form commands, `stdio_policy = "shared"` with
+//!   `trust_user_commands`). Processes are keyed by the whole launch (entry or program, arguments,
+//!   environment with the user's values, working directory) and the principal unless shared. At
+//!   most `max_processes` run at once; beyond that a call fails at once.
 //! - **Crashes**: a process that exits fails its calls in flight (`backend connection lost`),
 //!   is reaped, and is started again by the next call after a backoff (100 ms doubling to 5 s) —
 //!   until then calls fail at once. The backend's circuit breaker sees every failure.
@@ -25,7 +31,6 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use bytes::Bytes;
-use mcp_config_store::StdioPolicy;
 use serde_json::value::RawValue;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
@@ -33,25 +38,36 @@ use tokio::sync::mpsc;
 use super::link::{Carrier, Link, LinkKey, Outbound, Pool};
 use super::{Call, Reply, Target, UpstreamError};
 
-/// Idle lifetime of a `per_principal` process without `idle_timeout_s`.
+pub(crate) mod catalog;
+
+use catalog::{Launch, StdioRules, resolve_program};
+
+/// Idle lifetime of a per-principal process without an idle timeout of its own.
 const DEFAULT_IDLE: Duration = Duration::from_secs(300);
 /// Longest line read from a process (a larger message is a protocol failure).
 const MAX_LINE: usize = 16 * 1024 * 1024;
+
+/// What names a stdio backend (for its breaker): `server:<entry>` for a catalog entry, the
+/// command for a free-form one; `None` for an HTTP backend.
+pub(crate) fn label(config: &mcp_config_store::BackendConfig) -> Option<String> {
+    match (&config.stdio, &config.command) {
+        (Some(entry), _) => Some(format!("server:{entry}")),
+        (None, Some(command)) => Some(command.clone()),
+        (None, None) => None,
+    }
+}
 
 /// Which process serves a call.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct ProcessKey {
     backend: String,
-    command: String,
-    args: Vec<String>,
-    env: Vec<(String, String)>,
-    cwd: Option<std::path::PathBuf>,
-    /// (issuer, subject) for `per_principal`.
+    launch: Launch,
+    /// (issuer, subject), unless the process is shared.
     principal: Option<(String, String)>,
 }
 
 impl LinkKey for ProcessKey {
-    /// Only `per_principal` processes end when idle; a shared one lives as long as it works.
+    /// Only per-principal processes end when idle; a shared one lives as long as it works.
     fn reapable(&self) -> bool {
         self.principal.is_some()
     }
@@ -60,23 +76,19 @@ impl LinkKey for ProcessKey {
 /// The stdio processes of one router.
 pub(crate) struct StdioPool {
     pool: Pool<ProcessKey, Process>,
-    allowed: Vec<String>,
+    rules: StdioRules,
     client_info: Box<RawValue>,
 }
 
 impl StdioPool {
-    pub(crate) fn new(
-        allowed: Vec<String>,
-        max_processes: usize,
-        client_info: Box<RawValue>,
-    ) -> Self {
+    pub(crate) fn new(rules: StdioRules, max_processes: usize, client_info: Box<RawValue>) -> Self {
         Self {
             pool: Pool::new(
                 max_processes,
                 UpstreamError::ProcessFailed,
                 UpstreamError::ProcessFailed,
             ),
-            allowed,
+            rules,
             client_info,
         }
     }
@@ -98,32 +110,27 @@ impl StdioPool {
 
     /// The live process for `target`, started (or restarted, after its backoff) when needed.
     async fn process(&self, target: &Target<'_>) -> Result<Arc<Process>, UpstreamError> {
-        let config = target.config;
-        let command = config.command.as_deref().ok_or(UpstreamError::NoUrl)?;
-        if !self.allowed.iter().any(|a| a == command) {
-            tracing::warn!(
-                backend = target.name,
-                command,
-                "stdio command not on the operator's allow-list"
-            );
-            return Err(UpstreamError::NotAllowed);
-        }
+        let launch = self.rules.launch(target.config).map_err(|refusals| {
+            for refusal in &refusals {
+                tracing::warn!(
+                    backend = target.name,
+                    field = %refusal.field,
+                    reason = %refusal.message,
+                    "stdio backend not allowed by the operator's rules"
+                );
+            }
+            UpstreamError::NotAllowed
+        })?;
+        let principal = (!launch.shared).then(|| {
+            (
+                target.principal.issuer().to_owned(),
+                target.principal.subject().to_owned(),
+            )
+        });
         let key = ProcessKey {
             backend: target.name.to_owned(),
-            command: command.to_owned(),
-            args: config.args.clone(),
-            env: config
-                .env
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
-            cwd: config.cwd.clone(),
-            principal: (config.stdio_policy == StdioPolicy::PerPrincipal).then(|| {
-                (
-                    target.principal.issuer().to_owned(),
-                    target.principal.subject().to_owned(),
-                )
-            }),
+            launch,
+            principal,
         };
         self.pool
             .get(&key, || Process::start(&key, target, &self.client_info))
@@ -150,21 +157,26 @@ impl Process {
         target: &Target<'_>,
         client_info: &RawValue,
     ) -> Result<Arc<Self>, UpstreamError> {
-        let mut command = tokio::process::Command::new(&key.command);
+        let launch = &key.launch;
+        let Some(program) = resolve_program(&launch.command) else {
+            tracing::warn!(backend = %key.backend, command = %launch.command, "stdio backend program not found on the gateway's PATH");
+            return Err(UpstreamError::ProcessFailed);
+        };
+        let mut command = tokio::process::Command::new(&program);
         command
-            .args(&key.args)
+            .args(&launch.args)
             .env_clear()
             .envs(std::env::var_os("PATH").map(|path| ("PATH", path)))
-            .envs(key.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .envs(launch.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
-        if let Some(cwd) = &key.cwd {
+        if let Some(cwd) = &launch.cwd {
             command.current_dir(cwd);
         }
         let mut child = command.spawn().map_err(|e| {
-            tracing::warn!(backend = %key.backend, command = %key.command, error = %e, "cannot start a stdio backend");
+            tracing::warn!(backend = %key.backend, program = %program.display(), error = %e, "cannot start a stdio backend");
             UpstreamError::ProcessFailed
         })?;
         let (Some(stdin), Some(stdout), Some(stderr)) =
@@ -173,10 +185,7 @@ impl Process {
             return Err(UpstreamError::ProcessFailed);
         };
         let (kill, killed) = tokio::sync::oneshot::channel();
-        let idle_timeout = target
-            .config
-            .idle_timeout_s
-            .map_or(DEFAULT_IDLE, Duration::from_secs);
+        let idle_timeout = launch.idle_timeout.unwrap_or(DEFAULT_IDLE);
         let (link, outbound) = Link::new(&key.backend, idle_timeout);
         tokio::spawn(write_stdin(stdin, outbound));
         tokio::spawn(read_stderr(key.backend.clone(), stderr));

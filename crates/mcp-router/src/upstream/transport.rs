@@ -17,8 +17,14 @@ use mcp_core::sse::SseDecoder;
 
 use super::error::{UpstreamError, classify_client_error};
 
-/// The pooled HTTP client shared by every backend.
-pub(crate) type HttpClient = Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
+mod destinations;
+
+use destinations::Guarded;
+pub(crate) use destinations::is_denied;
+pub use destinations::{DEFAULT_DENIED, DestinationPolicy};
+
+/// The pooled HTTP client shared by every backend (streamable HTTP, GET streams and HTTP+SSE).
+pub(crate) type HttpClient = Client<HttpsConnector<Guarded>, Full<Bytes>>;
 
 /// Largest single JSON answer or SSE event read from a backend.
 pub(crate) const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
@@ -38,8 +44,12 @@ pub(crate) struct Answer {
 }
 
 /// Builds the shared client: https through rustls with the platform roots (aws-lc-rs), plain http
-/// where a backend URL says so, TCP_NODELAY, pooled keep-alive connections.
-pub(crate) fn build_client(connect_timeout: Duration) -> HttpClient {
+/// where a backend URL says so, TCP_NODELAY, pooled keep-alive connections, every connection
+/// checked against `destinations`.
+pub(crate) fn build_client(
+    connect_timeout: Duration,
+    destinations: DestinationPolicy,
+) -> HttpClient {
     let provider = std::sync::Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let builder = HttpsConnectorBuilder::new()
         .with_provider_and_native_roots(provider.clone())
@@ -70,7 +80,7 @@ pub(crate) fn build_client(connect_timeout: Duration) -> HttpClient {
         .https_or_http()
         .enable_http1()
         .enable_http2()
-        .wrap_connector(http);
+        .wrap_connector(Guarded::new(http, destinations));
     Client::builder(TokioExecutor::new())
         .pool_idle_timeout(Duration::from_secs(90))
         .build(connector)

@@ -141,6 +141,9 @@ fn check(config: &GatewayConfig, file: Option<PathBuf>) -> Result<(), u8> {
         || "built-in defaults".to_owned(),
         |p| p.display().to_string(),
     );
+    for (source, notice) in &report.documents.notices {
+        eprintln!("mcp-gateway: warning: {source}: {notice}");
+    }
     println!(
         "configuration OK: {file}; {} user configuration(s) checked in the {} store{}",
         report.documents.subjects,

@@ -202,10 +202,7 @@ impl Table {
             // It could never fit: the session's kept events stay.
             return format!("{stream}:{n}");
         }
-        loop {
-            let Some(s) = self.sessions.get_mut(session) else {
-                break;
-            };
+        while let Some(s) = self.sessions.get_mut(session) {
             let principal_bytes = self.principals.get(&owner).map_or(0, |u| u.bytes);
             let fits = s.bytes + len <= limits.session_bytes
                 && principal_bytes + len <= limits.principal_bytes

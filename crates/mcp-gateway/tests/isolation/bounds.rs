@@ -483,7 +483,10 @@ async fn an_expired_or_deleted_session_releases_its_streams_buffers_and_sse_brid
         "an expired session releases its buffers, streams and SSE bridge session"
     );
     // The bridge ended the client's stream too.
-    assert!(ends_within(&mut sse, RELEASE_WAIT).await, "the SSE stream ends");
+    assert!(
+        ends_within(&mut sse, RELEASE_WAIT).await,
+        "the SSE stream ends"
+    );
     let gone = legacy_post(
         s.gw.addr,
         "alice",

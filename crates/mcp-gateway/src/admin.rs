@@ -38,6 +38,8 @@ pub(crate) struct AdminState {
     pub(crate) sse_sessions: Box<dyn Fn() -> usize + Send + Sync>,
     /// How many upstream calls wait for a client's `input_required` retry (the router's count).
     pub(crate) parked_calls: Box<dyn Fn() -> usize + Send + Sync>,
+    /// What 2025 sessions and notification streams hold on this node (the router's counts).
+    pub(crate) held: Box<dyn Fn() -> metrics::Held + Send + Sync>,
 }
 
 impl AdminState {
@@ -140,6 +142,7 @@ impl<B> Service<Request<B>> for AdminService {
                     metrics::record_cache(state.store.stats());
                     metrics::record_sse_sessions((state.sse_sessions)());
                     metrics::record_parked_calls((state.parked_calls)());
+                    metrics::record_held(&(state.held)());
                     let text = metrics::render(state.metrics.as_ref());
                     let mut res = Response::new(boxed(Bytes::from(text)));
                     res.headers_mut().insert(

@@ -156,10 +156,13 @@ impl GatewayBuilder {
         );
         let breakers = router.breakers().clone();
         let parked = router.clone();
+        let held = router.clone();
         let metadata = Arc::new(ResourceMetadata::from_config(&config));
         let sse = SseBridgeLayer::new()
             .max_body_bytes(config.limits.max_body_bytes)
-            .max_sessions(config.limits.max_sse_sessions);
+            .max_sessions(config.limits.max_sse_sessions)
+            .max_sessions_per_principal(config.limits.max_sse_sessions_per_principal)
+            .max_batch(config.limits.max_sse_batch);
         let bridged = sse.layer(router);
         let mcp = build_stack(validator, store.shared(), bridged, Arc::clone(&metadata));
         let shared = Arc::new(Shared {
@@ -176,6 +179,11 @@ impl GatewayBuilder {
             plugins,
             sse_sessions: Box::new(move || sse.open_sessions()),
             parked_calls: Box::new(move || parked.parked_calls()),
+            held: Box::new(move || metrics::Held {
+                replay_bytes: held.replay_bytes(),
+                notification_streams: held.notification_streams(),
+                background_relays: held.background_relays(),
+            }),
         });
         Ok(Gateway {
             service: GatewayService::new(mcp, shared),
@@ -227,6 +235,7 @@ fn build_router(
     plugins: Option<Arc<PluginRuntime>>,
 ) -> McpRouter {
     let r = &config.router;
+    let l = &config.limits;
     let mut builder = McpRouter::builder()
         .server_info("mcp-gateway", env!("CARGO_PKG_VERSION"))
         .fanout_deadline(r.fanout_deadline)
@@ -244,6 +253,15 @@ fn build_router(
         })
         .breaker_defaults(config.breaker.clone())
         .stale_if_error(r.stale_if_error, STALE_ENTRIES)
+        .replay_budgets(
+            l.replay_bytes_per_session,
+            l.replay_bytes_per_principal,
+            l.replay_bytes,
+        )
+        .max_streams_per_principal(l.max_streams_per_principal)
+        .max_background_relays_per_principal(l.max_background_relays_per_principal)
+        .max_subscriptions(l.max_resource_subscriptions)
+        .session_check_interval(session_check_interval(config.sessions.idle_timeout))
         .session_store(sessions);
     if let Some(text) = &r.instructions {
         builder = builder.instructions(text.clone());
@@ -261,6 +279,13 @@ fn build_router(
         ),
     }
     builder.build()
+}
+
+/// How often the router checks the 2025 sessions it holds streams and replay buffers for: a
+/// quarter of the idle timeout, between 1 and 30 seconds, so what an expired session held is
+/// released within `sessions.idle_timeout_s` plus that much.
+fn session_check_interval(idle: Duration) -> Duration {
+    (idle / 4).clamp(Duration::from_secs(1), Duration::from_secs(30))
 }
 
 /// vhost -> claims -> config store -> virtual host config -> router (with the SSE bridge, whose

@@ -14,8 +14,9 @@
 //!
 //! The vhost layer accepts `…/sse` and `…/messages` next to `…/mcp`: the SSE bridge
 //! (`mcp_router::sse_bridge`) serves the 2024-11-05 HTTP+SSE transport there for virtual hosts
-//! with `sse_downstream = true` (at most `limits.max_sse_sessions` open streams, posted bodies
-//! bounded by `limits.max_body_bytes`) and passes `…/mcp` through.
+//! with `sse_downstream = true` (at most `limits.max_sse_sessions` open streams and
+//! `limits.max_sse_sessions_per_principal` of one principal, posted bodies bounded by
+//! `limits.max_body_bytes` and batches by `limits.max_sse_batch`) and passes `…/mcp` through.
 //!
 //! ## Embedding
 //!
@@ -132,6 +133,9 @@
 //! | `mcp_gateway_build_info` | gauge (1) | `version` |
 //! | `mcp_gateway_sse_sessions_open` | gauge, read at each scrape: open 2024-11-05 SSE streams (`sse_downstream`) | |
 //! | `mcp_gateway_parked_calls` | gauge, read at each scrape: 2025 backends' calls waiting for a 2026-07-28 client's `input_required` retry | |
+//! | `mcp_gateway_replay_bytes` | gauge, read at each scrape: bytes of events kept for 2025 sessions' `Last-Event-ID` replay | |
+//! | `mcp_gateway_notification_streams_open` | gauge, read at each scrape: open 2025 GET streams and 2026-07-28 `subscriptions/listen` streams | |
+//! | `mcp_gateway_background_relays` | gauge, read at each scrape: 2025 POST response streams being relayed | |
 //! | `mcp_breaker_state`, `mcp_breaker_calls_total`, `mcp_breaker_rejections_total`, `mcp_breaker_transitions_total`, ... | the router's per-backend circuit breakers (`mcp-breaker`) | `breaker`, ... |
 //!
 //! ## Logs

@@ -21,6 +21,9 @@ pub(crate) const STORE_READY: &str = "mcp_gateway_config_store_ready";
 pub(crate) const BUILD_INFO: &str = "mcp_gateway_build_info";
 pub(crate) const SSE_SESSIONS: &str = "mcp_gateway_sse_sessions_open";
 pub(crate) const PARKED_CALLS: &str = "mcp_gateway_parked_calls";
+pub(crate) const REPLAY_BYTES: &str = "mcp_gateway_replay_bytes";
+pub(crate) const NOTIFICATION_STREAMS: &str = "mcp_gateway_notification_streams_open";
+pub(crate) const BACKGROUND_RELAYS: &str = "mcp_gateway_background_relays";
 
 /// Latency buckets in seconds: sub-millisecond gateway overhead up to long streamed calls.
 const BUCKETS: &[f64] = &[
@@ -88,6 +91,18 @@ fn describe() {
     metrics::describe_gauge!(
         PARKED_CALLS,
         "2025 backends' calls waiting for a 2026-07-28 client's input_required retry"
+    );
+    metrics::describe_gauge!(
+        REPLAY_BYTES,
+        "Bytes of events kept for 2025 sessions' Last-Event-ID replay"
+    );
+    metrics::describe_gauge!(
+        NOTIFICATION_STREAMS,
+        "Open 2025 GET streams and 2026-07-28 subscriptions/listen streams"
+    );
+    metrics::describe_gauge!(
+        BACKGROUND_RELAYS,
+        "2025 POST response streams being relayed (they outlive a disconnect)"
     );
 }
 
@@ -202,6 +217,20 @@ pub(crate) fn record_sse_sessions(open: usize) {
 /// Records how many upstream calls wait for a client's `input_required` retry.
 pub(crate) fn record_parked_calls(parked: usize) {
     metrics::gauge!(PARKED_CALLS).set(parked as f64);
+}
+
+/// What 2025 sessions and notification streams hold on this node, read at scrape time.
+pub(crate) struct Held {
+    pub(crate) replay_bytes: usize,
+    pub(crate) notification_streams: usize,
+    pub(crate) background_relays: usize,
+}
+
+/// Records [`Held`].
+pub(crate) fn record_held(held: &Held) {
+    metrics::gauge!(REPLAY_BYTES).set(held.replay_bytes as f64);
+    metrics::gauge!(NOTIFICATION_STREAMS).set(held.notification_streams as f64);
+    metrics::gauge!(BACKGROUND_RELAYS).set(held.background_relays as f64);
 }
 
 /// Records the store's readiness.

@@ -1159,3 +1159,76 @@ async fn a_non_string_cursor_is_invalid_params() {
         );
     }
 }
+
+/// A JSON-RPC batch of `n` copies of `message`, each with its own id from `first`.
+fn sse_batch(first: i64, n: i64, message: &Value) -> String {
+    let batch: Vec<Value> = (first..first + n)
+        .map(|id| {
+            let mut m = message.clone();
+            m["id"] = json!(id);
+            m
+        })
+        .collect();
+    Value::Array(batch).to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sse_batches_are_capped_and_count_against_messages_in_flight() {
+    let beta = TestBackend::start(BackendSpec::legacy("beta")).await;
+    let dir = workdir("gw-hostile-sse-batch");
+    let users = json!({"users": {"alice": {"virtual_hosts": {"vh": {"sse_downstream": true,
+        "backends": {"beta": {"url": beta.url(), "timeout_ms": 60000}}}}}}});
+    support::write(dir.path(), "users.json", &users.to_string());
+    let gw = GatewayProcess::start(dir.path(), &base_config(""), &[]).await;
+    let auth = bearer("alice");
+    let mut stream = mcp_test_support::EventStream::open(
+        gw.addr,
+        "GET",
+        "/servers/vh/sse",
+        &[("authorization", &auth), ("accept", "text/event-stream")],
+        "",
+    )
+    .await;
+    let wait = std::time::Duration::from_secs(20);
+    let endpoint = stream.next_event(wait).await.expect("endpoint event").data;
+    let addr = gw.addr;
+    let post = |body: String| {
+        let (auth, endpoint) = (auth.clone(), endpoint.clone());
+        async move {
+            let headers = [
+                ("authorization", auth.as_str()),
+                ("content-type", "application/json"),
+            ];
+            send(addr, "POST", &endpoint, &headers, &body).await
+        }
+    };
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2024-11-05", "capabilities": {},
+        "clientInfo": {"name": "gateway-tests", "version": "0"}}});
+    assert_eq!(post(init.to_string()).await.status, 202);
+    stream.next_message_where(wait, |m| m["id"] == 0).await;
+    // One over the default limit of 32: refused whole, with the JSON-RPC error.
+    let ping = json!({"jsonrpc": "2.0", "method": "ping"});
+    let refused = post(sse_batch(1, 33, &ping)).await;
+    assert_rpc(
+        &refused,
+        400,
+        &Value::Null,
+        -32600,
+        "Batch too large: 33 messages, at most 32 in one POST",
+    );
+    // The control: 32 is served, every answer on the stream.
+    assert_eq!(post(sse_batch(100, 32, &ping)).await.status, 202);
+    for id in 100..132 {
+        stream.next_message_where(wait, |m| m["id"] == id).await;
+    }
+    // Two batches of 32 calls that stay in flight take all 64 places: a batch counts each of its
+    // messages, so batching cannot get past the bound.
+    let slow = json!({"jsonrpc": "2.0", "method": "tools/call",
+        "params": {"name": "beta-slow", "arguments": {"steps": 2, "delay_ms": 30000}}});
+    assert_eq!(post(sse_batch(200, 32, &slow)).await.status, 202);
+    assert_eq!(post(sse_batch(300, 32, &slow)).await.status, 202);
+    let over = post(json!({"jsonrpc": "2.0", "id": 400, "method": "ping"}).to_string()).await;
+    over.assert_detail(429, mcp_router::sse_bridge::DETAIL_TOO_MANY_POSTS);
+    assert_eq!(over.header("retry-after"), Some("1"));
+}

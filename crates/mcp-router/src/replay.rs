@@ -5,11 +5,21 @@
 //! Event ids are `<stream>:<n>`: `g` is the session's GET stream, `p<k>` its k-th POST stream.
 //! A `Last-Event-ID` replays only the events of the stream it names, as the 2025-11-25 transport
 //! requires (a message is never delivered on another stream than its own).
+//!
+//! Bounds ([`ReplayLimits`]): events per stream, streams per session, bytes per session, bytes per
+//! principal, bytes in all, sessions in all and per principal. An event that does not fit first
+//! drops the oldest events of *its own* session; when the principal's share or the whole budget is
+//! still full (the principal's other sessions, or other principals, hold it) the event is sent
+//! but not kept. Nothing one principal does removes another principal's buffered events, and a
+//! full table gives a new session no buffer rather than taking another session's. A client
+//! resuming from an event that was dropped (or never kept) gets the kept events after it, as for
+//! any event too old to be kept.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 
 use bytes::Bytes;
+use mcp_core::Principal;
 
 /// Events kept per stream for replay.
 const PER_STREAM: usize = 128;
@@ -18,23 +28,67 @@ const STREAMS_PER_SESSION: usize = 16;
 /// The GET stream's key.
 pub(crate) const GET_STREAM: &str = "g";
 
-#[derive(Default)]
-struct StreamEvents {
-    next: u64,
-    events: VecDeque<(u64, Bytes)>,
+/// The bounds of [`ReplayBuffers`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ReplayLimits {
+    /// Sessions with buffers at once.
+    pub(crate) sessions: usize,
+    /// Sessions of one principal with buffers at once.
+    pub(crate) sessions_per_principal: usize,
+    /// Bytes of messages kept for one session.
+    pub(crate) session_bytes: usize,
+    /// Bytes of messages kept for all sessions of one principal.
+    pub(crate) principal_bytes: usize,
+    /// Bytes of messages kept in all.
+    pub(crate) total_bytes: usize,
+}
+
+impl Default for ReplayLimits {
+    fn default() -> Self {
+        Self {
+            sessions: 10_000,
+            sessions_per_principal: 1_000,
+            session_bytes: 1024 * 1024,
+            principal_bytes: 16 * 1024 * 1024,
+            total_bytes: 256 * 1024 * 1024,
+        }
+    }
 }
 
 #[derive(Default)]
+struct StreamEvents {
+    next: u64,
+    /// (session-wide sequence, event number, message), oldest first.
+    events: VecDeque<(u64, u64, Bytes)>,
+}
+
 struct SessionStreams {
+    principal: Principal,
     next_post: u64,
+    /// Orders the events of all the session's streams, to find the oldest.
+    next_seq: u64,
+    /// Bytes of the messages kept.
+    bytes: usize,
     /// Oldest first.
     streams: VecDeque<(String, StreamEvents)>,
 }
 
 impl SessionStreams {
-    fn stream(&mut self, key: &str) -> &mut StreamEvents {
+    fn new(principal: Principal) -> Self {
+        Self {
+            principal,
+            next_post: 0,
+            next_seq: 0,
+            bytes: 0,
+            streams: VecDeque::new(),
+        }
+    }
+
+    /// The stream's events, created if new; also the bytes freed by forgetting a stream.
+    fn stream(&mut self, key: &str) -> (&mut StreamEvents, usize) {
+        let mut freed = 0;
         if let Some(pos) = self.streams.iter().position(|(k, _)| k == key) {
-            return &mut self.streams[pos].1;
+            return (&mut self.streams[pos].1, freed);
         }
         if self.streams.len() >= STREAMS_PER_SESSION {
             // Forget the oldest POST stream first; the GET stream goes last.
@@ -43,20 +97,157 @@ impl SessionStreams {
                 .iter()
                 .position(|(k, _)| k != GET_STREAM)
                 .unwrap_or(0);
-            self.streams.remove(victim);
+            if let Some((_, gone)) = self.streams.remove(victim) {
+                freed = gone.events.iter().map(|(_, _, m)| m.len()).sum();
+                self.bytes -= freed;
+            }
         }
         self.streams
             .push_back((key.to_owned(), StreamEvents::default()));
         let last = self.streams.len() - 1;
-        &mut self.streams[last].1
+        (&mut self.streams[last].1, freed)
+    }
+
+    /// Drops the session's oldest kept event; its size, `None` when nothing is kept.
+    fn drop_oldest(&mut self) -> Option<usize> {
+        let (_, events) = self
+            .streams
+            .iter_mut()
+            .filter(|(_, s)| !s.events.is_empty())
+            .min_by_key(|(_, s)| s.events.front().map_or(u64::MAX, |(seq, _, _)| *seq))?;
+        let (_, _, message) = events.events.pop_front()?;
+        self.bytes -= message.len();
+        Some(message.len())
+    }
+}
+
+/// What one principal's sessions hold.
+#[derive(Default)]
+struct PrincipalUse {
+    sessions: usize,
+    bytes: usize,
+}
+
+#[derive(Default)]
+struct Table {
+    sessions: HashMap<String, SessionStreams>,
+    principals: HashMap<Principal, PrincipalUse>,
+    total_bytes: usize,
+    /// Event numbers for sessions the table has no room for: unique, so their ids still are.
+    unbuffered_next: u64,
+}
+
+impl Table {
+    fn release(&mut self, principal: &Principal, bytes: usize) {
+        self.total_bytes -= bytes;
+        if let Some(used) = self.principals.get_mut(principal) {
+            used.bytes -= bytes;
+        }
+    }
+
+    /// The session's buffers, created when the table and its principal have room.
+    fn session(
+        &mut self,
+        limits: &ReplayLimits,
+        principal: &Principal,
+        session: &str,
+    ) -> Option<&mut SessionStreams> {
+        if !self.sessions.contains_key(session) {
+            let used = self.principals.entry(principal.clone()).or_default();
+            if self.sessions.len() >= limits.sessions
+                || used.sessions >= limits.sessions_per_principal
+            {
+                if used.sessions == 0 {
+                    self.principals.remove(principal);
+                }
+                return None;
+            }
+            used.sessions += 1;
+            self.sessions
+                .insert(session.to_owned(), SessionStreams::new(principal.clone()));
+        }
+        self.sessions.get_mut(session)
+    }
+
+    fn unbuffered_id(&mut self, stream: &str) -> String {
+        self.unbuffered_next += 1;
+        format!("{stream}:{}", self.unbuffered_next)
+    }
+
+    /// Keeps `message` as the next event of the session's `stream` if it fits; its event id.
+    fn record(
+        &mut self,
+        limits: &ReplayLimits,
+        principal: &Principal,
+        session: &str,
+        stream: &str,
+        message: Bytes,
+    ) -> String {
+        let Some(s) = self.session(limits, principal, session) else {
+            return self.unbuffered_id(stream);
+        };
+        let owner = s.principal.clone();
+        let (events, forgotten) = s.stream(stream);
+        events.next += 1;
+        let n = events.next;
+        let popped = if events.events.len() >= PER_STREAM {
+            events.events.pop_front().map_or(0, |(_, _, old)| old.len())
+        } else {
+            0
+        };
+        s.bytes -= popped;
+        self.release(&owner, forgotten + popped);
+        let len = message.len();
+        if len > limits.session_bytes {
+            // It could never fit: the session's kept events stay.
+            return format!("{stream}:{n}");
+        }
+        while let Some(s) = self.sessions.get_mut(session) {
+            let principal_bytes = self.principals.get(&owner).map_or(0, |u| u.bytes);
+            let fits = s.bytes + len <= limits.session_bytes
+                && principal_bytes + len <= limits.principal_bytes
+                && self.total_bytes + len <= limits.total_bytes;
+            if fits {
+                let seq = s.next_seq;
+                s.next_seq += 1;
+                s.bytes += len;
+                let (events, _) = s.stream(stream);
+                events.events.push_back((seq, n, message));
+                self.total_bytes += len;
+                if let Some(used) = self.principals.get_mut(&owner) {
+                    used.bytes += len;
+                }
+                break;
+            }
+            // Only this session's own events make room; when it has none left, the event is
+            // sent without being kept.
+            match s.drop_oldest() {
+                Some(dropped) => self.release(&owner, dropped),
+                None => break,
+            }
+        }
+        format!("{stream}:{n}")
+    }
+
+    fn forget(&mut self, session: &str) {
+        let Some(gone) = self.sessions.remove(session) else {
+            return;
+        };
+        self.total_bytes -= gone.bytes;
+        if let Some(used) = self.principals.get_mut(&gone.principal) {
+            used.bytes -= gone.bytes;
+            used.sessions -= 1;
+            if used.sessions == 0 {
+                self.principals.remove(&gone.principal);
+            }
+        }
     }
 }
 
 /// Replay buffers of every session with streams.
-#[derive(Default)]
 pub(crate) struct ReplayBuffers {
-    sessions: Mutex<HashMap<String, SessionStreams>>,
-    max_sessions: usize,
+    table: Mutex<Table>,
+    limits: ReplayLimits,
 }
 
 impl std::fmt::Debug for ReplayBuffers {
@@ -66,55 +257,57 @@ impl std::fmt::Debug for ReplayBuffers {
 }
 
 impl ReplayBuffers {
-    pub(crate) fn new(max_sessions: usize) -> Self {
+    pub(crate) fn new(limits: ReplayLimits) -> Self {
         Self {
-            sessions: Mutex::new(HashMap::new()),
-            max_sessions,
+            table: Mutex::default(),
+            limits,
         }
     }
 
-    fn with_session<T>(&self, session: &str, f: impl FnOnce(&mut SessionStreams) -> T) -> T {
-        let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
-        if !sessions.contains_key(session)
-            && sessions.len() >= self.max_sessions
-            && let Some(victim) = sessions.keys().next().cloned()
-        {
-            // Full: forget an arbitrary session's history (its streams still work; only a
-            // resumption replays less).
-            sessions.remove(&victim);
-        }
-        f(sessions.entry(session.to_owned()).or_default())
+    fn lock(&self) -> std::sync::MutexGuard<'_, Table> {
+        self.table.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A key for a new POST response stream of `session`.
-    pub(crate) fn open_post_stream(&self, session: &str) -> String {
-        self.with_session(session, |s| {
-            s.next_post += 1;
-            format!("p{}", s.next_post)
-        })
-    }
-
-    /// Gives `message` the stream's next event id and keeps it for replay.
-    pub(crate) fn record(&self, session: &str, stream: &str, message: Bytes) -> String {
-        self.with_session(session, |s| {
-            let events = s.stream(stream);
-            events.next += 1;
-            let n = events.next;
-            if events.events.len() >= PER_STREAM {
-                events.events.pop_front();
+    /// A key for a new POST response stream of `principal`'s `session`.
+    pub(crate) fn open_post_stream(&self, principal: &Principal, session: &str) -> String {
+        let mut table = self.lock();
+        match table.session(&self.limits, principal, session) {
+            Some(s) => {
+                s.next_post += 1;
+                format!("p{}", s.next_post)
             }
-            events.events.push_back((n, message));
-            format!("{stream}:{n}")
-        })
+            None => {
+                table.unbuffered_next += 1;
+                format!("p{}", table.unbuffered_next)
+            }
+        }
+    }
+
+    /// Gives `message` the stream's next event id and keeps it for replay when it fits the
+    /// budgets (see the module docs).
+    pub(crate) fn record(
+        &self,
+        principal: &Principal,
+        session: &str,
+        stream: &str,
+        message: Bytes,
+    ) -> String {
+        self.lock()
+            .record(&self.limits, principal, session, stream, message)
     }
 
     /// A fresh event id of `stream` without a message (a priming event).
-    pub(crate) fn next_id(&self, session: &str, stream: &str) -> String {
-        self.with_session(session, |s| {
-            let events = s.stream(stream);
-            events.next += 1;
-            format!("{stream}:{}", events.next)
-        })
+    pub(crate) fn next_id(&self, principal: &Principal, session: &str, stream: &str) -> String {
+        let mut table = self.lock();
+        let Some(s) = table.session(&self.limits, principal, session) else {
+            return table.unbuffered_id(stream);
+        };
+        let (events, freed) = s.stream(stream);
+        events.next += 1;
+        let id = format!("{stream}:{}", events.next);
+        let owner = s.principal.clone();
+        table.release(&owner, freed);
+        id
     }
 
     /// The kept events of the stream `last_event_id` names, after it, in order.
@@ -125,16 +318,17 @@ impl ReplayBuffers {
         else {
             return Vec::new();
         };
-        let sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
-        sessions
+        let table = self.lock();
+        table
+            .sessions
             .get(session)
             .and_then(|s| s.streams.iter().find(|(k, _)| k == stream))
             .map(|(_, events)| {
                 events
                     .events
                     .iter()
-                    .filter(|(id, _)| *id > n)
-                    .map(|(id, message)| (format!("{stream}:{id}"), message.clone()))
+                    .filter(|(_, id, _)| *id > n)
+                    .map(|(_, id, message)| (format!("{stream}:{id}"), message.clone()))
                     .collect()
             })
             .unwrap_or_default()
@@ -142,8 +336,17 @@ impl ReplayBuffers {
 
     /// Forgets an ended session.
     pub(crate) fn forget(&self, session: &str) {
-        let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
-        sessions.remove(session);
+        self.lock().forget(session);
+    }
+
+    /// The sessions with buffers (to check which of them ended).
+    pub(crate) fn sessions(&self) -> Vec<String> {
+        self.lock().sessions.keys().cloned().collect()
+    }
+
+    /// Bytes of messages kept in all (for metrics).
+    pub(crate) fn bytes(&self) -> usize {
+        self.lock().total_bytes
     }
 }
 
@@ -151,15 +354,27 @@ impl ReplayBuffers {
 mod tests {
     use super::*;
 
+    fn alice() -> Principal {
+        Principal::new("iss", "alice")
+    }
+
+    fn limits(sessions: usize) -> ReplayLimits {
+        ReplayLimits {
+            sessions,
+            ..ReplayLimits::default()
+        }
+    }
+
     #[test]
     fn replays_only_the_named_stream_after_the_id() {
-        let buffers = ReplayBuffers::new(4);
-        let post = buffers.open_post_stream("s");
-        let g1 = buffers.record("s", GET_STREAM, Bytes::from_static(b"g1"));
-        let p1 = buffers.record("s", &post, Bytes::from_static(b"p1"));
-        let primed = buffers.next_id("s", GET_STREAM);
-        let g2 = buffers.record("s", GET_STREAM, Bytes::from_static(b"g2"));
-        buffers.record("s", &post, Bytes::from_static(b"p2"));
+        let buffers = ReplayBuffers::new(limits(4));
+        let a = alice();
+        let post = buffers.open_post_stream(&a, "s");
+        let g1 = buffers.record(&a, "s", GET_STREAM, Bytes::from_static(b"g1"));
+        let p1 = buffers.record(&a, "s", &post, Bytes::from_static(b"p1"));
+        let primed = buffers.next_id(&a, "s", GET_STREAM);
+        let g2 = buffers.record(&a, "s", GET_STREAM, Bytes::from_static(b"g2"));
+        buffers.record(&a, "s", &post, Bytes::from_static(b"p2"));
         assert_eq!(
             (g1.as_str(), primed.as_str(), g2.as_str()),
             ("g:1", "g:2", "g:3")
@@ -178,16 +393,17 @@ mod tests {
 
     #[test]
     fn bounded_per_stream_per_session_and_in_sessions() {
-        let buffers = ReplayBuffers::new(2);
+        let buffers = ReplayBuffers::new(limits(2));
+        let a = alice();
         for _ in 0..300 {
-            buffers.record("s", GET_STREAM, Bytes::from_static(b"x"));
+            buffers.record(&a, "s", GET_STREAM, Bytes::from_static(b"x"));
         }
         assert_eq!(buffers.since("s", "g:0").len(), PER_STREAM);
-        let first = buffers.open_post_stream("s");
-        buffers.record("s", &first, Bytes::from_static(b"x"));
+        let first = buffers.open_post_stream(&a, "s");
+        buffers.record(&a, "s", &first, Bytes::from_static(b"x"));
         for _ in 0..STREAMS_PER_SESSION {
-            let post = buffers.open_post_stream("s");
-            buffers.record("s", &post, Bytes::from_static(b"x"));
+            let post = buffers.open_post_stream(&a, "s");
+            buffers.record(&a, "s", &post, Bytes::from_static(b"x"));
         }
         assert!(
             buffers.since("s", &format!("{first}:0")).is_empty(),
@@ -198,14 +414,85 @@ mod tests {
             PER_STREAM,
             "the GET stream is kept"
         );
-        buffers.record("t", GET_STREAM, Bytes::new());
-        buffers.record("u", GET_STREAM, Bytes::new());
-        let kept = ["s", "t", "u"]
-            .iter()
-            .filter(|s| !buffers.since(s, "g:0").is_empty())
-            .count();
-        assert_eq!(kept, 2, "at most two sessions");
-        buffers.forget("u");
-        assert!(buffers.since("u", "g:0").is_empty());
+        assert_eq!(buffers.bytes(), PER_STREAM + STREAMS_PER_SESSION - 1);
+        buffers.record(&a, "t", GET_STREAM, Bytes::from_static(b"t"));
+        let refused = buffers.record(&a, "u", GET_STREAM, Bytes::from_static(b"u"));
+        assert!(
+            buffers.since("u", "g:0").is_empty(),
+            "a full table keeps no new session"
+        );
+        assert!(refused.starts_with("g:"), "{refused}");
+        assert_eq!(
+            buffers.since("s", "g:0").len(),
+            PER_STREAM,
+            "nobody was evicted"
+        );
+        assert_eq!(buffers.since("t", "g:0").len(), 1);
+        buffers.forget("t");
+        assert!(buffers.since("t", "g:0").is_empty());
+        buffers.record(&a, "u", GET_STREAM, Bytes::from_static(b"u"));
+        assert_eq!(
+            buffers.since("u", "g:0").len(),
+            1,
+            "a forgotten session freed room"
+        );
+    }
+
+    #[test]
+    fn a_session_over_its_bytes_drops_its_own_oldest_events() {
+        let buffers = ReplayBuffers::new(ReplayLimits {
+            session_bytes: 10,
+            ..ReplayLimits::default()
+        });
+        let a = alice();
+        let post = buffers.open_post_stream(&a, "s");
+        buffers.record(&a, "s", GET_STREAM, Bytes::from_static(b"1234"));
+        buffers.record(&a, "s", &post, Bytes::from_static(b"5678"));
+        buffers.record(&a, "s", GET_STREAM, Bytes::from_static(b"9abc"));
+        // The oldest event of the session (the GET stream's first) made room.
+        assert_eq!(
+            buffers.since("s", "g:0"),
+            vec![("g:2".to_owned(), Bytes::from_static(b"9abc"))]
+        );
+        assert_eq!(buffers.since("s", &format!("{post}:0")).len(), 1);
+        assert_eq!(buffers.bytes(), 8);
+        let id = buffers.record(&a, "s", GET_STREAM, Bytes::from(vec![b'x'; 11]));
+        assert_eq!(
+            id, "g:3",
+            "an event larger than the budget is sent with an id"
+        );
+        assert!(buffers.since("s", "g:2").is_empty(), "but not kept");
+        assert_eq!(buffers.bytes(), 8, "and the kept events stay");
+    }
+
+    #[test]
+    fn a_principal_over_its_share_never_evicts_another_principals_events() {
+        let buffers = ReplayBuffers::new(ReplayLimits {
+            session_bytes: 8,
+            principal_bytes: 12,
+            total_bytes: 20,
+            ..ReplayLimits::default()
+        });
+        let (a, b) = (alice(), Principal::new("iss", "bob"));
+        buffers.record(&b, "b1", GET_STREAM, Bytes::from_static(b"bbbb"));
+        for session in ["a1", "a2", "a3"] {
+            for _ in 0..4 {
+                buffers.record(&a, session, GET_STREAM, Bytes::from_static(b"aaaa"));
+            }
+        }
+        // alice holds her share (12) in a1 and a2; a3 keeps nothing.
+        assert_eq!(buffers.since("a3", "g:0").len(), 0);
+        assert_eq!(buffers.since("b1", "g:0").len(), 1, "bob's event is kept");
+        buffers.record(&b, "b2", GET_STREAM, Bytes::from_static(b"bbbb"));
+        assert_eq!(buffers.since("b2", "g:0").len(), 1);
+        assert_eq!(buffers.bytes(), 20);
+        // The whole budget is full: a third principal's event is sent but not kept.
+        let carol = Principal::new("iss", "carol");
+        buffers.record(&carol, "c1", GET_STREAM, Bytes::from_static(b"cccc"));
+        assert!(buffers.since("c1", "g:0").is_empty());
+        assert_eq!(buffers.since("b1", "g:0").len(), 1, "still kept");
+        buffers.forget("a1");
+        buffers.record(&carol, "c1", GET_STREAM, Bytes::from_static(b"cccc"));
+        assert_eq!(buffers.since("c1", "g:0").len(), 1, "room again");
     }
 }

@@ -56,3 +56,17 @@ pub(crate) fn method_not_allowed(message: &str) -> Response<McpBody> {
         .insert(header::ALLOW, HeaderValue::from_static("POST"));
     res
 }
+
+/// `429` with JSON-RPC error `-32600`: the principal holds its share of notification streams.
+pub(crate) fn too_many_streams(max: usize) -> Response<McpBody> {
+    let mut res = error(
+        StatusCode::TOO_MANY_REQUESTS,
+        None,
+        &ErrorObject::invalid_request(format!(
+            "Too many notification streams for this principal (at most {max} GET and subscriptions/listen streams)"
+        )),
+    );
+    res.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+    res
+}

@@ -22,9 +22,11 @@ use crate::bus::NodeBus;
 use crate::inflight::InFlight;
 use crate::origin::OriginPolicy;
 use crate::pending::PendingRequests;
-use crate::replay::ReplayBuffers;
+use crate::principal_slots::PrincipalSlots;
+use crate::replay::{ReplayBuffers, ReplayLimits};
 use crate::seal::Sealer;
 use crate::session::{LocalSessionStore, SessionStore};
+use crate::session_ends::SessionEnds;
 use crate::stale_answers::StaleAnswers;
 use crate::tool_hints::ToolHintsTable;
 use crate::upstream::{DestinationPolicy, StdioServer, Upstream, UpstreamOptions};
@@ -55,6 +57,19 @@ pub(crate) struct RouterInner {
     pub(crate) stale: StaleAnswers,
     pub(crate) stale_if_error: Duration,
     pub(crate) replay: ReplayBuffers,
+    /// Open 2025 GET streams and 2026-07-28 `subscriptions/listen` streams per principal.
+    pub(crate) streams: PrincipalSlots,
+    /// 2025 POST response streams relayed in the background (past a client's disconnect) per
+    /// principal.
+    pub(crate) relays: PrincipalSlots,
+    /// Most resource subscriptions of one 2025 session, and of one `subscriptions/listen`.
+    pub(crate) max_subscriptions: usize,
+    /// Signals to the streams of 2025 sessions that ended.
+    pub(crate) ends: SessionEnds,
+    /// How often the sessions this node holds streams and buffers for are checked for expiry.
+    session_check_interval: Duration,
+    /// Whether the expiry sweep runs (started by the first stream).
+    sweeping: std::sync::atomic::AtomicBool,
     /// Messages to and from the other nodes (answers and cancellations, see [`crate::bus`]).
     pub(crate) bus: Option<Arc<NodeBus>>,
     /// Plugin hooks around routed calls (see [`crate::plugins`]).
@@ -65,6 +80,60 @@ pub(crate) struct RouterInner {
 }
 
 impl RouterInner {
+    /// A 2025 session ended (DELETE, or the store forgot it): its GET streams end (and with them
+    /// the upstream follows and the HTTP+SSE bridge session they feed) and its replay buffers
+    /// are dropped.
+    pub(crate) fn session_ended(&self, session: &str) {
+        self.replay.forget(session);
+        self.ends.end(session);
+    }
+
+    /// Starts, once, the task that releases what this node holds for 2025 sessions that expired
+    /// (see [`crate::session_ends`]). It holds the router weakly and stops with it.
+    pub(crate) fn ensure_sweeping(self: &Arc<Self>) {
+        use std::sync::atomic::Ordering;
+        if self.sweeping.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            self.sweeping.store(false, Ordering::Release);
+            return;
+        };
+        let weak = Arc::downgrade(self);
+        let every = self.session_check_interval;
+        runtime.spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                let Some(inner) = weak.upgrade() else { return };
+                inner.release_expired().await;
+            }
+        });
+    }
+
+    /// One sweep: every session with buffers or streams here that the store no longer has.
+    async fn release_expired(&self) {
+        let mut held = self.replay.sessions();
+        held.extend(self.ends.sessions());
+        held.sort_unstable();
+        held.dedup();
+        for session in held {
+            match self.sessions.exists(&session).await {
+                Ok(false) => {
+                    tracing::debug!("a 2025 session expired: releasing its streams and buffers");
+                    self.session_ended(&session);
+                }
+                Ok(true) => {}
+                // A store failure is not an expiry: try again next time.
+                Err(e) => {
+                    tracing::debug!(error = %e, "session store failure during the expiry sweep")
+                }
+            }
+        }
+    }
+
     /// A signal that fires when `session`'s resource subscriptions change on this node.
     pub(crate) fn subscription_watch(&self, session: &str) -> Arc<tokio::sync::Notify> {
         let mut watchers = self
@@ -134,6 +203,22 @@ impl McpRouter {
     pub fn parked_calls(&self) -> usize {
         self.inner.parked.len()
     }
+
+    /// Bytes of messages kept in 2025 sessions' replay buffers on this node, for metrics.
+    pub fn replay_bytes(&self) -> usize {
+        self.inner.replay.bytes()
+    }
+
+    /// Open 2025 GET streams and 2026-07-28 `subscriptions/listen` streams on this node, for
+    /// metrics.
+    pub fn notification_streams(&self) -> usize {
+        self.inner.streams.total()
+    }
+
+    /// 2025 POST response streams being relayed on this node, for metrics.
+    pub fn background_relays(&self) -> usize {
+        self.inner.relays.total()
+    }
 }
 
 /// Builds an [`McpRouter`].
@@ -156,6 +241,11 @@ pub struct McpRouterBuilder {
     max_open_share: f64,
     stale_if_error: Duration,
     stale_entries: usize,
+    replay: ReplayLimits,
+    max_streams_per_principal: usize,
+    max_relays_per_principal: usize,
+    max_subscriptions: usize,
+    session_check_interval: Duration,
 }
 
 impl std::fmt::Debug for McpRouterBuilder {
@@ -189,6 +279,11 @@ impl Default for McpRouterBuilder {
             max_open_share: 0.5,
             stale_if_error: Duration::from_secs(60),
             stale_entries: 10_000,
+            replay: ReplayLimits::default(),
+            max_streams_per_principal: 32,
+            max_relays_per_principal: 64,
+            max_subscriptions: 256,
+            session_check_interval: Duration::from_secs(30),
         }
     }
 }
@@ -330,6 +425,55 @@ impl McpRouterBuilder {
         self
     }
 
+    /// Byte budgets of the replay buffers of 2025 sessions' streams (for `Last-Event-ID`):
+    /// per session (default 1 MiB), per principal over all its sessions (16 MiB) and in all
+    /// (256 MiB). An event over its session's budget drops that session's oldest events; over the
+    /// principal's share or the whole budget it is sent but not kept: one principal never evicts
+    /// another's events.
+    pub fn replay_budgets(
+        mut self,
+        per_session: usize,
+        per_principal: usize,
+        total: usize,
+    ) -> Self {
+        self.replay.session_bytes = per_session;
+        self.replay.principal_bytes = per_principal;
+        self.replay.total_bytes = total;
+        self
+    }
+
+    /// The most notification streams one principal may hold open on this node: 2025 GET
+    /// streams and 2026-07-28 `subscriptions/listen` streams together (default 32). Each holds
+    /// upstream streams and follows; more are refused with `429` and JSON-RPC error `-32600`.
+    pub fn max_streams_per_principal(mut self, max: usize) -> Self {
+        self.max_streams_per_principal = max;
+        self
+    }
+
+    /// The most 2025 POST response streams one principal may have relayed at once (default 64):
+    /// such a stream outlives the client's connection (it may resume with `Last-Event-ID`).
+    /// A call that would stream past this gets JSON-RPC error `-32600` and is cancelled upstream.
+    pub fn max_background_relays_per_principal(mut self, max: usize) -> Self {
+        self.max_relays_per_principal = max;
+        self
+    }
+
+    /// The most resource subscriptions of one 2025 session (`resources/subscribe`) and of one
+    /// 2026-07-28 `subscriptions/listen` (`resourceSubscriptions`) (default 256); more get
+    /// JSON-RPC error `-32600`.
+    pub fn max_subscriptions(mut self, max: usize) -> Self {
+        self.max_subscriptions = max;
+        self
+    }
+
+    /// How often the 2025 sessions this node holds streams and replay buffers for are checked
+    /// (without refreshing them) for expiry in the session store, to release what they held
+    /// (default 30 s).
+    pub fn session_check_interval(mut self, every: Duration) -> Self {
+        self.session_check_interval = every.max(Duration::from_millis(100));
+        self
+    }
+
     /// Builds the router. Needs a tokio runtime when it serves, not when it is built.
     pub fn build(self) -> McpRouter {
         let info = serde_json::json!({ "name": self.name, "version": self.version });
@@ -368,7 +512,13 @@ impl McpRouterBuilder {
                 hints: ToolHintsTable::new(100_000),
                 stale: StaleAnswers::new(self.stale_entries),
                 stale_if_error: self.stale_if_error,
-                replay: ReplayBuffers::new(10_000),
+                replay: ReplayBuffers::new(self.replay),
+                streams: PrincipalSlots::new(self.max_streams_per_principal),
+                relays: PrincipalSlots::new(self.max_relays_per_principal),
+                max_subscriptions: self.max_subscriptions,
+                ends: SessionEnds::default(),
+                session_check_interval: self.session_check_interval,
+                sweeping: std::sync::atomic::AtomicBool::new(false),
                 bus: self.bus,
                 plugins: self.plugins,
                 subscription_watchers: std::sync::Mutex::default(),

@@ -240,6 +240,15 @@ impl EffectiveConfig {
             header_read_timeout: Duration::from_millis(r.positive("limits.header_read_timeout_ms")),
             max_connections: r.usize("limits.max_connections", 1),
             max_sse_sessions: r.usize("limits.max_sse_sessions", 1),
+            max_sse_sessions_per_principal: r.usize("limits.max_sse_sessions_per_principal", 1),
+            max_sse_batch: r.usize("limits.max_sse_batch", 1),
+            max_streams_per_principal: r.usize("limits.max_streams_per_principal", 1),
+            max_background_relays_per_principal: r
+                .usize("limits.max_background_relays_per_principal", 1),
+            max_resource_subscriptions: r.usize("limits.max_resource_subscriptions", 1),
+            replay_bytes_per_session: r.usize("limits.replay_bytes_per_session", 0),
+            replay_bytes_per_principal: r.usize("limits.replay_bytes_per_principal", 0),
+            replay_bytes: r.usize("limits.replay_bytes", 0),
         };
 
         // [auth.jwt]

@@ -269,6 +269,54 @@ pub static KEYS: &[KeySpec] = &[
         Int(1024),
         "most open 2024-11-05 SSE streams (virtual hosts with sse_downstream); more get 503",
     ),
+    key(
+        "limits.max_sse_sessions_per_principal",
+        I,
+        Int(16),
+        "most open 2024-11-05 SSE streams of one principal; more get 429 while other principals still connect",
+    ),
+    key(
+        "limits.max_sse_batch",
+        I,
+        Int(32),
+        "most JSON-RPC messages in one batch posted to an SSE session's …/messages; more get 400 (-32600); each message counts against the session's 64 in flight",
+    ),
+    key(
+        "limits.max_streams_per_principal",
+        I,
+        Int(32),
+        "most open notification streams of one principal on a node (2025 GET streams and 2026-07-28 subscriptions/listen); more get 429 (-32600)",
+    ),
+    key(
+        "limits.max_background_relays_per_principal",
+        I,
+        Int(64),
+        "most 2025 POST response streams of one principal relayed at once (they outlive a disconnect for Last-Event-ID); a call over it gets -32600 and is cancelled upstream",
+    ),
+    key(
+        "limits.max_resource_subscriptions",
+        I,
+        Int(256),
+        "most resource URIs one 2025 session subscribes to (resources/subscribe) and one subscriptions/listen names; more get -32600",
+    ),
+    key(
+        "limits.replay_bytes_per_session",
+        I,
+        Int(1024 * 1024),
+        "bytes of events kept for one 2025 session's Last-Event-ID replay; over it the session's oldest events are dropped",
+    ),
+    key(
+        "limits.replay_bytes_per_principal",
+        I,
+        Int(16 * 1024 * 1024),
+        "bytes of replay events kept for all 2025 sessions of one principal; over it new events are sent but not kept (never another principal's dropped)",
+    ),
+    key(
+        "limits.replay_bytes",
+        I,
+        Int(256 * 1024 * 1024),
+        "bytes of replay events kept on a node in all; when full, new events are sent but not kept",
+    ),
     // [auth]
     key(
         "auth.public_url",

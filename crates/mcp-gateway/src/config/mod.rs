@@ -130,6 +130,25 @@ pub struct LimitsConfig {
     pub max_connections: usize,
     /// `max_sse_sessions`: most open 2024-11-05 SSE streams; more get 503.
     pub max_sse_sessions: usize,
+    /// `max_sse_sessions_per_principal`: most open 2024-11-05 SSE streams of one principal; more
+    /// get 429.
+    pub max_sse_sessions_per_principal: usize,
+    /// `max_sse_batch`: most messages in one batch posted to `…/messages`.
+    pub max_sse_batch: usize,
+    /// `max_streams_per_principal`: most open 2025 GET and 2026-07-28 listen streams of one
+    /// principal.
+    pub max_streams_per_principal: usize,
+    /// `max_background_relays_per_principal`: most 2025 POST streams of one principal relayed at
+    /// once.
+    pub max_background_relays_per_principal: usize,
+    /// `max_resource_subscriptions`: most resource subscriptions of one 2025 session or listen.
+    pub max_resource_subscriptions: usize,
+    /// `replay_bytes_per_session`: replay budget of one 2025 session.
+    pub replay_bytes_per_session: usize,
+    /// `replay_bytes_per_principal`: replay budget of all sessions of one principal.
+    pub replay_bytes_per_principal: usize,
+    /// `replay_bytes`: replay budget of the node.
+    pub replay_bytes: usize,
 }
 
 /// `[auth]`: RFC 9728 metadata and token validation.

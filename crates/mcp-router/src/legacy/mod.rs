@@ -242,7 +242,8 @@ async fn end_session(
             );
         }
     };
-    inner.replay.forget(session_id);
+    // Its GET streams, replay buffers (and the SSE bridge session on them) go with it.
+    inner.session_ended(session_id);
     if let Some(record) = record {
         let caps = RawValue::from_string(record.client_capabilities.clone())
             .unwrap_or_else(|_| empty_object());
@@ -347,6 +348,11 @@ async fn in_session(
             Err(error) => respond::error(StatusCode::OK, Some(id), &error),
         },
         Method::ResourcesSubscribe | Method::ResourcesUnsubscribe => {
+            if method == Method::ResourcesSubscribe
+                && let Some(error) = over_subscription_cap(inner, record, &params)
+            {
+                return respond::error(StatusCode::OK, Some(id), &error);
+            }
             track_subscription(&scope, session_id, method, &params).await;
             if owned_by_modern_backend(&scope, record, &params) {
                 // 2026-07-28 removed these methods: the session's GET stream follows the URI
@@ -413,6 +419,21 @@ fn owned_by_modern_backend(
             .is_some_and(|b| b.era == Some(crate::session::BackendEra::Modern)),
         _ => false,
     }
+}
+
+/// The error for a `resources/subscribe` of a new URI by a session that has `max_subscriptions`.
+fn over_subscription_cap(
+    inner: &RouterInner,
+    record: &SessionRecord,
+    params: &RawObject<'_>,
+) -> Option<ErrorObject> {
+    let max = inner.max_subscriptions;
+    let uri = params.get_str("uri")?;
+    (record.subscriptions.len() >= max && !record.subscriptions.contains(&uri)).then(|| {
+        ErrorObject::invalid_request(format!(
+            "Too many resource subscriptions for this session (at most {max})"
+        ))
+    })
 }
 
 /// Keeps the session's own subscription list (public URIs), which filters its GET stream.

@@ -10,6 +10,10 @@
 //! or a broken POST response stream (the last 128 events per stream). Modern (2026-07-28)
 //! backends are followed through `subscriptions/listen` (see [`super::follow`]): their list
 //! changes and the updates of resources this session subscribed to arrive here too.
+//!
+//! One principal holds at most `max_streams_per_principal` such streams (with its
+//! `subscriptions/listen` streams; more get `429`), and the stream ends when its session does
+//! (DELETE, or expiry noticed by the sweep: see [`crate::session_ends`]).
 
 use std::sync::Arc;
 
@@ -44,6 +48,11 @@ pub(crate) async fn get_stream(
     record: &SessionRecord,
     session_id: &str,
 ) -> Response<McpBody> {
+    let Some(slot) = inner.streams.take(&ctx.principal) else {
+        return respond::too_many_streams(inner.streams.max());
+    };
+    inner.ensure_sweeping();
+    let ended = crate::session_ends::ended(inner.ends.watch(session_id));
     let caps = RawValue::from_string(record.client_capabilities.clone())
         .unwrap_or_else(|_| RawValue::NULL.to_owned());
     let mut hubs = Vec::new();
@@ -113,10 +122,12 @@ pub(crate) async fn get_stream(
     let inner_for_stream = Arc::clone(inner);
     let vhost = Arc::clone(&ctx.vhost);
     let session = session_id.to_owned();
+    let principal = ctx.principal.clone();
     let live = merged.filter_map(move |(backend, upstream_session, message)| {
         let inner = Arc::clone(&inner_for_stream);
         let vhost = Arc::clone(&vhost);
         let session = session.clone();
+        let principal = principal.clone();
         async move {
             let message = translate(
                 &inner,
@@ -130,6 +141,7 @@ pub(crate) async fn get_stream(
                 return None;
             }
             let id = inner.replay.record(
+                &principal,
                 &session,
                 crate::replay::GET_STREAM,
                 Bytes::from(message.clone()),
@@ -159,13 +171,17 @@ pub(crate) async fn get_stream(
         }
     } else if record.protocol_version.as_str() >= "2025-11-25" {
         // 2025-11-25: a priming event (an id, no data) so the client can resume from the start.
-        let id = inner.replay.next_id(session_id, crate::replay::GET_STREAM);
+        let id = inner
+            .replay
+            .next_id(&ctx.principal, session_id, crate::replay::GET_STREAM);
         opening.push(Bytes::from(format!("id: {id}\ndata: \n\n")));
     }
     let keep = futures_util::stream::iter(opening)
         .chain(live)
+        .take_until(Box::pin(ended))
         .map(move |chunk| {
-            let _alive = &hubs;
+            // The hubs and the principal's stream slot are held as long as the stream is.
+            let _alive = (&hubs, &slot);
             chunk
         });
     respond::sse(body::streaming(keep))

@@ -581,10 +581,32 @@ async fn respond_relay(mut relay: Relay) -> Response<McpBody> {
             };
             respond::json(status, bytes)
         }
-        Some(Relayed::Notification(first)) => respond::sse(stream_body(first, relay)),
+        Some(Relayed::Notification(first)) => {
+            // A 2025 session's stream is relayed past a disconnect: it takes one of the
+            // principal's background relays.
+            let slot = match &relay.downstream_session {
+                Some(_) => match relay.inner.relays.take(&relay.target.caller.principal) {
+                    Some(slot) => Some(slot),
+                    None => return refuse_relay(relay),
+                },
+                None => None,
+            };
+            respond::sse(stream_body(first, relay, slot))
+        }
         // Cancelled by a 2025 client before anything arrived: no response is owed.
         None => respond::accepted(),
     }
+}
+
+/// The answer to a 2025 call that would stream while its principal has all its background relays:
+/// a JSON-RPC error, and the call is cancelled upstream.
+fn refuse_relay(mut relay: Relay) -> Response<McpBody> {
+    let max = relay.inner.relays.max();
+    relay.cancel_upstream("cancelled by the gateway: too many calls streaming for this principal");
+    let error = ErrorObject::invalid_request(format!(
+        "Too many streaming calls for this principal (at most {max} relayed at once)"
+    ));
+    respond::error(StatusCode::OK, Some(&relay.downstream_id), &error)
 }
 
 /// Most seconds a parked call waits for the client's retries, all rounds of it together.
@@ -756,7 +778,11 @@ fn backend_error(id: &RequestId, backend: &str, e: &UpstreamError) -> Response<M
     respond::error(StatusCode::OK, Some(id), &error)
 }
 
-fn stream_body(first: Vec<u8>, relay: Relay) -> McpBody {
+fn stream_body(
+    first: Vec<u8>,
+    relay: Relay,
+    slot: Option<crate::principal_slots::Slot>,
+) -> McpBody {
     let Some(session) = relay.downstream_session.clone() else {
         // 2026-07-28: no event ids, and closing the stream cancels the call (the relay is
         // dropped with the body).
@@ -773,10 +799,19 @@ fn stream_body(first: Vec<u8>, relay: Relay) -> McpBody {
     // A 2025 session: every event gets a gateway id and is kept for resumption, and a
     // disconnect is not a cancellation (2025 transport), so the call is relayed to its end in the
     // background, recording what the client misses until it resumes with `Last-Event-ID`.
-    let stream = relay.inner.replay.open_post_stream(&session);
-    let ids = (Arc::clone(&relay.inner), session, stream);
+    relay.inner.ensure_sweeping();
+    let principal = relay.target.caller.principal.clone();
+    let stream = relay.inner.replay.open_post_stream(&principal, &session);
+    let ids = EventIds {
+        inner: Arc::clone(&relay.inner),
+        principal,
+        session,
+        stream,
+    };
     let (sender, receiver) = tokio::sync::mpsc::channel::<Bytes>(64);
     tokio::spawn(async move {
+        // Held until the call's relay ends.
+        let _slot = slot;
         let mut relay = relay;
         let mut sender = Some(sender);
         let mut next = Some(first);
@@ -851,14 +886,25 @@ async fn decline(
     }
 }
 
+/// Where a 2025 session's POST stream records its events for replay.
+struct EventIds {
+    inner: Arc<RouterInner>,
+    principal: mcp_core::Principal,
+    session: String,
+    stream: String,
+}
+
 /// One SSE event; with an id (recorded for replay) on a 2025 session's stream.
-fn event(message: &[u8], ids: Option<&(Arc<RouterInner>, String, String)>) -> Bytes {
+fn event(message: &[u8], ids: Option<&EventIds>) -> Bytes {
     let event = SseEvent::message(String::from_utf8_lossy(message));
     match ids {
-        Some((inner, session, stream)) => {
-            let id = inner
-                .replay
-                .record(session, stream, Bytes::copy_from_slice(message));
+        Some(ids) => {
+            let id = ids.inner.replay.record(
+                &ids.principal,
+                &ids.session,
+                &ids.stream,
+                Bytes::copy_from_slice(message),
+            );
             event.with_id(id).encode()
         }
         None => event.encode(),

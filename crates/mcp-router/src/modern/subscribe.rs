@@ -8,6 +8,10 @@
 //! each URI. Every message the client gets carries
 //! `_meta["io.modelcontextprotocol/subscriptionId"]` = the id of its listen request, and
 //! `notifications/resources/updated` carries the public URI. Closing the stream ends everything.
+//!
+//! Bounds: more than `max_subscriptions` URIs in one listen get JSON-RPC error `-32600`; a
+//! principal holding `max_streams_per_principal` notification streams (listens and 2025 GET
+//! streams) gets `429` with `-32600`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -18,7 +22,9 @@ use futures_util::stream::BoxStream;
 use http::{Response, StatusCode};
 use mcp_config_store::VirtualHostConfig;
 use mcp_core::sse::SseEvent;
-use mcp_core::{Envelope, Era, MessageKind, RawObject, RequestId, encode_notification};
+use mcp_core::{
+    Envelope, Era, ErrorObject, MessageKind, RawObject, RequestId, encode_notification,
+};
 use mcp_fallback::ToolHints;
 use serde_json::json;
 
@@ -48,11 +54,21 @@ struct Filter {
     per_backend: BTreeMap<String, Vec<String>>,
 }
 
-fn filter(scope: &Scope<'_>, params: &RawObject<'_>) -> Filter {
+fn filter(scope: &Scope<'_>, params: &RawObject<'_>) -> Result<Filter, ErrorObject> {
     let asked = params
         .get("notifications")
         .and_then(|n| RawObject::from_raw(n).ok())
         .unwrap_or_default();
+    let requested = asked
+        .get_as::<Vec<String>>("resourceSubscriptions")
+        .unwrap_or_default();
+    let max = scope.inner.max_subscriptions;
+    if requested.len() > max {
+        return Err(ErrorObject::invalid_request(format!(
+            "Too many resource subscriptions: {} in one subscriptions/listen, at most {max}",
+            requested.len()
+        )));
+    }
     let flags = LIST_FLAGS
         .iter()
         .filter(|(key, _)| asked.get_as::<bool>(key) == Some(true))
@@ -61,10 +77,7 @@ fn filter(scope: &Scope<'_>, params: &RawObject<'_>) -> Filter {
     let namer = scope.namer();
     let mut uris = Vec::new();
     let mut per_backend: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for public in asked
-        .get_as::<Vec<String>>("resourceSubscriptions")
-        .unwrap_or_default()
-    {
+    for public in requested {
         let target = match namer.resolve(&public, ItemKind::Resource) {
             Resolution::One(t) => Some(t),
             Resolution::Several(mut all) => Some(all.remove(0)),
@@ -78,11 +91,11 @@ fn filter(scope: &Scope<'_>, params: &RawObject<'_>) -> Filter {
             uris.push(public);
         }
     }
-    Filter {
+    Ok(Filter {
         flags,
         uris,
         per_backend,
-    }
+    })
 }
 
 /// One backend's notifications, tagged with the backend's name.
@@ -94,7 +107,13 @@ pub(crate) async fn listen(
     id: &RequestId,
     params: &RawObject<'_>,
 ) -> Response<McpBody> {
-    let filter = filter(scope, params);
+    let filter = match filter(scope, params) {
+        Ok(filter) => filter,
+        Err(error) => return respond::error(StatusCode::OK, Some(id), &error),
+    };
+    let Some(slot) = scope.inner.streams.take(&scope.ctx.principal) else {
+        return respond::too_many_streams(scope.inner.streams.max());
+    };
     let mut feeds: Vec<Feed> = Vec::new();
     for (name, config) in &scope.ctx.vhost.backends {
         let uris = filter.per_backend.get(name).cloned().unwrap_or_default();
@@ -123,6 +142,8 @@ pub(crate) async fn listen(
     let vhost = Arc::clone(&scope.ctx.vhost);
     let subscribed = filter.per_backend;
     let live = futures_util::stream::select_all(feeds).filter_map(move |(backend, message)| {
+        // The principal's stream slot is held as long as the stream is.
+        let _alive = &slot;
         let out = translate(
             &vhost,
             &wanted,

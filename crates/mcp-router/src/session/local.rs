@@ -222,6 +222,21 @@ impl SessionStore for LocalSessionStore {
         let removed = self.lock().drop_entry(id);
         Box::pin(async move { Ok(removed) })
     }
+
+    /// Like `get` without refreshing the idle timer; an idle session is forgotten here too.
+    fn exists<'a>(&'a self, id: &'a str) -> StoreFuture<'a, bool> {
+        let mut table = self.lock();
+        let idle = self.limits.idle_timeout;
+        let live = match table.sessions.get(id) {
+            None => false,
+            Some(entry) if Instant::now().duration_since(entry.last_used) > idle => {
+                table.drop_entry(id);
+                false
+            }
+            Some(_) => true,
+        };
+        Box::pin(async move { Ok(live) })
+    }
 }
 
 #[cfg(test)]

@@ -338,6 +338,22 @@ impl SessionStore for RedisSessionStore {
     fn remove<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<Arc<SessionRecord>>> {
         Box::pin(async move { Ok(self.remove_now(id).await?.map(Arc::new)) })
     }
+
+    /// `EXISTS`: leaves the TTL as it is.
+    fn exists<'a>(&'a self, id: &'a str) -> StoreFuture<'a, bool> {
+        Box::pin(async move {
+            if !plausible_id(id) {
+                return Ok(false);
+            }
+            let mut conn = self.conn().await?;
+            let found: u64 = redis::cmd("EXISTS")
+                .arg(self.key(id))
+                .query_async(&mut conn)
+                .await
+                .map_err(classify)?;
+            Ok(found > 0)
+        })
+    }
 }
 
 #[cfg(test)]

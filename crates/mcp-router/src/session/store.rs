@@ -46,4 +46,11 @@ pub trait SessionStore: Send + Sync + 'static {
     }
     /// Ends a session; returns the record it had.
     fn remove<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<Arc<SessionRecord>>>;
+    /// Whether the session with `id` still exists, *without* refreshing its idle timer: the
+    /// engine asks this periodically about the sessions it holds streams and buffers for, to
+    /// release those of sessions that expired. The default asks [`get`](Self::get) (which
+    /// refreshes the timer where the store has one): a store with idle expiry overrides it.
+    fn exists<'a>(&'a self, id: &'a str) -> StoreFuture<'a, bool> {
+        Box::pin(async move { Ok(self.get(id).await?.is_some()) })
+    }
 }

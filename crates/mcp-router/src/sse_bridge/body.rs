@@ -1,6 +1,7 @@
 //! [`SseBridgeBody`]: the inner service's body, a local answer, or a client's event stream.
 
 use std::convert::Infallible;
+use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -9,7 +10,7 @@ use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::Full;
 use pin_project_lite::pin_project;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio::time::{Instant, Interval, MissedTickBehavior};
 
 /// An SSE comment: ignored by clients, but it keeps proxies and NATs from closing an idle stream
@@ -79,21 +80,29 @@ where
 
 /// The client's side of an SSE session: the `endpoint` event, then every event the relays send,
 /// with a keep-alive comment after each idle period. Dropping it (the client went away) closes
-/// the channel, which ends the session's tasks and its inner session.
+/// the channel, which ends the session's tasks and its inner session. It ends by itself when the
+/// bridge says so (the inner session expired).
 #[derive(Debug)]
 pub struct EventStream {
     endpoint: Option<Bytes>,
     events: mpsc::Receiver<Bytes>,
+    ended: oneshot::Receiver<()>,
     keep_alive: Interval,
 }
 
 impl EventStream {
-    pub(crate) fn new(endpoint: Bytes, events: mpsc::Receiver<Bytes>, idle: Duration) -> Self {
+    pub(crate) fn new(
+        endpoint: Bytes,
+        events: mpsc::Receiver<Bytes>,
+        ended: oneshot::Receiver<()>,
+        idle: Duration,
+    ) -> Self {
         let mut keep_alive = tokio::time::interval_at(Instant::now() + idle, idle);
         keep_alive.set_missed_tick_behavior(MissedTickBehavior::Delay);
         Self {
             endpoint: Some(endpoint),
             events,
+            ended,
             keep_alive,
         }
     }
@@ -109,6 +118,11 @@ impl Body for EventStream {
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
         if let Some(endpoint) = self.endpoint.take() {
             return Poll::Ready(Some(Ok(Frame::data(endpoint))));
+        }
+        // Only a sent signal ends the stream; a dropped sender (the session is gone) is left to
+        // the events channel.
+        if let Poll::Ready(Ok(())) = Pin::new(&mut self.ended).poll(cx) {
+            return Poll::Ready(None);
         }
         match self.events.poll_recv(cx) {
             Poll::Ready(Some(event)) => {
@@ -141,9 +155,11 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn endpoint_first_then_events_then_keep_alive_when_idle() {
         let (tx, rx) = mpsc::channel(4);
+        let (_end, ended) = oneshot::channel();
         let mut stream = EventStream::new(
             Bytes::from_static(b"event: endpoint\ndata: /x\n\n"),
             rx,
+            ended,
             Duration::from_secs(15),
         );
         assert_eq!(next(&mut stream).await, "event: endpoint\ndata: /x\n\n");
@@ -160,9 +176,21 @@ mod tests {
     #[tokio::test]
     async fn dropping_the_stream_closes_the_channel() {
         let (tx, rx) = mpsc::channel(1);
-        let stream = EventStream::new(Bytes::new(), rx, Duration::from_secs(15));
+        let (_end, ended) = oneshot::channel();
+        let stream = EventStream::new(Bytes::new(), rx, ended, Duration::from_secs(15));
         drop(stream);
         tx.closed().await;
         assert!(tx.is_closed());
+    }
+
+    #[tokio::test]
+    async fn the_end_signal_ends_the_stream() {
+        let (_tx, rx) = mpsc::channel(1);
+        let (end, ended) = oneshot::channel();
+        let mut stream =
+            EventStream::new(Bytes::from_static(b"e"), rx, ended, Duration::from_secs(15));
+        assert_eq!(next(&mut stream).await, "e");
+        end.send(()).expect("listening");
+        assert!(stream.frame().await.is_none(), "ended");
     }
 }

@@ -15,6 +15,8 @@
 //!   `initialize` the inner GET stream (backend notifications and requests) is relayed too.
 //! - When the client's stream closes, the session's tasks end and the inner session is deleted
 //!   (an internal DELETE), which ends the upstream sessions no other session of the caller uses.
+//!   When the inner session ends first (it expired: its GET stream ended and a `ping` in it gets
+//!   `404`), the client's stream is ended, which releases the same way.
 //!
 //! So there is one protocol implementation: the bridge only moves messages between the two
 //! transports. It lives in `mcp-router` rather than in the gateway because it is MCP transport
@@ -25,8 +27,10 @@
 //! | request | answer |
 //! |---|---|
 //! | virtual host without `sse_downstream` | `404` `{"detail":"SSE transport not enabled for this virtual host"}` |
+//! | `GET …/sse` by a principal holding [`max_sessions_per_principal`](SseBridgeLayer::max_sessions_per_principal) open streams (default 16) | `429` + `Retry-After: 5`, `{"detail":"Too many open SSE sessions for this principal"}` |
 //! | `GET …/sse` with [`max_sessions`](SseBridgeLayer::max_sessions) streams open (default 1024) | `503` + `Retry-After: 5`, `{"detail":"Too many open SSE sessions"}` |
-//! | `POST …/messages` while 64 earlier bodies of the session are still being forwarded | `429` + `Retry-After: 1`, `{"detail":"Too many messages in flight for this session"}` |
+//! | `POST …/messages` whose messages (a batch counts each) do not fit in the 64 the session may have being forwarded | `429` + `Retry-After: 1`, `{"detail":"Too many messages in flight for this session"}` |
+//! | a batch of more than [`max_batch`](SseBridgeLayer::max_batch) messages (default 32) | `400` JSON-RPC error `-32600` `Batch too large: …`, `id: null`; nothing is forwarded |
 //! | a second `initialize` in a session (also inside a batch) | JSON-RPC error `-32600` on the stream; only the first opens an inner session |
 //! | `POST …/messages` without `sessionId` | `400` `{"detail":"Missing sessionId query parameter"}` |
 //! | unknown session id, or one another principal (or virtual host) opened | `404` `{"detail":"Session not found"}` |
@@ -93,11 +97,15 @@ pub const DETAIL_NOT_ENABLED: &str = "SSE transport not enabled for this virtual
 pub const DETAIL_SESSION_NOT_FOUND: &str = "Session not found";
 /// Detail of the 503 when [`SseBridgeLayer::max_sessions`] streams are open.
 pub const DETAIL_TOO_MANY_SESSIONS: &str = "Too many open SSE sessions";
-/// Most posted bodies of one session being forwarded at once: a client that posts without reading
-/// its stream cannot pile up work without bound.
+/// Detail of the 429 when the principal holds [`SseBridgeLayer::max_sessions_per_principal`]
+/// open streams.
+pub const DETAIL_TOO_MANY_PRINCIPAL_SESSIONS: &str =
+    "Too many open SSE sessions for this principal";
+/// Most posted messages of one session being forwarded at once (each message of a batch counts):
+/// a client that posts without reading its stream cannot pile up work without bound.
 pub const MAX_POSTS_IN_FLIGHT: usize = 64;
-/// Detail of the 429 when a session already has [`MAX_POSTS_IN_FLIGHT`] posted bodies being
-/// forwarded.
+/// Detail of the 429 when the posted messages do not fit in the session's
+/// [`MAX_POSTS_IN_FLIGHT`].
 pub const DETAIL_TOO_MANY_POSTS: &str = "Too many messages in flight for this session";
 
 /// Request extension of the bridge's internal requests: the client speaks the HTTP+SSE transport,
@@ -111,6 +119,7 @@ pub(crate) struct SseTransport;
 struct Shared {
     registry: Arc<Registry>,
     max_body_bytes: usize,
+    max_batch: usize,
     keep_alive: Duration,
 }
 
@@ -125,8 +134,9 @@ impl Default for SseBridgeLayer {
     fn default() -> Self {
         Self {
             shared: Arc::new(Shared {
-                registry: Arc::new(Registry::new(1024)),
+                registry: Arc::new(Registry::new(1024, 16)),
                 max_body_bytes: 4 * 1024 * 1024,
+                max_batch: 32,
                 keep_alive: Duration::from_secs(15),
             }),
         }
@@ -134,7 +144,8 @@ impl Default for SseBridgeLayer {
 }
 
 impl SseBridgeLayer {
-    /// A layer with the defaults: 1024 open streams, 4 MiB messages, keep-alive after 15 s idle.
+    /// A layer with the defaults: 1024 open streams (16 per principal), 4 MiB messages, batches
+    /// of 32, keep-alive after 15 s idle.
     pub fn new() -> Self {
         Self::default()
     }
@@ -143,7 +154,21 @@ impl SseBridgeLayer {
     /// inner session and its upstream sessions, so this bounds what idle clients can pin.
     #[must_use]
     pub fn max_sessions(self, max: usize) -> Self {
-        self.with(|s| s.registry = Arc::new(Registry::new(max)))
+        self.with(|s| s.registry = Arc::new(Registry::new(max, s.registry.max_per_principal())))
+    }
+
+    /// The most SSE streams one principal may hold open (default 16); more get `429`, while
+    /// other principals still connect up to [`max_sessions`](Self::max_sessions) in all.
+    #[must_use]
+    pub fn max_sessions_per_principal(self, max: usize) -> Self {
+        self.with(|s| s.registry = Arc::new(Registry::new(s.registry.max(), max)))
+    }
+
+    /// The most messages in one posted batch (default 32); a larger batch gets `400` with
+    /// JSON-RPC error `-32600` and none of it is forwarded.
+    #[must_use]
+    pub fn max_batch(self, max: usize) -> Self {
+        self.with(|s| s.max_batch = max)
     }
 
     /// The largest posted body (default 4 MiB); larger gets `413`. Use the limit of `…/mcp`.
@@ -167,6 +192,7 @@ impl SseBridgeLayer {
         let mut shared = Shared {
             registry: Arc::clone(&self.shared.registry),
             max_body_bytes: self.shared.max_body_bytes,
+            max_batch: self.shared.max_batch,
             keep_alive: self.shared.keep_alive,
         };
         change(&mut shared);

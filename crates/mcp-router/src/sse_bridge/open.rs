@@ -6,14 +6,14 @@ use std::sync::Arc;
 use http::request::Parts;
 use http::{HeaderValue, Method, Response, StatusCode, header};
 use mcp_core::sse::SseEvent;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use super::body::{EventStream, SseBridgeBody};
-use super::registry::{BridgeSession, Opening, new_session_id};
+use super::registry::{BridgeSession, Full, Opening, new_session_id};
 use super::relay::{self, InnerCall};
 use super::{
-    DETAIL_TOO_MANY_SESSIONS, MCP_PATH_SUFFIX, MESSAGES_PATH_SUFFIX, Refusal, SSE_PATH_SUFFIX,
-    Shared, admitted, detail, local,
+    DETAIL_TOO_MANY_PRINCIPAL_SESSIONS, DETAIL_TOO_MANY_SESSIONS, MCP_PATH_SUFFIX,
+    MESSAGES_PATH_SUFFIX, Refusal, SSE_PATH_SUFFIX, Shared, admitted, detail, local,
 };
 
 /// Events queued for one client before the relays wait for it to read: enough for a burst of
@@ -63,19 +63,28 @@ fn start(shared: &Shared, parts: Parts, call: InnerCall) -> Result<EventStream, 
     let base = path.strip_suffix(SSE_PATH_SUFFIX).unwrap_or(path);
     let endpoint = format!("{base}{MESSAGES_PATH_SUFFIX}?sessionId={id}");
     let (events, receiver) = mpsc::channel(QUEUED_EVENTS);
+    let (end, ended) = oneshot::channel();
     let session = Arc::new(BridgeSession::new(
         id,
         ctx.principal,
         ctx.vhost_id,
         events,
+        end,
         Opening {
             mcp_path: format!("{base}{MCP_PATH_SUFFIX}"),
             headers: parts.headers,
             extensions: parts.extensions,
         },
     ));
-    if !shared.registry.insert(Arc::clone(&session)) {
-        let mut res = detail(StatusCode::SERVICE_UNAVAILABLE, DETAIL_TOO_MANY_SESSIONS);
+    if let Err(full) = shared.registry.insert(Arc::clone(&session)) {
+        // 429 when the principal holds its share (its own doing), 503 when the gateway is full.
+        let mut res = match full {
+            Full::Principal => detail(
+                StatusCode::TOO_MANY_REQUESTS,
+                DETAIL_TOO_MANY_PRINCIPAL_SESSIONS,
+            ),
+            Full::All => detail(StatusCode::SERVICE_UNAVAILABLE, DETAIL_TOO_MANY_SESSIONS),
+        };
         res.headers_mut()
             .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
         return Err(Box::new(res));
@@ -86,5 +95,10 @@ fn start(shared: &Shared, parts: Parts, call: InnerCall) -> Result<EventStream, 
         call,
     ));
     let endpoint = SseEvent::message(endpoint).with_event("endpoint").encode();
-    Ok(EventStream::new(endpoint, receiver, shared.keep_alive))
+    Ok(EventStream::new(
+        endpoint,
+        receiver,
+        ended,
+        shared.keep_alive,
+    ))
 }

@@ -53,11 +53,11 @@ where
         }
         Err(_) => return detail(StatusCode::BAD_REQUEST, "Could not read the request body"),
     };
-    let messages = match split(&bytes) {
+    let messages = match split(&bytes, shared.max_batch) {
         Ok(messages) => messages,
         Err(error) => return rpc_error(&error),
     };
-    let Some(permit) = session.post_permit() else {
+    let Some(permit) = session.post_permits(messages.len()) else {
         let mut res = detail(StatusCode::TOO_MANY_REQUESTS, DETAIL_TOO_MANY_POSTS);
         res.headers_mut()
             .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
@@ -85,9 +85,9 @@ fn session_id(query: Option<&str>) -> Option<String> {
         .map(|(_, value)| value.into_owned())
 }
 
-/// The messages of a body: one JSON value, or each element of a batch (2024-11-05 allows
-/// batches; the inner engine takes one message per request).
-fn split(bytes: &Bytes) -> Result<Vec<Bytes>, ErrorObject> {
+/// The messages of a body: one JSON value, or each element of a batch of at most `max_batch`
+/// (2024-11-05 allows batches; the inner engine takes one message per request).
+fn split(bytes: &Bytes, max_batch: usize) -> Result<Vec<Bytes>, ErrorObject> {
     let raw: &RawValue = serde_json::from_slice(bytes).map_err(|e| {
         ErrorObject::parse_error(format!("Parse error: the body is not JSON ({e})"))
     })?;
@@ -98,6 +98,12 @@ fn split(bytes: &Bytes) -> Result<Vec<Bytes>, ErrorObject> {
         .map_err(|e| ErrorObject::parse_error(format!("Parse error: {e}")))?;
     if batch.is_empty() {
         return Err(ErrorObject::invalid_request("Empty batch"));
+    }
+    if batch.len() > max_batch {
+        return Err(ErrorObject::invalid_request(format!(
+            "Batch too large: {} messages, at most {max_batch} in one POST",
+            batch.len()
+        )));
     }
     Ok(batch
         .into_iter()
@@ -133,20 +139,28 @@ mod tests {
     #[test]
     fn splits_batches_and_refuses_what_is_not_json() {
         let one = Bytes::from_static(br#"{"jsonrpc":"2.0","method":"x"}"#);
-        assert_eq!(split(&one).expect("one message"), vec![one.clone()]);
+        assert_eq!(split(&one, 1).expect("one message"), vec![one.clone()]);
         let batch = Bytes::from_static(br#"[{"a":1}, {"b":[2]}]"#);
+        let e = split(&batch, 1).expect_err("over the batch limit");
+        assert_eq!(e.code, -32600);
         assert_eq!(
-            split(&batch).expect("a batch"),
+            e.message,
+            "Batch too large: 2 messages, at most 1 in one POST"
+        );
+        assert_eq!(
+            split(&batch, 2).expect("a batch"),
             vec![
                 Bytes::from_static(br#"{"a":1}"#),
                 Bytes::from_static(br#"{"b":[2]}"#)
             ]
         );
         assert_eq!(
-            split(&Bytes::from_static(b"[]")).expect_err("empty").code,
+            split(&Bytes::from_static(b"[]"), 2)
+                .expect_err("empty")
+                .code,
             -32600
         );
-        let e = split(&Bytes::from_static(b"{nope")).expect_err("not JSON");
+        let e = split(&Bytes::from_static(b"{nope"), 2).expect_err("not JSON");
         assert_eq!(e.code, -32700);
         assert!(e.message.starts_with("Parse error"), "{}", e.message);
     }

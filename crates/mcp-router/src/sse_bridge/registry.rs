@@ -8,9 +8,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use bytes::Bytes;
 use http::{Extensions, HeaderMap, HeaderValue};
 use mcp_core::{Principal, VirtualHostId};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 
 use super::MAX_POSTS_IN_FLIGHT;
+use crate::principal_slots::{PrincipalSlots, Slot};
 
 /// What the bridge learnt from the inner `initialize`: the headers every later inner request
 /// carries.
@@ -43,8 +44,10 @@ pub(crate) struct BridgeSession {
     /// Whether an `initialize` was sent in (only the first one is: each would open an inner
     /// session).
     initialize_claimed: AtomicBool,
-    /// Permits for posted messages being forwarded.
+    /// Permits for posted messages being forwarded (one per message, a batch takes several).
     posts: Arc<Semaphore>,
+    /// Ends the client's stream when the inner session ended without the client (it expired).
+    end: Mutex<Option<oneshot::Sender<()>>>,
 }
 
 impl BridgeSession {
@@ -53,6 +56,7 @@ impl BridgeSession {
         principal: Principal,
         vhost_id: VirtualHostId,
         events: mpsc::Sender<Bytes>,
+        end: oneshot::Sender<()>,
         opening: Opening,
     ) -> Self {
         Self {
@@ -64,6 +68,19 @@ impl BridgeSession {
             inner: Mutex::default(),
             initialize_claimed: AtomicBool::new(false),
             posts: Arc::new(Semaphore::new(MAX_POSTS_IN_FLIGHT)),
+            end: Mutex::new(Some(end)),
+        }
+    }
+
+    /// Ends the client's stream (which then ends the session as a client leaving does).
+    pub(crate) fn end_stream(&self) {
+        if let Some(end) = self
+            .end
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        {
+            let _ = end.send(());
         }
     }
 
@@ -72,9 +89,11 @@ impl BridgeSession {
         !self.initialize_claimed.swap(true, Ordering::AcqRel)
     }
 
-    /// A permit to forward one posted body; `None` while [`MAX_POSTS_IN_FLIGHT`] are.
-    pub(crate) fn post_permit(&self) -> Option<OwnedSemaphorePermit> {
-        Arc::clone(&self.posts).try_acquire_owned().ok()
+    /// Permits to forward `messages` posted messages; `None` when fewer than that of the
+    /// [`MAX_POSTS_IN_FLIGHT`] are free (so a batch cannot get past the bound).
+    pub(crate) fn post_permits(&self, messages: usize) -> Option<OwnedSemaphorePermit> {
+        let n = u32::try_from(messages).ok()?;
+        Arc::clone(&self.posts).try_acquire_many_owned(n).ok()
     }
 
     pub(crate) fn inner(&self) -> InnerSession {
@@ -101,29 +120,54 @@ impl BridgeSession {
     }
 }
 
-/// The open sessions, at most `max` at a time.
+/// Why [`Registry::insert`] refused a session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Full {
+    /// `max` sessions are open.
+    All,
+    /// The session's principal holds `per_principal` of them.
+    Principal,
+}
+
+/// The open sessions, at most `max` at a time and `per_principal` of one principal.
 #[derive(Debug)]
 pub(crate) struct Registry {
-    sessions: Mutex<HashMap<String, Arc<BridgeSession>>>,
+    sessions: Mutex<HashMap<String, (Arc<BridgeSession>, Slot)>>,
     max: usize,
+    per_principal: PrincipalSlots,
 }
 
 impl Registry {
-    pub(crate) fn new(max: usize) -> Self {
+    pub(crate) fn new(max: usize, per_principal: usize) -> Self {
         Self {
             sessions: Mutex::default(),
             max,
+            per_principal: PrincipalSlots::new(per_principal),
         }
     }
 
-    /// Adds `session`; false when `max` sessions are open already.
-    pub(crate) fn insert(&self, session: Arc<BridgeSession>) -> bool {
+    pub(crate) fn max(&self) -> usize {
+        self.max
+    }
+
+    pub(crate) fn max_per_principal(&self) -> usize {
+        self.per_principal.max()
+    }
+
+    /// Adds `session`, unless `max` sessions are open or its principal holds its share.
+    pub(crate) fn insert(&self, session: Arc<BridgeSession>) -> Result<(), Full> {
         let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+        // The principal's own share first: a principal over it learns so even when the whole
+        // table is full too.
+        let slot = self
+            .per_principal
+            .take(&session.principal)
+            .ok_or(Full::Principal)?;
         if sessions.len() >= self.max {
-            return false;
+            return Err(Full::All);
         }
-        sessions.insert(session.id.clone(), session);
-        true
+        sessions.insert(session.id.clone(), (session, slot));
+        Ok(())
     }
 
     pub(crate) fn get(&self, id: &str) -> Option<Arc<BridgeSession>> {
@@ -131,7 +175,7 @@ impl Registry {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .get(id)
-            .cloned()
+            .map(|(session, _)| Arc::clone(session))
     }
 
     pub(crate) fn remove(&self, id: &str) {
@@ -166,12 +210,18 @@ mod tests {
     use super::*;
 
     fn session(id: &str) -> Arc<BridgeSession> {
+        session_of(id, "alice")
+    }
+
+    fn session_of(id: &str, subject: &str) -> Arc<BridgeSession> {
         let (events, _) = mpsc::channel(1);
+        let (end, _) = oneshot::channel();
         Arc::new(BridgeSession::new(
             id.to_owned(),
-            Principal::new("https://issuer", "alice"),
+            Principal::new("https://issuer", subject),
             VirtualHostId::new("vh"),
             events,
+            end,
             Opening {
                 headers: HeaderMap::new(),
                 extensions: Extensions::new(),
@@ -191,13 +241,29 @@ mod tests {
 
     #[test]
     fn caps_open_sessions_and_frees_slots_on_remove() {
-        let registry = Registry::new(1);
-        assert!(registry.insert(session("a")));
-        assert!(!registry.insert(session("b")), "over the cap");
+        let registry = Registry::new(1, 1);
+        assert_eq!(registry.insert(session("a")), Ok(()));
+        assert_eq!(
+            registry.insert(session_of("b", "bob")),
+            Err(Full::All),
+            "over the cap"
+        );
         registry.remove("a");
-        assert!(registry.insert(session("b")));
+        assert_eq!(registry.insert(session("b")), Ok(()));
         assert_eq!(registry.len(), 1);
         assert!(registry.get("a").is_none());
+    }
+
+    #[test]
+    fn caps_each_principal_before_the_whole_table() {
+        let registry = Registry::new(3, 2);
+        assert_eq!(registry.insert(session("a1")), Ok(()));
+        assert_eq!(registry.insert(session("a2")), Ok(()));
+        assert_eq!(registry.insert(session("a3")), Err(Full::Principal));
+        assert_eq!(registry.insert(session_of("b1", "bob")), Ok(()));
+        assert_eq!(registry.insert(session_of("b2", "bob")), Err(Full::All));
+        registry.remove("a1");
+        assert_eq!(registry.insert(session("a3")), Ok(()), "a freed slot");
     }
 
     #[test]

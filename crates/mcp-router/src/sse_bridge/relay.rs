@@ -282,10 +282,35 @@ async fn relay_get_stream(session: Arc<BridgeSession>, call: InnerCall) {
         } else {
             tracing::debug!(status = %res.status(), "SSE bridge: no inner GET stream");
         }
+        // The inner GET stream ends with its session (expired, or ended on another path): then
+        // the client's stream is ended too, which releases everything the bridge holds for it.
+        if !inner_session_alive(&session, &call).await {
+            tracing::debug!("SSE bridge: the inner session ended; ending the client's stream");
+            session.end_stream();
+        }
     };
     tokio::select! {
         () = session.events.closed() => {}
         () = work => {}
+    }
+}
+
+/// Whether the inner session still exists: a `ping` in it is not answered `404`.
+async fn inner_session_alive(session: &BridgeSession, call: &InnerCall) -> bool {
+    let ping = Bytes::from_static(
+        br#"{"jsonrpc":"2.0","id":"mcp-gateway-sse-bridge-probe","method":"ping"}"#,
+    );
+    let req = inner_request(
+        Method::POST,
+        session,
+        &session.opening.headers,
+        session.opening.extensions.clone(),
+        ping,
+    );
+    match call(req).await {
+        Some(res) => res.status() != http::StatusCode::NOT_FOUND,
+        // The inner service failed: not proof that the session is gone.
+        None => true,
     }
 }
 

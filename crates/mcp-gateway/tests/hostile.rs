@@ -30,7 +30,7 @@ use jsonwebtoken::{Algorithm, EncodingKey, Header, encode, jwk::Jwk};
 use mcp_test_backends::{BackendSpec, TestBackend};
 use serde_json::{Value, json};
 use support::{
-    AUDIENCE, GatewayProcess, ISSUER, Reply, base_config, bearer, legacy_initialize, legacy_post,
+    AUDIENCE, GatewayProcess, HS256_LINE, ISSUER, Reply, base_config, bearer, legacy_initialize, legacy_post,
     modern, modern_meta, modern_request, now, raw_exchange, rpc_error, send, users_json, workdir,
 };
 
@@ -598,9 +598,9 @@ async fn jwt_algorithm_confusion_and_alg_none_against_an_rsa_key() {
         &users_json(&[("alice", "vh1", &[("alpha", alpha.url())])]),
     );
     let config = base_config("").replace(
-        "leeway_s = 5\n",
+        HS256_LINE,
         &format!(
-            "leeway_s = 5\nhs256_secret_env = \"\"\npublic_key_pem = \"{FIXTURES}/rsa_public.pem\"\nalgorithms = [\"RS256\"]\n"
+            "hs256_secret_env = \"\"\npublic_key_pem = \"{FIXTURES}/rsa_public.pem\"\nalgorithms = [\"RS256\"]\n"
         ),
     );
     let gw = GatewayProcess::start(dir.path(), &config, &[]).await;
@@ -696,8 +696,8 @@ async fn jwt_kid_injection_and_embedded_keys_against_a_jwks() {
         &users_json(&[("alice", "vh1", &[("alpha", alpha.url())])]),
     );
     let config = base_config("").replace(
-        "leeway_s = 5\n",
-        &format!("leeway_s = 5\nhs256_secret_env = \"\"\njwks_url = \"http://{jwks}/jwks.json\"\n"),
+        HS256_LINE,
+        &format!("hs256_secret_env = \"\"\njwks_url = \"http://{jwks}/jwks.json\"\n"),
     );
     let gw = GatewayProcess::start(dir.path(), &config, &[]).await;
     let kid = jwk["kid"].as_str().expect("kid").to_owned();

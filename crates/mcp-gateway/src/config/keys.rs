@@ -317,7 +317,7 @@ pub static KEYS: &[KeySpec] = &[
         "auth.jwt.hs256_secret_env",
         S,
         Str("MCP_GATEWAY_JWT_SECRET"),
-        "name of the environment variable holding the HS256 secret (also used by `mcp-gateway token`); \"\" disables HS256",
+        "name of the environment variable holding the HS256 secret (also used by `mcp-gateway token`); \"\" disables HS256; left unset, HS256 is off when `public_key_pem` or `jwks_url` is set, and deprecated otherwise (set it explicitly)",
     ),
     key(
         "auth.jwt.public_key_pem",

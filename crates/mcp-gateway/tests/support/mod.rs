@@ -40,6 +40,10 @@ pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     path
 }
 
+/// The `[auth.jwt]` line of [`base_config`] that enables HS256 with [`SECRET`] (explicitly: the
+/// default variable alone no longer counts next to another key); replace it to configure others.
+pub const HS256_LINE: &str = "hs256_secret_env = \"MCP_GATEWAY_JWT_SECRET\"\n";
+
 /// The gateway.toml every process test starts from; `extra` is appended (more sections).
 pub fn base_config(extra: &str) -> String {
     format!(
@@ -53,7 +57,7 @@ admin_addr = "127.0.0.1:0"
 issuer = "{ISSUER}"
 audience = "{AUDIENCE}"
 leeway_s = 5
-
+{HS256_LINE}
 [config_store]
 kind = "file"
 path = "users.json"

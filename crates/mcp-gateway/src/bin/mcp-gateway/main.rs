@@ -168,7 +168,7 @@ fn token(config: &GatewayConfig, args: &TokenArgs) -> Result<(), u8> {
                 .as_deref()
                 .unwrap_or("MCP_GATEWAY_JWT_SECRET");
             eprintln!(
-                "mcp-gateway: no HS256 secret: set the environment variable {name} (named by auth.jwt.hs256_secret_env)"
+                "mcp-gateway: no HS256 secret: set the environment variable {name} and name it in the configuration (auth.jwt.hs256_secret_env = \"{name}\")"
             );
             return Err(EXIT_CONFIG);
         }

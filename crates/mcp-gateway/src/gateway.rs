@@ -427,7 +427,10 @@ impl BoundGateway {
             ..
         } = self;
         let config = Arc::clone(&gateway.config);
-        let builders = Arc::new(Builders::new(config.limits.header_read_timeout));
+        let builders = Arc::new(Builders::new(
+            config.limits.header_read_timeout,
+            config.limits.idle_connection_timeout,
+        ));
 
         let graceful = Arc::new(GracefulShutdown::new());
         let (stop_mcp, stop_mcp_rx) = watch::channel(false);

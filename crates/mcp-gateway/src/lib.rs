@@ -163,6 +163,7 @@ mod check;
 pub mod config;
 mod error;
 mod gateway;
+mod idle;
 mod limits;
 mod metadata;
 mod metrics;

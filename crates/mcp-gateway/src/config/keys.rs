@@ -255,7 +255,13 @@ pub static KEYS: &[KeySpec] = &[
         "limits.header_read_timeout_ms",
         I,
         Int(10_000),
-        "time allowed for a client to send the request head (and finish the TLS handshake)",
+        "time allowed for a client to send the request head (and finish the TLS handshake); an h2 connection that opens no stream within it after accept (e.g. only the preface) is closed",
+    ),
+    key(
+        "limits.idle_connection_timeout_ms",
+        I,
+        Int(60_000),
+        "a connection (HTTP/1.1 or h2) with no request in flight for this long is closed; also the h2 keep-alive PING interval (a peer that does not answer within header_read_timeout_ms is dropped)",
     ),
     key(
         "limits.max_connections",

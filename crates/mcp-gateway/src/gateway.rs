@@ -29,6 +29,7 @@ use crate::admin::{AdminService, AdminState};
 use crate::auth;
 use crate::config::{GatewayConfig, SessionsKind};
 use crate::error::GatewayError;
+use crate::json_posts::JsonPosts;
 use crate::limits::{RequestLimits, origin_policy};
 use crate::metadata::ResourceMetadata;
 use crate::metrics;
@@ -250,8 +251,8 @@ fn build_router(
     builder.build()
 }
 
-/// vhost -> claims -> config store -> virtual host config -> router (with the SSE bridge, whose
-/// `…/sse` and `…/messages` paths the vhost layer lets through next to `…/mcp`).
+/// vhost -> claims -> config store -> virtual host config -> JSON POSTs -> router (with the SSE
+/// bridge, whose `…/sse` and `…/messages` paths the vhost layer lets through next to `…/mcp`).
 fn build_stack(
     validator: JwtValidator,
     store: Arc<dyn UserConfigStore>,
@@ -260,7 +261,7 @@ fn build_stack(
 ) -> McpStack {
     let claims = ClaimsLayer::new(validator)
         .resource_metadata_fn(move |parts: &http::request::Parts| metadata.url_for_request(parts));
-    let routed = Routed::new(router);
+    let routed = JsonPosts::new(Routed::new(router));
     let vhost_config = VirtualHostConfigLayer::new().layer(routed);
     let config_store = ConfigStoreLayer::from_shared(store).layer(vhost_config);
     let paths = PathPattern::default()

@@ -8,8 +8,8 @@
 //!
 //! ```text
 //! request ─▶ limits (403 Origin, 431 Mcp-* headers, 413 body) ─┬─▶ /.well-known/oauth-protected-resource[/servers/{vhost}/mcp]  (RFC 9728)
-//!                                                              └─▶ VhostLayer ─▶ ClaimsLayer ─▶ ConfigStoreLayer ─▶ VirtualHostConfigLayer ─▶ SseBridge ─▶ McpRouter
-//!                                                                  (400)         (401/403)      (400/500/503)       (404)                                    (JSON-RPC)
+//!                                                              └─▶ VhostLayer ─▶ ClaimsLayer ─▶ ConfigStoreLayer ─▶ VirtualHostConfigLayer ─▶ JsonPosts ─▶ SseBridge ─▶ McpRouter
+//!                                                                  (400)         (401/403)      (400/500/503)       (404)                   (415)                      (JSON-RPC)
 //! ```
 //!
 //! The vhost layer accepts `…/sse` and `…/messages` next to `…/mcp`: the SSE bridge
@@ -151,6 +151,7 @@
 //! | [`routed`] | [`routed::RoutedVhost`], the response extension naming the virtual host that answered |
 //! | `gateway` | [`Gateway`], [`GatewayBuilder`], [`BoundGateway`] |
 //! | `service` | [`GatewayService`] |
+//! | `json_posts` | [`JsonPosts`], the 415 for a POST that does not declare `application/json` |
 //! | `admin` | [`AdminService`] |
 //! | `auth` | [`build_validator`], [`hs256_secret`] |
 //! | `store` | [`check_documents`] |
@@ -164,6 +165,7 @@ pub mod config;
 mod error;
 mod gateway;
 mod idle;
+mod json_posts;
 mod limits;
 mod metadata;
 mod metrics;
@@ -185,6 +187,7 @@ pub use check::{CheckReport, check_config};
 pub use config::{ConfigError, GatewayConfig};
 pub use error::GatewayError;
 pub use gateway::{BoundGateway, Gateway, GatewayBuilder};
+pub use json_posts::{DETAIL_UNSUPPORTED_MEDIA_TYPE, JsonPosts};
 pub use limits::{
     DETAIL_BODY_TOO_LARGE, DETAIL_MCP_HEADER_TOO_LARGE, DETAIL_ORIGIN, DETAIL_TOO_MANY_MCP_HEADERS,
 };

@@ -1,5 +1,5 @@
 //! [`GatewayService`]: the whole MCP endpoint as one tower `Service`: request limits, RFC 9728
-//! metadata, then vhost -> claims -> config store -> virtual host config -> router; with a
+//! metadata, then vhost -> claims -> config store -> virtual host config -> JSON POSTs -> router; with a
 //! `tracing` span, an access log line and metrics per request.
 
 use std::convert::Infallible;
@@ -24,19 +24,23 @@ use tower_service::Service;
 use tracing::Span;
 
 use crate::body::{BoxError, GatewayBody};
+use crate::json_posts::JsonPosts;
 use crate::limits::RequestLimits;
 use crate::metadata::{ResourceMetadata, detail};
 use crate::metrics::{InFlight, RequestMetrics};
 use crate::routed::{Routed, RoutedVhost};
 
 /// The layered MCP stack inside a [`GatewayService`]: vhost -> claims -> config store -> virtual
-/// host config -> router (behind the 2024-11-05 SSE bridge).
+/// host config -> JSON POSTs (415) -> router (behind the 2024-11-05 SSE bridge).
 pub type McpStack = Vhost<
-    ClaimsService<ConfigStoreService<VirtualHostConfigService<Routed<SseBridge<McpRouter>>>>>,
+    ClaimsService<
+        ConfigStoreService<VirtualHostConfigService<JsonPosts<Routed<SseBridge<McpRouter>>>>>,
+    >,
 >;
 
 /// The response body of [`McpStack`].
-pub type StackBody = ResponseBody<ResponseBody<ResponseBody<ResponseBody<SseBridgeBody<McpBody>>>>>;
+pub type StackBody =
+    ResponseBody<ResponseBody<ResponseBody<ResponseBody<ResponseBody<SseBridgeBody<McpBody>>>>>>;
 
 /// State shared by every clone of a [`GatewayService`].
 #[derive(Debug)]

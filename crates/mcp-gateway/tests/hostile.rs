@@ -284,29 +284,54 @@ async fn batches_are_refused_in_every_era() {
     );
 }
 
-/// `Content-Type` and `Accept` are not enforced (what matters is that the body parses); the
-/// guards against cross-site requests are the `Origin` allow-list and the bearer token, which a
-/// browser cannot attach to a simple cross-origin request. A body that is not JSON is refused
-/// whatever its declared type.
+/// A POST must declare `application/json` (parameters and case do not matter): anything else,
+/// or no `Content-Type` at all, is 415 before any MCP handling, on the MCP endpoint and on the
+/// HTTP+SSE bridge's `/messages` (a `text/plain` POST is a browser "simple request" that needs no
+/// CORS preflight). A declared JSON body that is not JSON is still a parse error; `Accept` stays
+/// lenient, and GET / DELETE are not affected.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn content_types_are_lenient_but_bodies_are_not() {
+async fn posts_must_declare_json_and_bodies_must_parse() {
     let alpha = TestBackend::start(BackendSpec::modern("alpha")).await;
     let (gw, _dir) = gateway_with_alpha(&alpha).await;
     let auth = bearer("alice");
     let (_, body) = modern_request("tools/list", json!({}));
-    for content_type in [
-        "text/plain",
-        "application/x-www-form-urlencoded",
-        "multipart/form-data; boundary=x",
-    ] {
+    let with_type = |content_type: Option<&str>| {
         let mut headers = modern_headers(&auth, "tools/list");
         headers.retain(|(k, _)| k != "content-type");
-        headers.push(("content-type".into(), content_type.into()));
-        let reply = post_raw_body(gw.addr, &headers, &body).await;
+        if let Some(value) = content_type {
+            headers.push(("content-type".into(), value.into()));
+        }
+        headers
+    };
+    for content_type in [
+        Some("text/plain"),
+        Some("application/x-www-form-urlencoded"),
+        Some("multipart/form-data; boundary=x"),
+        Some("application/json-seq"),
+        None,
+    ] {
+        let reply = post_raw_body(gw.addr, &with_type(content_type), &body).await;
+        reply.assert_detail(
+            415,
+            "Unsupported Media Type: Content-Type must be application/json",
+        );
+    }
+    // The same on the HTTP+SSE bridge's message endpoint, whatever the session.
+    let messages = PATH.replace("/mcp", "/messages?sessionId=nope");
+    for (content_type, refused) in [("text/plain", true), ("application/json", false)] {
+        let headers = [("authorization", auth.as_str()), ("content-type", content_type)];
+        let reply = send(gw.addr, "POST", &messages, &headers, &body).await;
+        assert_eq!(reply.status == 415, refused, "{content_type}: {}", reply.text());
+    }
+    assert!(alpha.requests_for("tools/list").is_empty(), "nothing refused reached the backend");
+
+    // Control: JSON with parameters or in capitals is served; a JSON-declared body that is not
+    // JSON is a parse error.
+    for content_type in ["application/json; charset=utf-8", "Application/JSON"] {
+        let reply = post_raw_body(gw.addr, &with_type(Some(content_type)), &body).await;
         assert_eq!(reply.status, 200, "{content_type}: {}", reply.text());
         assert_eq!(reply.json()["id"], 1);
-
-        let reply = post_raw_body(gw.addr, &headers, "a=1&b=2").await;
+        let reply = post_raw_body(gw.addr, &with_type(Some(content_type)), "a=1&b=2").await;
         assert_rpc(
             &reply,
             400,
@@ -321,6 +346,11 @@ async fn content_types_are_lenient_but_bodies_are_not() {
     let reply = post_raw_body(gw.addr, &headers, &body).await;
     assert_eq!(reply.status, 200, "{}", reply.text());
     assert_eq!(reply.header("content-type"), Some("application/json"));
+    // GET and DELETE carry no body: never 415.
+    for method in ["GET", "DELETE"] {
+        let reply = send(gw.addr, method, PATH, &[("authorization", auth.as_str())], "").await;
+        assert_ne!(reply.status, 415, "{method}: {}", reply.text());
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -562,13 +592,16 @@ fn handmade_token(header: &Value, claims: &Value, signature: &str) -> String {
     )
 }
 
-/// POSTs `{}` to the endpoint with `token` as the bearer.
+/// POSTs `{}` (as JSON) to the endpoint with `token` as the bearer.
 async fn post_with(gw: &GatewayProcess, token: &str) -> Reply {
     send(
         gw.addr,
         "POST",
         PATH,
-        &[("authorization", &format!("Bearer {token}"))],
+        &[
+            ("authorization", &format!("Bearer {token}")),
+            ("content-type", "application/json"),
+        ],
         "{}",
     )
     .await

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use hyper_util::server::graceful::GracefulShutdown;
 use mcp_claims::{ClaimsLayer, JwtValidator};
-use mcp_config_store::{ConfigStoreLayer, UserConfigStore, VirtualHostConfigLayer};
+use mcp_config_store::{ConfigStoreLayer, PrincipalKey, UserConfigStore, VirtualHostConfigLayer};
 use mcp_plugins::PluginRuntime;
 use mcp_router::bus::NodeBus;
 use mcp_router::session::{
@@ -154,7 +154,10 @@ impl GatewayBuilder {
             .max_body_bytes(config.limits.max_body_bytes)
             .max_sessions(config.limits.max_sse_sessions);
         let bridged = sse.layer(router);
-        let mcp = build_stack(validator, store.shared(), bridged, Arc::clone(&metadata));
+        // Several trusted issuers may each have an `alice`: their configurations are looked up
+        // (and cached) under `<issuer>#<sub>` then (mcp_config_store::lookup_key).
+        let key = PrincipalKey::for_issuer_count(config.auth.jwt.issuers.len());
+        let mcp = build_stack(validator, store.shared(), key, bridged, Arc::clone(&metadata));
         let shared = Arc::new(Shared {
             limits: RequestLimits::from_config(&config),
             metadata,
@@ -251,11 +254,13 @@ fn build_router(
     builder.build()
 }
 
-/// vhost -> claims -> config store -> virtual host config -> JSON POSTs -> router (with the SSE
-/// bridge, whose `…/sse` and `…/messages` paths the vhost layer lets through next to `…/mcp`).
+/// vhost -> claims -> config store (read under `key`) -> virtual host config -> JSON POSTs ->
+/// router (with the SSE bridge, whose `…/sse` and `…/messages` paths the vhost layer lets through
+/// next to `…/mcp`).
 fn build_stack(
     validator: JwtValidator,
     store: Arc<dyn UserConfigStore>,
+    key: PrincipalKey,
     router: SseBridge<McpRouter>,
     metadata: Arc<ResourceMetadata>,
 ) -> McpStack {
@@ -263,7 +268,9 @@ fn build_stack(
         .resource_metadata_fn(move |parts: &http::request::Parts| metadata.url_for_request(parts));
     let routed = JsonPosts::new(Routed::new(router));
     let vhost_config = VirtualHostConfigLayer::new().layer(routed);
-    let config_store = ConfigStoreLayer::from_shared(store).layer(vhost_config);
+    let config_store = ConfigStoreLayer::from_shared(store)
+        .subject_extractor(key)
+        .layer(vhost_config);
     let paths = PathPattern::default()
         .also_suffix(SSE_PATH_SUFFIX)
         .also_suffix(MESSAGES_PATH_SUFFIX);

@@ -14,7 +14,7 @@ use http::{Request, Response, StatusCode, Uri};
 use http_body::Body;
 use http_body_util::BodyExt;
 use mcp_claims::ClaimsService;
-use mcp_config_store::{ConfigStoreService, VirtualHostConfigService};
+use mcp_config_store::{ConfigStoreService, PrincipalKey, VirtualHostConfigService};
 use mcp_core::{Method, ResponseBody};
 use mcp_router::sse_bridge::{SseBridge, SseBridgeBody};
 use mcp_router::{McpBody, McpRouter};
@@ -34,7 +34,10 @@ use crate::routed::{Routed, RoutedVhost};
 /// host config -> JSON POSTs (415) -> router (behind the 2024-11-05 SSE bridge).
 pub type McpStack = Vhost<
     ClaimsService<
-        ConfigStoreService<VirtualHostConfigService<JsonPosts<Routed<SseBridge<McpRouter>>>>>,
+        ConfigStoreService<
+            VirtualHostConfigService<JsonPosts<Routed<SseBridge<McpRouter>>>>,
+            PrincipalKey,
+        >,
     >,
 >;
 

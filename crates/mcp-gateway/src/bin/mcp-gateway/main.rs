@@ -137,6 +137,9 @@ fn check(config: &GatewayConfig, file: Option<PathBuf>) -> Result<(), u8> {
     let report = runtime()?
         .block_on(check_config(config, true))
         .map_err(|e| failure(&e))?;
+    for (source, finding) in &report.documents.unreachable {
+        eprintln!("mcp-gateway: warning: {source}: {finding}");
+    }
     let file = file.map_or_else(
         || "built-in defaults".to_owned(),
         |p| p.display().to_string(),

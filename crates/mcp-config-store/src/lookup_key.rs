@@ -128,7 +128,9 @@ mod tests {
             Some("https://a.example#alice")
         );
         assert_eq!(bare.extract_subject(&parts).as_deref(), Some("alice"));
-        parts.extensions.insert(Principal::new("https://a.example", ""));
+        parts
+            .extensions
+            .insert(Principal::new("https://a.example", ""));
         assert!(scoped.extract_subject(&parts).is_none());
         assert!(bare.extract_subject(&parts).is_none());
     }

@@ -157,7 +157,13 @@ impl GatewayBuilder {
         // Several trusted issuers may each have an `alice`: their configurations are looked up
         // (and cached) under `<issuer>#<sub>` then (mcp_config_store::lookup_key).
         let key = PrincipalKey::for_issuer_count(config.auth.jwt.issuers.len());
-        let mcp = build_stack(validator, store.shared(), key, bridged, Arc::clone(&metadata));
+        let mcp = build_stack(
+            validator,
+            store.shared(),
+            key,
+            bridged,
+            Arc::clone(&metadata),
+        );
         let shared = Arc::new(Shared {
             limits: RequestLimits::from_config(&config),
             metadata,

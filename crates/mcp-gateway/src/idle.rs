@@ -41,7 +41,11 @@ struct State {
 impl Activity {
     /// A connection accepted at `accepted`: it must start a request within `first_request`, and
     /// start another within `between_requests` of the last one ending.
-    pub(crate) fn new(accepted: Instant, first_request: Duration, between_requests: Duration) -> Arc<Self> {
+    pub(crate) fn new(
+        accepted: Instant,
+        first_request: Duration,
+        between_requests: Duration,
+    ) -> Arc<Self> {
         Arc::new(Self {
             state: Mutex::new(State {
                 in_flight: 0,

@@ -78,7 +78,10 @@ mod tests {
     #[test]
     fn only_json_posts_pass() {
         for ok in ["application/json", "Application/JSON; charset=utf-8"] {
-            assert!(declares_json_if_post(&request(Method::POST, Some(ok))), "{ok}");
+            assert!(
+                declares_json_if_post(&request(Method::POST, Some(ok))),
+                "{ok}"
+            );
         }
         for refused in [Some("text/plain"), Some("application/json-seq"), None] {
             assert!(
@@ -87,6 +90,9 @@ mod tests {
             );
         }
         assert!(declares_json_if_post(&request(Method::GET, None)));
-        assert!(declares_json_if_post(&request(Method::DELETE, Some("text/plain"))));
+        assert!(declares_json_if_post(&request(
+            Method::DELETE,
+            Some("text/plain")
+        )));
     }
 }

@@ -72,7 +72,9 @@ impl UserStore {
                 for warning in warnings {
                     tracing::warn!(file = %file.path().display(), warning = %warning, "user configuration warning");
                 }
-                for finding in unreachable_entries(config, "users.", doc.users.keys().map(String::as_str)) {
+                for finding in
+                    unreachable_entries(config, "users.", doc.users.keys().map(String::as_str))
+                {
                     tracing::warn!(file = %file.path().display(), warning = %finding, "user configuration never used");
                 }
                 (Arc::new(file.clone()), Backing::File(file))
@@ -256,10 +258,14 @@ pub async fn check_documents(config: &GatewayConfig) -> Result<DocumentReport, G
             Ok(DocumentReport {
                 subjects: doc.users.len(),
                 warnings: warnings.into_iter().map(|w| (source.clone(), w)).collect(),
-                unreachable: unreachable_entries(config, "users.", doc.users.keys().map(String::as_str))
-                    .into_iter()
-                    .map(|f| (source.clone(), f))
-                    .collect(),
+                unreachable: unreachable_entries(
+                    config,
+                    "users.",
+                    doc.users.keys().map(String::as_str),
+                )
+                .into_iter()
+                .map(|f| (source.clone(), f))
+                .collect(),
             })
         }
         StoreKind::Redis => check_redis(config).await,

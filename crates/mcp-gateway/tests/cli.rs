@@ -82,7 +82,12 @@ fn check_config_names_the_file_and_key_of_process_config_errors() {
     // No verification key at all.
     let (code, _, err) = run_cli(&["check-config", "--config", config], &[]);
     assert_eq!(code, 2);
-    assert!(err.contains("auth.jwt.hs256_secret_env: the environment variable MCP_GATEWAY_JWT_SECRET is not set"), "{err}");
+    assert!(
+        err.contains(
+            "auth.jwt.hs256_secret_env: the environment variable MCP_GATEWAY_JWT_SECRET is not set"
+        ),
+        "{err}"
+    );
 }
 
 #[test]

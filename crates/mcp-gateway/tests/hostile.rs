@@ -30,8 +30,9 @@ use jsonwebtoken::{Algorithm, EncodingKey, Header, encode, jwk::Jwk};
 use mcp_test_backends::{BackendSpec, TestBackend};
 use serde_json::{Value, json};
 use support::{
-    AUDIENCE, GatewayProcess, HS256_LINE, ISSUER, Reply, base_config, bearer, legacy_initialize, legacy_post,
-    modern, modern_meta, modern_request, now, raw_exchange, rpc_error, send, users_json, workdir,
+    AUDIENCE, GatewayProcess, HS256_LINE, ISSUER, Reply, base_config, bearer, legacy_initialize,
+    legacy_post, modern, modern_meta, modern_request, now, raw_exchange, rpc_error, send,
+    users_json, workdir,
 };
 
 const PATH: &str = "/servers/vh1/mcp";
@@ -319,11 +320,22 @@ async fn posts_must_declare_json_and_bodies_must_parse() {
     // The same on the HTTP+SSE bridge's message endpoint, whatever the session.
     let messages = PATH.replace("/mcp", "/messages?sessionId=nope");
     for (content_type, refused) in [("text/plain", true), ("application/json", false)] {
-        let headers = [("authorization", auth.as_str()), ("content-type", content_type)];
+        let headers = [
+            ("authorization", auth.as_str()),
+            ("content-type", content_type),
+        ];
         let reply = send(gw.addr, "POST", &messages, &headers, &body).await;
-        assert_eq!(reply.status == 415, refused, "{content_type}: {}", reply.text());
+        assert_eq!(
+            reply.status == 415,
+            refused,
+            "{content_type}: {}",
+            reply.text()
+        );
     }
-    assert!(alpha.requests_for("tools/list").is_empty(), "nothing refused reached the backend");
+    assert!(
+        alpha.requests_for("tools/list").is_empty(),
+        "nothing refused reached the backend"
+    );
 
     // Control: JSON with parameters or in capitals is served; a JSON-declared body that is not
     // JSON is a parse error.
@@ -348,7 +360,14 @@ async fn posts_must_declare_json_and_bodies_must_parse() {
     assert_eq!(reply.header("content-type"), Some("application/json"));
     // GET and DELETE carry no body: never 415.
     for method in ["GET", "DELETE"] {
-        let reply = send(gw.addr, method, PATH, &[("authorization", auth.as_str())], "").await;
+        let reply = send(
+            gw.addr,
+            method,
+            PATH,
+            &[("authorization", auth.as_str())],
+            "",
+        )
+        .await;
         assert_ne!(reply.status, 415, "{method}: {}", reply.text());
     }
 }

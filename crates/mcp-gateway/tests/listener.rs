@@ -114,10 +114,16 @@ async fn closed_within(stream: &mut TcpStream, limit: Duration) -> Option<Durati
 
 /// A fresh HTTP/1.1 request (the RFC 9728 document) on a new connection.
 async fn fresh_http1_status(addr: std::net::SocketAddr) -> u16 {
-    support::send(addr, "GET", "/.well-known/oauth-protected-resource", &[], "")
-        .await
-        .status
-        .as_u16()
+    support::send(
+        addr,
+        "GET",
+        "/.well-known/oauth-protected-resource",
+        &[],
+        "",
+    )
+    .await
+    .status
+    .as_u16()
 }
 
 /// `limits.max_connections` clients that send only the h2 preface cannot hold the listener: each
@@ -150,7 +156,10 @@ async fn h2_preface_only_and_idle_connections_are_closed() {
             .expect("a preface-only connection is closed");
     }
     let closed_after = started.elapsed();
-    assert!(closed_after >= Duration::from_millis(900), "{closed_after:?}");
+    assert!(
+        closed_after >= Duration::from_millis(900),
+        "{closed_after:?}"
+    );
     let status = tokio::time::timeout(Duration::from_secs(10), waiting)
         .await
         .expect("the waiting client is served once the slots are free")
@@ -159,12 +168,11 @@ async fn h2_preface_only_and_idle_connections_are_closed() {
 
     // Control: one h2 connection with a request every 300 ms for 3 s stays open.
     let stream = TcpStream::connect(addr).await.expect("connect");
-    let (mut sender, connection) =
-        hyper::client::conn::http2::Builder::new(TokioExecutor::new())
-            .timer(hyper_util::rt::TokioTimer::new())
-            .handshake::<_, Full<Bytes>>(hyper_util::rt::TokioIo::new(stream))
-            .await
-            .expect("h2 handshake");
+    let (mut sender, connection) = hyper::client::conn::http2::Builder::new(TokioExecutor::new())
+        .timer(hyper_util::rt::TokioTimer::new())
+        .handshake::<_, Full<Bytes>>(hyper_util::rt::TokioIo::new(stream))
+        .await
+        .expect("h2 handshake");
     let mut connection = tokio::spawn(connection);
     let busy_until = Instant::now() + Duration::from_secs(3);
     let mut requests = 0;
@@ -172,9 +180,11 @@ async fn h2_preface_only_and_idle_connections_are_closed() {
     while Instant::now() < busy_until {
         let res = sender
             .send_request(
-                http::Request::get(format!("http://{addr}/.well-known/oauth-protected-resource"))
-                    .body(Full::default())
-                    .expect("request"),
+                http::Request::get(format!(
+                    "http://{addr}/.well-known/oauth-protected-resource"
+                ))
+                .body(Full::default())
+                .expect("request"),
             )
             .await
             .expect("the busy h2 connection is still open");
@@ -193,7 +203,10 @@ async fn h2_preface_only_and_idle_connections_are_closed() {
         .expect("task")
         .ok();
     let idle = last_answer.elapsed();
-    assert!(idle >= Duration::from_millis(1400), "closed after {idle:?} idle");
+    assert!(
+        idle >= Duration::from_millis(1400),
+        "closed after {idle:?} idle"
+    );
 }
 
 /// A TCP client that starts a TLS handshake and stalls is dropped after

@@ -42,7 +42,14 @@ async fn tools_list(gw: &GatewayProcess, token: &str, vhost: &str) -> Reply {
     let auth = format!("Bearer {token}");
     let mut all: Vec<(&str, &str)> = vec![("authorization", &auth)];
     all.extend(headers.iter().map(|(k, v)| (*k, v.as_str())));
-    send(gw.addr, "POST", &format!("/servers/{vhost}/mcp"), &all, &body).await
+    send(
+        gw.addr,
+        "POST",
+        &format!("/servers/{vhost}/mcp"),
+        &all,
+        &body,
+    )
+    .await
 }
 
 /// The tool names of a successful `tools/list` answer.
@@ -88,14 +95,21 @@ async fn hs256_needs_an_explicit_secret_env_next_to_another_key() {
     // Implicit: the variable is set (GatewayProcess always sets it) but not configured.
     let dir = workdir("iso-auth-hs256-off");
     support::write(dir.path(), "users.json", &users);
-    let gw = GatewayProcess::start(dir.path(), &base_config("").replace(HS256_LINE, &pem), &[]).await;
+    let gw =
+        GatewayProcess::start(dir.path(), &base_config("").replace(HS256_LINE, &pem), &[]).await;
     assert!(!tool_names(&tools_list(&gw, &rs256("alice"), "vh1").await).is_empty());
     assert_401(
         &tools_list(&gw, &hs256(ISSUER, "alice"), "vh1").await,
         "Unsupported token algorithm",
     );
     assert!(
-        logged(&gw, &["MCP_GATEWAY_JWT_SECRET is set but ignored", "hs256_secret_env"]),
+        logged(
+            &gw,
+            &[
+                "MCP_GATEWAY_JWT_SECRET is set but ignored",
+                "hs256_secret_env"
+            ]
+        ),
         "{}",
         gw.logs()
     );
@@ -141,13 +155,14 @@ async fn the_implicit_hs256_default_still_loads_with_a_deprecation_warning() {
 /// The user configurations of the multi-issuer tests: `alice` of each issuer on her own virtual
 /// host and backend, `carol` of the first issuer only, and a bare `alice` that no one gets.
 fn two_issuer_users(alpha: &TestBackend, beta: &TestBackend) -> Vec<(String, Value)> {
-    let vhost = |name: &str, backend: &str, url: String| {
-        json!({"virtual_hosts": {name: {"backends": {backend: {"url": url, "timeout_ms": 10000}}}}})
-    };
+    let vhost = |name: &str, backend: &str, url: String| json!({"virtual_hosts": {name: {"backends": {backend: {"url": url, "timeout_ms": 10000}}}}});
     let first = |sub: &str| format!("{ISSUER}#{sub}");
     vec![
         (first("alice"), vhost("vh-a", "alpha", alpha.url())),
-        (format!("{OTHER_ISSUER}#alice"), vhost("vh-b", "beta", beta.url())),
+        (
+            format!("{OTHER_ISSUER}#alice"),
+            vhost("vh-b", "beta", beta.url()),
+        ),
         (first("carol"), vhost("vh-a", "alpha", alpha.url())),
         ("alice".to_owned(), vhost("vh-bare", "alpha", alpha.url())),
     ]
@@ -156,16 +171,31 @@ fn two_issuer_users(alpha: &TestBackend, beta: &TestBackend) -> Vec<(String, Val
 /// Two trusted issuers: `<issuer>#<sub>` keys, so each issuer's alice gets her own virtual host,
 /// a subject configured for one issuer only is 400 for the other, and a bare entry is used for no
 /// one (and named in the log).
-async fn assert_issuers_are_kept_apart(gw: &GatewayProcess, alpha: &TestBackend, beta: &TestBackend) {
+async fn assert_issuers_are_kept_apart(
+    gw: &GatewayProcess,
+    alpha: &TestBackend,
+    beta: &TestBackend,
+) {
     let alice_a = hs256(ISSUER, "alice");
     let alice_b = hs256(OTHER_ISSUER, "alice");
     // A first: a cache keyed by subject alone would now hand A's entry to B.
     let a = tool_names(&tools_list(gw, &alice_a, "vh-a").await);
-    assert!(a.iter().all(|n| n.starts_with("alpha")) && !a.is_empty(), "{a:?}");
+    assert!(
+        a.iter().all(|n| n.starts_with("alpha")) && !a.is_empty(),
+        "{a:?}"
+    );
     let b = tool_names(&tools_list(gw, &alice_b, "vh-b").await);
-    assert!(b.iter().all(|n| n.starts_with("beta")) && !b.is_empty(), "{b:?}");
+    assert!(
+        b.iter().all(|n| n.starts_with("beta")) && !b.is_empty(),
+        "{b:?}"
+    );
     // Neither reaches the other's virtual host, nor the bare entry's.
-    for (token, vhost) in [(&alice_a, "vh-b"), (&alice_b, "vh-a"), (&alice_a, "vh-bare"), (&alice_b, "vh-bare")] {
+    for (token, vhost) in [
+        (&alice_a, "vh-b"),
+        (&alice_b, "vh-a"),
+        (&alice_a, "vh-bare"),
+        (&alice_b, "vh-bare"),
+    ] {
         tools_list(gw, token, vhost)
             .await
             .assert_detail(404, "Server not found");
@@ -190,13 +220,25 @@ fn two_issuer_config() -> String {
 async fn two_issuers_each_alice_her_own_config_file_store() {
     let alpha = TestBackend::start(BackendSpec::modern("alpha")).await;
     let beta = TestBackend::start(BackendSpec::modern("beta")).await;
-    let users: serde_json::Map<String, Value> = two_issuer_users(&alpha, &beta).into_iter().collect();
+    let users: serde_json::Map<String, Value> =
+        two_issuer_users(&alpha, &beta).into_iter().collect();
     let dir = workdir("iso-auth-issuers-file");
-    support::write(dir.path(), "users.json", &json!({ "users": users }).to_string());
+    support::write(
+        dir.path(),
+        "users.json",
+        &json!({ "users": users }).to_string(),
+    );
     let gw = GatewayProcess::start(dir.path(), &two_issuer_config(), &[]).await;
     assert_issuers_are_kept_apart(&gw, &alpha, &beta).await;
     assert!(
-        logged(&gw, &["user configuration never used", "users.alice", "a bare subject"]),
+        logged(
+            &gw,
+            &[
+                "user configuration never used",
+                "users.alice",
+                "a bare subject"
+            ]
+        ),
         "{}",
         gw.logs()
     );
@@ -207,7 +249,10 @@ async fn two_issuers_each_alice_her_own_config_file_store() {
         &[("MCP_GATEWAY_JWT_SECRET", SECRET)],
     );
     assert_eq!(code, 0, "{out}{err}");
-    assert!(err.contains("warning") && err.contains("users.alice: a bare subject"), "{err}");
+    assert!(
+        err.contains("warning") && err.contains("users.alice: a bare subject"),
+        "{err}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -229,7 +274,10 @@ async fn two_issuers_each_alice_her_own_config_redis_store() {
     }
     let config = two_issuer_config().replace(
         "kind = \"file\"\npath = \"users.json\"\npoll_interval_ms = 100",
-        &format!("kind = \"redis\"\nurl = \"{}\"\nkey_prefix = \"iso\"", redis.url()),
+        &format!(
+            "kind = \"redis\"\nurl = \"{}\"\nkey_prefix = \"iso\"",
+            redis.url()
+        ),
     );
     let dir = workdir("iso-auth-issuers-redis");
     let gw = GatewayProcess::start(dir.path(), &config, &[]).await;
@@ -307,7 +355,11 @@ async fn session_store_errors_are_not_echoed() {
         .expect("ACL SETUSER");
     let refused = legacy_post(gw.addr, "alice", "vh1", None, &initialize).await;
     assert_plain(&refused, "Cannot create a session: session store error");
-    assert!(logged(&gw, &["cannot create a session", "NoPerm"]), "{}", gw.logs());
+    assert!(
+        logged(&gw, &["cannot create a session", "NoPerm"]),
+        "{}",
+        gw.logs()
+    );
 
     // Redis gone.
     redis.stop().await;
@@ -339,13 +391,19 @@ async fn readyz_shows_backend_names_not_urls() {
     // Control: the backend is listed (so its URL would have been there to leak).
     let backends = ready.json()["checks"]["backends"].clone();
     assert!(
-        backends
-            .as_array()
-            .is_some_and(|b| b.iter().any(|b| b["backend"] == "alpha" && b["breaker"] == "closed")),
+        backends.as_array().is_some_and(|b| b
+            .iter()
+            .any(|b| b["backend"] == "alpha" && b["breaker"] == "closed")),
         "{}",
         ready.text()
     );
-    for leak in ["secret-in-query", "token=", "pw-in-userinfo", "reader", "127.0.0.1"] {
+    for leak in [
+        "secret-in-query",
+        "token=",
+        "pw-in-userinfo",
+        "reader",
+        "127.0.0.1",
+    ] {
         assert!(!ready.text().contains(leak), "{leak} in {}", ready.text());
     }
 }

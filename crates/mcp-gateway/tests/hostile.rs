@@ -30,13 +30,12 @@ use jsonwebtoken::{Algorithm, EncodingKey, Header, encode, jwk::Jwk};
 use mcp_test_backends::{BackendSpec, TestBackend};
 use serde_json::{Value, json};
 use support::{
-    AUDIENCE, GatewayProcess, HS256_LINE, ISSUER, Reply, base_config, bearer, legacy_initialize,
-    legacy_post, modern, modern_meta, modern_request, now, raw_exchange, rpc_error, send,
-    users_json, workdir,
+    AUDIENCE, FIXTURES, GatewayProcess, HS256_LINE, ISSUER, Reply, base_config, bearer,
+    legacy_initialize, legacy_post, modern, modern_meta, modern_request, now, raw_exchange,
+    rpc_error, rs256_token, send, users_json, workdir,
 };
 
 const PATH: &str = "/servers/vh1/mcp";
-const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
 /// The key set of the claims crate's tests: `rsa-1` there is this crate's `rsa_public.pem`.
 const CLAIMS_FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../mcp-claims/tests/fixtures");
 
@@ -584,18 +583,6 @@ async fn path_traversal_and_encoded_slashes_in_the_virtual_host_id() {
     assert_eq!(raw.status, Some(400), "{}", raw.body());
     assert_eq!(detail(&raw), "Invalid virtual host id");
     assert!(alpha.requests().is_empty(), "nothing reached the backend");
-}
-
-fn rs256_token(claims: &Value, kid: Option<&str>) -> String {
-    let pem = std::fs::read(format!("{FIXTURES}/rsa_private.pem")).expect("private key");
-    let mut header = Header::new(Algorithm::RS256);
-    header.kid = kid.map(str::to_owned);
-    encode(
-        &header,
-        claims,
-        &EncodingKey::from_rsa_pem(&pem).expect("rsa key"),
-    )
-    .expect("encode")
 }
 
 fn claims_for(sub: &str) -> Value {

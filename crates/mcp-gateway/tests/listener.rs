@@ -214,10 +214,7 @@ async fn h2_preface_only_and_idle_connections_are_closed() {
 /// sends only the preface is closed the same way.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stalled_tls_handshakes_and_tls_h2_prefaces_are_dropped() {
-    use rustls::pki_types::pem::PemObject;
-
-    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
-    let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
+    let fixtures = support::FIXTURES;
     let dir = workdir("gw-listener-tls-stall");
     write(dir.path(), "users.json", &users_json(&[]));
     let config = base_config("\n[limits]\nmax_connections = 1\nheader_read_timeout_ms = 1000\n")
@@ -230,14 +227,7 @@ async fn stalled_tls_handshakes_and_tls_h2_prefaces_are_dropped() {
     let gw = GatewayProcess::start(dir.path(), &config, &[]).await;
     let addr = gw.addr;
 
-    let mut roots = rustls::RootCertStore::empty();
-    let ca = std::fs::read(format!("{fixtures}/tls_ca.pem")).expect("ca");
-    for cert in rustls::pki_types::CertificateDer::pem_slice_iter(&ca) {
-        roots.add(cert.expect("pem")).expect("root");
-    }
-    let tls = rustls::ClientConfig::builder()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+    let tls = support::fixture_tls_client();
     // An HTTPS HTTP/1.1 request on a new connection.
     let https_status = || {
         let tls = tls.clone();

@@ -3,18 +3,17 @@
 //! `alice` has her own configuration (file and Redis stores); no store error text or backend URL
 //! reaches a client or `/readyz`.
 
-use jsonwebtoken::{Algorithm, EncodingKey, Header, encode};
+use jsonwebtoken::Algorithm;
 use mcp_config_store::{RedisStore, RedisStoreConfig, UserConfig};
 use mcp_test_backends::{BackendSpec, TestBackend};
 use mcp_test_support::RedisServer;
 use serde_json::{Value, json};
 
 use crate::support::{
-    self, AUDIENCE, GatewayProcess, HS256_LINE, ISSUER, Reply, SECRET, admin_get, base_config,
-    legacy_post, modern, modern_request, now, send, token_with, workdir,
+    self, AUDIENCE, FIXTURES, GatewayProcess, HS256_LINE, ISSUER, Reply, SECRET, admin_get,
+    base_config, legacy_post, modern, modern_with_token, now, rs256_token, token_with, workdir,
 };
 
-const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
 /// The second trusted issuer of the multi-issuer tests.
 const OTHER_ISSUER: &str = "https://other-issuer.test";
 
@@ -27,29 +26,12 @@ fn hs256(issuer: &str, sub: &str) -> String {
 }
 
 fn rs256(sub: &str) -> String {
-    let pem = std::fs::read(format!("{FIXTURES}/rsa_private.pem")).expect("private key");
-    encode(
-        &Header::new(Algorithm::RS256),
-        &claims(ISSUER, sub),
-        &EncodingKey::from_rsa_pem(&pem).expect("rsa key"),
-    )
-    .expect("encode")
+    rs256_token(&claims(ISSUER, sub), None)
 }
 
 /// A 2026-07-28 `tools/list` on `vhost` with `token` as the bearer.
 async fn tools_list(gw: &GatewayProcess, token: &str, vhost: &str) -> Reply {
-    let (headers, body) = modern_request("tools/list", json!({}));
-    let auth = format!("Bearer {token}");
-    let mut all: Vec<(&str, &str)> = vec![("authorization", &auth)];
-    all.extend(headers.iter().map(|(k, v)| (*k, v.as_str())));
-    send(
-        gw.addr,
-        "POST",
-        &format!("/servers/{vhost}/mcp"),
-        &all,
-        &body,
-    )
-    .await
+    modern_with_token(gw.addr, token, vhost, "tools/list", json!({}), &[]).await
 }
 
 /// The tool names of a successful `tools/list` answer.

@@ -110,7 +110,9 @@ impl GatewayBuilder {
         self
     }
 
-    /// Validate tokens with `validator` instead of building one from `[auth.jwt]`.
+    /// Validate tokens with `validator` instead of building one from `[auth.jwt]`. User
+    /// configurations are still keyed by `auth.jwt.issuers`: `<issuer>#<sub>` when it lists
+    /// several issuers (`mcp_config_store::lookup_key`), else `sub`.
     pub fn validator(mut self, validator: JwtValidator) -> Self {
         self.validator = Some(validator);
         self

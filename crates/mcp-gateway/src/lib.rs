@@ -97,8 +97,10 @@
 //! - `listen.addr`: plain TCP, or TLS with `listen.tls_cert` + `listen.tls_key` (rustls with the
 //!   aws-lc-rs provider, ALPN `h2` and `http/1.1`). HTTP/1.1 and HTTP/2 on the same port
 //!   (hyper-util auto), `TCP_NODELAY` on every socket, `limits.header_read_timeout_ms` for the
-//!   request head (and the TLS handshake), at most `limits.max_connections` open connections
-//!   (further clients wait in the backlog).
+//!   request head, the TLS handshake and a connection's first request (an h2 client that sends
+//!   only the preface), `limits.idle_connection_timeout_ms` for a connection with no request in
+//!   flight (also the h2 keep-alive PING interval), at most `limits.max_connections` open
+//!   connections (further clients wait in the backlog).
 //! - `listen.admin_addr`: plain HTTP, [`AdminService`].
 //! - Shutdown ([`BoundGateway::serve`]): stop accepting, `/readyz` turns unready, in-flight
 //!   requests and streams get `shutdown_drain_s` to finish (hyper-util `GracefulShutdown`: idle

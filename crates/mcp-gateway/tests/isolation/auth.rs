@@ -262,6 +262,17 @@ async fn two_issuers_each_alice_her_own_config_redis_store() {
         ),
     );
     let dir = workdir("iso-auth-issuers-redis");
+    // check-config scans the keys and names the bare one (a warning: still OK).
+    let path = support::write(dir.path(), "check.toml", &config);
+    let (code, out, err) = support::run_cli(
+        &["check-config", "--config", path.to_str().expect("path")],
+        &[("MCP_GATEWAY_JWT_SECRET", SECRET)],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        err.contains("redis key iso:user:alice: alice: a bare subject"),
+        "{err}"
+    );
     let gw = GatewayProcess::start(dir.path(), &config, &[]).await;
     assert_issuers_are_kept_apart(&gw, &alpha, &beta).await;
 

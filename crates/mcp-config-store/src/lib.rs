@@ -15,6 +15,7 @@
 //! | [`redis`] | [`RedisStore`] with pub/sub + keyspace invalidation and fast 503s during outages (feature `redis`) |
 //! | [`cache`] | [`CachedStore`]: bounded, TTL, single-flight, negative caching, invalidation |
 //! | [`config_layer`] | [`ConfigStoreLayer`]: subject → `Arc<UserConfig>` extension (400 / 500 / 503) |
+//! | [`lookup_key`] | the key a configuration is stored under: the subject, or `<issuer>#<subject>` with several issuers ([`PrincipalKey`]) |
 //! | [`vhost_layer`] | [`VirtualHostConfigLayer`]: [`VirtualHostId`](mcp_core::VirtualHostId) → [`VirtualHost`] extension (404) |
 //!
 //! ## Request flow and responses
@@ -104,6 +105,7 @@ pub mod config_layer;
 pub mod error;
 #[cfg(feature = "file")]
 pub mod file;
+pub mod lookup_key;
 pub mod memory;
 pub mod model;
 pub mod parse;
@@ -118,6 +120,7 @@ pub use config_layer::{ConfigStoreLayer, ConfigStoreService, PrincipalSubject, S
 pub use error::{ConfigError, FieldError, StoreError, StoreErrorKind};
 #[cfg(feature = "file")]
 pub use file::{FileStore, FileStoreBuilder, FileStoreError};
+pub use lookup_key::PrincipalKey;
 pub use memory::MemoryStore;
 pub use model::{
     BackendConfig, HeaderPolicy, Naming, StdioPolicy, Transport, UserConfig, UsersDocument,

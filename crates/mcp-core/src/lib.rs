@@ -16,6 +16,7 @@
 //! | [`protocol_version`] | [`ProtocolVersion`] and [`Era`] (legacy 2025 sessions, modern 2026-07-28) |
 //! | [`raw_object`] | [`RawObject`]: edit a JSON object's top level, nested values stay raw bytes |
 //! | [`headers`] | MCP header names and the `=?base64?…?=` header value codec |
+//! | [`media`] | media types of `Content-Type` values ([`media::essence`], [`media::is_media_type`]) |
 //! | [`sse`] | [`sse::SseEvent`] encoder and the streaming [`sse::SseDecoder`] |
 //!
 //! Data flows between layers through request extensions keyed by these newtypes, never bare
@@ -27,6 +28,7 @@ pub mod error_code;
 pub mod headers;
 pub mod http_error;
 pub mod jsonrpc;
+pub mod media;
 pub mod method;
 pub mod principal;
 pub mod protocol_version;

@@ -3,7 +3,7 @@
 //! | path | answer |
 //! |---|---|
 //! | `GET /healthz` | `200 {"status":"ok"}` while the process serves (liveness) |
-//! | `GET /readyz` | `200 {"status":"ready","checks":{...}}`, or `503 {"status":"unready",...}` when the user config store is unreachable or the gateway is draining; `checks.backends` lists every backend URL called so far with its circuit breaker state (detail only: an open breaker does not make the gateway unready) |
+//! | `GET /readyz` | `200 {"status":"ready","checks":{...}}`, or `503 {"status":"unready",...}` when the user config store is unreachable or the gateway is draining; `checks.backends` lists every backend called so far by name with its circuit breaker state and trips, never its URL (a URL may carry credentials in its query or userinfo); detail only: an open breaker does not make the gateway unready |
 //! | `GET /metrics` | Prometheus text format (see [`crate::metrics`](crate#metrics)) |
 
 use std::convert::Infallible;
@@ -67,18 +67,19 @@ impl AdminState {
 }
 
 impl AdminState {
-    /// Every backend URL the router has called, with its breaker state. An open breaker does not
-    /// make the gateway unready (the other backends still serve); it is detail for operators.
+    /// Every backend the router has called, by name, with its breaker state. An open breaker
+    /// does not make the gateway unready (the other backends still serve); it is detail for
+    /// operators. The URL is left out: a user configuration's URL may carry a token in its query
+    /// or userinfo, and the readiness answer is no place for it.
     fn backend_detail(&self) -> Vec<serde_json::Value> {
         self.breakers
             .snapshots()
             .into_iter()
             .map(|(key, snapshot)| {
-                // Registry keys are "<backend name>\0<url>" (see mcp-router's upstream module).
-                let (name, url) = key.split_once('\u{0}').unwrap_or((&key, ""));
+                // Registry keys start with "<backend name>\0" (see mcp-router's upstream module).
+                let name = key.split('\u{0}').next().unwrap_or_default();
                 json!({
                     "backend": name,
-                    "url": url,
                     "breaker": snapshot.state.as_str(),
                     "trips": snapshot.trips,
                 })

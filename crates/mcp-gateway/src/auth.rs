@@ -11,11 +11,70 @@ use crate::config::{ConfigError, GatewayConfig, Source};
 /// hash size, 32 bytes for HS256).
 pub(crate) const MIN_HS256_SECRET_LEN: usize = 32;
 
+/// Where the HS256 secret came from, and so what the operator must be told.
+enum Hs256 {
+    /// `explicit`, or the variable named by an explicitly set `auth.jwt.hs256_secret_env`.
+    Configured(Vec<u8>),
+    /// The default variable of a configuration with no other key: honoured so that old
+    /// configurations keep loading, with a deprecation warning.
+    LegacyDefault { name: String, secret: Vec<u8> },
+    /// The default variable is set, but a PEM key or JWKS is configured: a key the operator did
+    /// not configure, so it is ignored (with a warning).
+    IgnoredDefault { name: String },
+    /// No HS256.
+    Off,
+}
+
+impl Hs256 {
+    fn into_secret(self) -> Option<Vec<u8>> {
+        match self {
+            Self::Configured(secret) | Self::LegacyDefault { secret, .. } => Some(secret),
+            Self::IgnoredDefault { .. } | Self::Off => None,
+        }
+    }
+}
+
+fn resolve_hs256(config: &GatewayConfig, explicit: Option<&[u8]>) -> Result<Hs256, ConfigError> {
+    if let Some(secret) = explicit {
+        return Ok(Hs256::Configured(secret.to_vec()));
+    }
+    let jwt = &config.auth.jwt;
+    let Some(name) = jwt.hs256_secret_env.as_deref() else {
+        return Ok(Hs256::Off);
+    };
+    let value = std::env::var(name).ok().filter(|v| !v.is_empty());
+    let source = config.source_of("auth.jwt.hs256_secret_env");
+    match (value, source) {
+        (Some(value), Source::Default) => {
+            let name = name.to_owned();
+            if jwt.public_key_pem.is_some() || jwt.jwks_url.is_some() {
+                Ok(Hs256::IgnoredDefault { name })
+            } else {
+                Ok(Hs256::LegacyDefault {
+                    name,
+                    secret: value.into_bytes(),
+                })
+            }
+        }
+        (Some(value), _) => Ok(Hs256::Configured(value.into_bytes())),
+        (None, Source::Default) => Ok(Hs256::Off),
+        (None, source) => Err(ConfigError::new(
+            source,
+            "auth.jwt.hs256_secret_env",
+            format!("the environment variable {name} is not set (it must hold the HS256 secret)"),
+        )),
+    }
+}
+
 /// The HS256 secret: `explicit` when given, else the value of the environment variable named by
 /// `auth.jwt.hs256_secret_env`.
 ///
+/// A key is only what the operator configured: when `auth.jwt.hs256_secret_env` is left at its
+/// default, the default variable counts only in a configuration with no `public_key_pem` and no
+/// `jwks_url` (the deprecated implicit default of older configurations).
+///
 /// Returns `Ok(None)` when HS256 is not configured: the key is `""`, or it is left at its default
-/// and the default variable is not set.
+/// and either the default variable is not set or another key is configured.
 ///
 /// # Errors
 ///
@@ -25,32 +84,11 @@ pub fn hs256_secret(
     config: &GatewayConfig,
     explicit: Option<&[u8]>,
 ) -> Result<Option<Vec<u8>>, ConfigError> {
-    if let Some(secret) = explicit {
-        return Ok(Some(secret.to_vec()));
-    }
-    let Some(name) = config.auth.jwt.hs256_secret_env.as_deref() else {
-        return Ok(None);
-    };
-    match std::env::var(name) {
-        Ok(value) if !value.is_empty() => Ok(Some(value.into_bytes())),
-        _ => {
-            let source = config.source_of("auth.jwt.hs256_secret_env");
-            if source == Source::Default {
-                Ok(None)
-            } else {
-                Err(ConfigError::new(
-                    source,
-                    "auth.jwt.hs256_secret_env",
-                    format!(
-                        "the environment variable {name} is not set (it must hold the HS256 secret)"
-                    ),
-                ))
-            }
-        }
-    }
+    resolve_hs256(config, explicit).map(Hs256::into_secret)
 }
 
-/// Builds the validator of `[auth.jwt]`.
+/// Builds the validator of `[auth.jwt]`; logs a warning when the default HS256 variable is
+/// honoured only for compatibility, or ignored.
 ///
 /// # Errors
 ///
@@ -61,7 +99,19 @@ pub fn build_validator(
     hs256_override: Option<&[u8]>,
 ) -> Result<JwtValidator, ConfigError> {
     let jwt = &config.auth.jwt;
-    let secret = hs256_secret(config, hs256_override)?;
+    let hs256 = resolve_hs256(config, hs256_override)?;
+    match &hs256 {
+        Hs256::LegacyDefault { name, .. } => tracing::warn!(
+            variable = %name,
+            "deprecated: HS256 is enabled only because {name} is set; set auth.jwt.hs256_secret_env = \"{name}\" explicitly (a later release will require it)"
+        ),
+        Hs256::IgnoredDefault { name } => tracing::warn!(
+            variable = %name,
+            "{name} is set but ignored: HS256 is off because auth.jwt.hs256_secret_env is not set and another key (public_key_pem or jwks_url) is configured; set auth.jwt.hs256_secret_env = \"{name}\" to accept HS256 tokens too"
+        ),
+        Hs256::Configured(_) | Hs256::Off => {}
+    }
+    let secret = hs256.into_secret();
     if let Some(secret) = &secret
         && secret.len() < MIN_HS256_SECRET_LEN
     {

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use hyper_util::server::graceful::GracefulShutdown;
 use mcp_claims::{ClaimsLayer, JwtValidator};
-use mcp_config_store::{ConfigStoreLayer, UserConfigStore, VirtualHostConfigLayer};
+use mcp_config_store::{ConfigStoreLayer, PrincipalKey, UserConfigStore, VirtualHostConfigLayer};
 use mcp_plugins::PluginRuntime;
 use mcp_router::bus::NodeBus;
 use mcp_router::session::{
@@ -29,6 +29,7 @@ use crate::admin::{AdminService, AdminState};
 use crate::auth;
 use crate::config::{GatewayConfig, SessionsKind};
 use crate::error::GatewayError;
+use crate::json_posts::JsonPosts;
 use crate::limits::{RequestLimits, origin_policy};
 use crate::metadata::ResourceMetadata;
 use crate::metrics;
@@ -111,7 +112,9 @@ impl GatewayBuilder {
         self
     }
 
-    /// Validate tokens with `validator` instead of building one from `[auth.jwt]`.
+    /// Validate tokens with `validator` instead of building one from `[auth.jwt]`. User
+    /// configurations are still keyed by `auth.jwt.issuers`: `<issuer>#<sub>` when it lists
+    /// several issuers (`mcp_config_store::lookup_key`), else `sub`.
     pub fn validator(mut self, validator: JwtValidator) -> Self {
         self.validator = Some(validator);
         self
@@ -164,7 +167,16 @@ impl GatewayBuilder {
             .max_sessions_per_principal(config.limits.max_sse_sessions_per_principal)
             .max_batch(config.limits.max_sse_batch);
         let bridged = sse.layer(router);
-        let mcp = build_stack(validator, store.shared(), bridged, Arc::clone(&metadata));
+        // Several trusted issuers may each have an `alice`: their configurations are looked up
+        // (and cached) under `<issuer>#<sub>` then (mcp_config_store::lookup_key).
+        let key = PrincipalKey::for_issuer_count(config.auth.jwt.issuers.len());
+        let mcp = build_stack(
+            validator,
+            store.shared(),
+            key,
+            bridged,
+            Arc::clone(&metadata),
+        );
         let shared = Arc::new(Shared {
             limits: RequestLimits::from_config(&config),
             metadata,
@@ -288,19 +300,23 @@ fn session_check_interval(idle: Duration) -> Duration {
     (idle / 4).clamp(Duration::from_secs(1), Duration::from_secs(30))
 }
 
-/// vhost -> claims -> config store -> virtual host config -> router (with the SSE bridge, whose
-/// `…/sse` and `…/messages` paths the vhost layer lets through next to `…/mcp`).
+/// vhost -> claims -> config store (read under `key`) -> virtual host config -> JSON POSTs ->
+/// router (with the SSE bridge, whose `…/sse` and `…/messages` paths the vhost layer lets through
+/// next to `…/mcp`).
 fn build_stack(
     validator: JwtValidator,
     store: Arc<dyn UserConfigStore>,
+    key: PrincipalKey,
     router: SseBridge<McpRouter>,
     metadata: Arc<ResourceMetadata>,
 ) -> McpStack {
     let claims = ClaimsLayer::new(validator)
         .resource_metadata_fn(move |parts: &http::request::Parts| metadata.url_for_request(parts));
-    let routed = Routed::new(router);
+    let routed = JsonPosts::new(Routed::new(router));
     let vhost_config = VirtualHostConfigLayer::new().layer(routed);
-    let config_store = ConfigStoreLayer::from_shared(store).layer(vhost_config);
+    let config_store = ConfigStoreLayer::from_shared(store)
+        .subject_extractor(key)
+        .layer(vhost_config);
     let paths = PathPattern::default()
         .also_suffix(SSE_PATH_SUFFIX)
         .also_suffix(MESSAGES_PATH_SUFFIX);
@@ -469,7 +485,10 @@ impl BoundGateway {
             ..
         } = self;
         let config = Arc::clone(&gateway.config);
-        let builders = Arc::new(Builders::new(config.limits.header_read_timeout));
+        let builders = Arc::new(Builders::new(
+            config.limits.header_read_timeout,
+            config.limits.idle_connection_timeout,
+        ));
 
         let graceful = Arc::new(GracefulShutdown::new());
         let (stop_mcp, stop_mcp_rx) = watch::channel(false);

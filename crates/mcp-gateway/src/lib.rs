@@ -8,8 +8,8 @@
 //!
 //! ```text
 //! request ─▶ limits (403 Origin, 431 Mcp-* headers, 413 body) ─┬─▶ /.well-known/oauth-protected-resource[/servers/{vhost}/mcp]  (RFC 9728)
-//!                                                              └─▶ VhostLayer ─▶ ClaimsLayer ─▶ ConfigStoreLayer ─▶ VirtualHostConfigLayer ─▶ SseBridge ─▶ McpRouter
-//!                                                                  (400)         (401/403)      (400/500/503)       (404)                                    (JSON-RPC)
+//!                                                              └─▶ VhostLayer ─▶ ClaimsLayer ─▶ ConfigStoreLayer ─▶ VirtualHostConfigLayer ─▶ JsonPosts ─▶ SseBridge ─▶ McpRouter
+//!                                                                  (400)         (401/403)      (400/500/503)       (404)                   (415)                      (JSON-RPC)
 //! ```
 //!
 //! The vhost layer accepts `…/sse` and `…/messages` next to `…/mcp`: the SSE bridge
@@ -98,8 +98,10 @@
 //! - `listen.addr`: plain TCP, or TLS with `listen.tls_cert` + `listen.tls_key` (rustls with the
 //!   aws-lc-rs provider, ALPN `h2` and `http/1.1`). HTTP/1.1 and HTTP/2 on the same port
 //!   (hyper-util auto), `TCP_NODELAY` on every socket, `limits.header_read_timeout_ms` for the
-//!   request head (and the TLS handshake), at most `limits.max_connections` open connections
-//!   (further clients wait in the backlog).
+//!   request head, the TLS handshake and a connection's first request (an h2 client that sends
+//!   only the preface), `limits.idle_connection_timeout_ms` for a connection with no request in
+//!   flight (also the h2 keep-alive PING interval), at most `limits.max_connections` open
+//!   connections (further clients wait in the backlog).
 //! - `listen.admin_addr`: plain HTTP, [`AdminService`].
 //! - Shutdown ([`BoundGateway::serve`]): stop accepting, `/readyz` turns unready, in-flight
 //!   requests and streams get `shutdown_drain_s` to finish (hyper-util `GracefulShutdown`: idle
@@ -155,6 +157,7 @@
 //! | [`routed`] | [`routed::RoutedVhost`], the response extension naming the virtual host that answered |
 //! | `gateway` | [`Gateway`], [`GatewayBuilder`], [`BoundGateway`] |
 //! | `service` | [`GatewayService`] |
+//! | `json_posts` | [`JsonPosts`], the 415 for a POST that does not declare `application/json` |
 //! | `admin` | [`AdminService`] |
 //! | `auth` | [`build_validator`], [`hs256_secret`] |
 //! | `store` | [`check_documents`] |
@@ -167,6 +170,8 @@ mod check;
 pub mod config;
 mod error;
 mod gateway;
+mod idle;
+mod json_posts;
 mod limits;
 mod metadata;
 mod metrics;
@@ -188,6 +193,7 @@ pub use check::{CheckReport, check_config};
 pub use config::{ConfigError, GatewayConfig};
 pub use error::GatewayError;
 pub use gateway::{BoundGateway, Gateway, GatewayBuilder};
+pub use json_posts::{DETAIL_UNSUPPORTED_MEDIA_TYPE, JsonPosts};
 pub use limits::{
     DETAIL_BODY_TOO_LARGE, DETAIL_MCP_HEADER_TOO_LARGE, DETAIL_ORIGIN, DETAIL_TOO_MANY_MCP_HEADERS,
 };

@@ -1,7 +1,9 @@
 //! Accept loops: TCP or TLS, `TCP_NODELAY`, a connection limit, HTTP/1.1 and h2 (by ALPN on TLS,
-//! by the h2 preface on plain TCP), a header-read timeout that also bounds the TLS handshake and
-//! the first bytes of a connection (so idle connections cannot hold connection slots), and
-//! graceful shutdown (hyper-util `GracefulShutdown`).
+//! by the h2 preface on plain TCP), a header-read timeout that also bounds the TLS handshake, the
+//! first bytes of a connection and the wait for its first request (an h2 client that sends only
+//! the preface), an idle timeout between requests ([`crate::idle`]) and h2 keep-alive PINGs (so
+//! neither silent nor idle connections can hold connection slots), and graceful shutdown
+//! (hyper-util `GracefulShutdown`).
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -16,10 +18,12 @@ use hyper_util::service::TowerToHyperService;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
+use tokio::time::Instant;
 use tokio_rustls::TlsAcceptor;
 use tower_service::Service;
 
 use crate::body::GatewayBody;
+use crate::idle::{Activity, Tracked};
 use crate::metrics::OpenConnection;
 
 /// The connection builders: HTTP/1.1 only and h2 only, chosen per connection by ALPN (TLS) or by
@@ -27,25 +31,35 @@ use crate::metrics::OpenConnection;
 pub(crate) struct Builders {
     h1: auto::Builder<TokioExecutor>,
     h2: auto::Builder<TokioExecutor>,
-    /// Time allowed for the request head; also bounds the TLS handshake and the sniffing.
+    /// Time allowed for the request head; also bounds the TLS handshake, the sniffing and the
+    /// wait for a connection's first request.
     header_read_timeout: Duration,
+    /// Time a connection may stay without a request in flight after its first one.
+    idle_timeout: Duration,
 }
 
 impl Builders {
-    pub(crate) fn new(header_read_timeout: Duration) -> Self {
+    /// `header_read_timeout` also answers an h2 keep-alive PING; `idle_timeout` is also the PING
+    /// interval, so a peer that vanished during a long stream is noticed.
+    pub(crate) fn new(header_read_timeout: Duration, idle_timeout: Duration) -> Self {
         let configure = |mut builder: auto::Builder<TokioExecutor>| {
             builder
                 .http1()
                 .timer(TokioTimer::new())
                 .header_read_timeout(header_read_timeout)
                 .keep_alive(true);
-            builder.http2().timer(TokioTimer::new());
+            builder
+                .http2()
+                .timer(TokioTimer::new())
+                .keep_alive_interval(idle_timeout)
+                .keep_alive_timeout(header_read_timeout);
             builder
         };
         Self {
             h1: configure(auto::Builder::new(TokioExecutor::new()).http1_only()),
             h2: configure(auto::Builder::new(TokioExecutor::new()).http2_only()),
             header_read_timeout,
+            idle_timeout,
         }
     }
 
@@ -143,8 +157,9 @@ where
             if let Err(e) = stream.set_nodelay(true) {
                 tracing::debug!(listener = self.name, error = %e, "cannot set TCP_NODELAY");
             }
+            let accepted = Instant::now();
             let watcher = self.graceful.watcher();
-            let service = TowerToHyperService::new(self.service.clone());
+            let service = self.service.clone();
             let builders = Arc::clone(&self.builders);
             let tls = self.tls.clone();
             let name = self.name;
@@ -152,12 +167,17 @@ where
                 let _permit = permit;
                 let _open = OpenConnection::start(name);
                 let limit = builders.header_read_timeout;
+                let activity = Activity::new(accepted, limit, builders.idle_timeout);
+                let service = TowerToHyperService::new(Tracked::new(service, Arc::clone(&activity)));
+                let connection = Connection {
+                    builders: &builders,
+                    service,
+                    watcher,
+                    activity: &activity,
+                };
                 match tls {
                     None => match sniff(&stream, limit).await {
-                        Some(protocol) => {
-                            let builder = builders.for_protocol(protocol);
-                            serve(builder, TokioIo::new(stream), service, watcher).await;
-                        }
+                        Some(protocol) => connection.serve(protocol, TokioIo::new(stream)).await,
                         None => {
                             tracing::debug!(listener = name, %peer, "no request within the header read timeout");
                         }
@@ -169,8 +189,7 @@ where
                                     Some(b"h2") => Protocol::Http2,
                                     _ => Protocol::Http1,
                                 };
-                                let builder = builders.for_protocol(protocol);
-                                serve(builder, TokioIo::new(stream), service, watcher).await;
+                                connection.serve(protocol, TokioIo::new(stream)).await;
                             }
                             Ok(Err(e)) => {
                                 tracing::debug!(listener = name, %peer, error = %e, "TLS handshake failed");
@@ -187,21 +206,41 @@ where
     }
 }
 
-async fn serve<I, S>(
-    builder: &auto::Builder<TokioExecutor>,
-    io: TokioIo<I>,
-    service: TowerToHyperService<S>,
+/// What serving one accepted connection needs.
+struct Connection<'a, S> {
+    builders: &'a Builders,
+    service: TowerToHyperService<Tracked<S>>,
     watcher: Watcher,
-) where
-    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    activity: &'a Activity,
+}
+
+impl<S> Connection<'_, S>
+where
     S: Service<Request<Incoming>, Response = Response<GatewayBody>, Error = Infallible>
         + Clone
         + Send
         + 'static,
     S::Future: Send + 'static,
 {
-    let connection = builder.serve_connection(io, service);
-    if let Err(e) = watcher.watch(connection).await {
-        tracing::debug!(error = %e, "connection ended with an error");
+    /// Serves the connection until it ends, the graceful shutdown closes it, or it stays idle
+    /// past its allowance ([`Activity::idle`]; then it is dropped: no request is in flight).
+    async fn serve<I>(self, protocol: Protocol, io: TokioIo<I>)
+    where
+        I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        let connection = self
+            .builders
+            .for_protocol(protocol)
+            .serve_connection(io, self.service);
+        tokio::select! {
+            ended = self.watcher.watch(connection) => {
+                if let Err(e) = ended {
+                    tracing::debug!(error = %e, "connection ended with an error");
+                }
+            }
+            () = self.activity.idle() => {
+                tracing::debug!(?protocol, "closing a connection without a request in flight");
+            }
+        }
     }
 }

@@ -1,5 +1,5 @@
 //! [`GatewayService`]: the whole MCP endpoint as one tower `Service`: request limits, RFC 9728
-//! metadata, then vhost -> claims -> config store -> virtual host config -> router; with a
+//! metadata, then vhost -> claims -> config store -> virtual host config -> JSON POSTs -> router; with a
 //! `tracing` span, an access log line and metrics per request.
 
 use std::convert::Infallible;
@@ -14,7 +14,7 @@ use http::{Request, Response, StatusCode, Uri};
 use http_body::Body;
 use http_body_util::BodyExt;
 use mcp_claims::ClaimsService;
-use mcp_config_store::{ConfigStoreService, VirtualHostConfigService};
+use mcp_config_store::{ConfigStoreService, PrincipalKey, VirtualHostConfigService};
 use mcp_core::{Method, ResponseBody};
 use mcp_router::sse_bridge::{SseBridge, SseBridgeBody};
 use mcp_router::{McpBody, McpRouter};
@@ -24,19 +24,26 @@ use tower_service::Service;
 use tracing::Span;
 
 use crate::body::{BoxError, GatewayBody};
+use crate::json_posts::JsonPosts;
 use crate::limits::RequestLimits;
 use crate::metadata::{ResourceMetadata, detail};
 use crate::metrics::{InFlight, RequestMetrics};
 use crate::routed::{Routed, RoutedVhost};
 
 /// The layered MCP stack inside a [`GatewayService`]: vhost -> claims -> config store -> virtual
-/// host config -> router (behind the 2024-11-05 SSE bridge).
+/// host config -> JSON POSTs (415) -> router (behind the 2024-11-05 SSE bridge).
 pub type McpStack = Vhost<
-    ClaimsService<ConfigStoreService<VirtualHostConfigService<Routed<SseBridge<McpRouter>>>>>,
+    ClaimsService<
+        ConfigStoreService<
+            VirtualHostConfigService<JsonPosts<Routed<SseBridge<McpRouter>>>>,
+            PrincipalKey,
+        >,
+    >,
 >;
 
 /// The response body of [`McpStack`].
-pub type StackBody = ResponseBody<ResponseBody<ResponseBody<ResponseBody<SseBridgeBody<McpBody>>>>>;
+pub type StackBody =
+    ResponseBody<ResponseBody<ResponseBody<ResponseBody<ResponseBody<SseBridgeBody<McpBody>>>>>>;
 
 /// State shared by every clone of a [`GatewayService`].
 #[derive(Debug)]

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use deadpool_redis::redis;
+use mcp_config_store::lookup_key::{issuer_scoped, split_issuer_scoped};
 use mcp_config_store::{
     CacheStats, CachedStore, FileStore, FileStoreError, RedisStore, RedisStoreConfig,
     RedisStoreError, UserConfig, UserConfigStore,
@@ -52,6 +53,9 @@ pub struct DocumentReport {
     /// Notices that stay warnings even for `check-config` (free-form stdio commands admitted by
     /// the older allow-list, an unhonoured `stdio_policy = "shared"`).
     pub notices: Vec<(Source, UserConfigFinding)>,
+    /// Entries no request can load (a bare `<sub>` key, or an issuer that is not trusted, while
+    /// several issuers are trusted); reported, never an error.
+    pub unreachable: Vec<(Source, UserConfigFinding)>,
 }
 
 impl UserStore {
@@ -71,6 +75,11 @@ impl UserStore {
                 warnings.extend(document_notices(&doc, &rules));
                 for warning in warnings {
                     tracing::warn!(file = %file.path().display(), warning = %warning, "user configuration warning");
+                }
+                for finding in
+                    unreachable_entries(config, "users.", doc.users.keys().map(String::as_str))
+                {
+                    tracing::warn!(file = %file.path().display(), warning = %finding, "user configuration never used");
                 }
                 (Checked::wrap(file.clone(), config), Backing::File(file))
             }
@@ -315,6 +324,11 @@ pub async fn check_documents(config: &GatewayConfig) -> Result<DocumentReport, G
                 subjects: doc.users.len(),
                 warnings: located(warnings),
                 notices: located(document_notices(&doc, &rules)),
+                unreachable: located(unreachable_entries(
+                    config,
+                    "users.",
+                    doc.users.keys().map(String::as_str),
+                )),
             })
         }
         StoreKind::Redis => check_redis(config).await,
@@ -363,6 +377,9 @@ async fn check_redis(config: &GatewayConfig) -> Result<DocumentReport, GatewayEr
             continue;
         };
         let source = Source::Document(format!("redis key {key}"));
+        for finding in unreachable_entries(config, "", [subject]) {
+            report.unreachable.push((source.clone(), finding));
+        }
         let value: Option<String> = redis::cmd("GET")
             .arg(&key)
             .query_async(&mut conn)
@@ -402,12 +419,45 @@ async fn check_redis(config: &GatewayConfig) -> Result<DocumentReport, GatewayEr
                 }
             }
         }
-        let _ = subject;
     }
     match ConfigError::from_problems(problems) {
         Some(e) => Err(e.into()),
         None => Ok(report),
     }
+}
+
+/// The keys among `keys` that no request can load while several issuers are trusted (configs are
+/// then keyed `<issuer>#<sub>`, see `mcp_config_store::lookup_key`): a bare `<sub>` (used for no
+/// issuer, so that one issuer's `alice` never gets a configuration written for another's), or an
+/// issuer that is not in `auth.jwt.issuers`. Nothing with one issuer.
+/// `prefix` starts each finding's path (`users.` in a document, nothing for a Redis key).
+fn unreachable_entries<'a>(
+    config: &GatewayConfig,
+    prefix: &str,
+    keys: impl IntoIterator<Item = &'a str>,
+) -> Vec<UserConfigFinding> {
+    let issuers = &config.auth.jwt.issuers;
+    if issuers.len() < 2 {
+        return Vec::new();
+    }
+    keys.into_iter()
+        .filter_map(|key| {
+            let message = match split_issuer_scoped(key) {
+                None => format!(
+                    "a bare subject is used for no issuer while several are trusted; write the key as \"<issuer>#{key}\" (e.g. \"{}\")",
+                    issuer_scoped(&issuers[0], key)
+                ),
+                Some((issuer, _)) if !issuers.iter().any(|i| *i == issuer) => format!(
+                    "issuer `{issuer}` is not in auth.jwt.issuers; no token can load this configuration"
+                ),
+                Some(_) => return None,
+            };
+            Some(UserConfigFinding {
+                path: format!("{prefix}{key}"),
+                message,
+            })
+        })
+        .collect()
 }
 
 fn glob_escape(text: &str) -> String {

@@ -82,7 +82,12 @@ fn check_config_names_the_file_and_key_of_process_config_errors() {
     // No verification key at all.
     let (code, _, err) = run_cli(&["check-config", "--config", config], &[]);
     assert_eq!(code, 2);
-    assert!(err.contains("auth.jwt: no token verification key: set the environment variable MCP_GATEWAY_JWT_SECRET"), "{err}");
+    assert!(
+        err.contains(
+            "auth.jwt.hs256_secret_env: the environment variable MCP_GATEWAY_JWT_SECRET is not set"
+        ),
+        "{err}"
+    );
 }
 
 #[test]
@@ -372,7 +377,7 @@ async fn token_command_mints_what_the_gateway_accepts() {
     let (code, _, err) = run_cli(&["token", "--config", config, "--sub", "alice"], &[]);
     assert_eq!(code, 2);
     assert!(
-        err.contains("set the environment variable MCP_GATEWAY_JWT_SECRET"),
+        err.contains("the environment variable MCP_GATEWAY_JWT_SECRET is not set"),
         "{err}"
     );
 }

@@ -30,12 +30,12 @@ use jsonwebtoken::{Algorithm, EncodingKey, Header, encode, jwk::Jwk};
 use mcp_test_backends::{BackendSpec, TestBackend};
 use serde_json::{Value, json};
 use support::{
-    AUDIENCE, GatewayProcess, ISSUER, Reply, base_config, bearer, legacy_initialize, legacy_post,
-    modern, modern_meta, modern_request, now, raw_exchange, rpc_error, send, users_json, workdir,
+    AUDIENCE, FIXTURES, GatewayProcess, HS256_LINE, ISSUER, Reply, base_config, bearer,
+    legacy_initialize, legacy_post, modern, modern_meta, modern_request, now, raw_exchange,
+    rpc_error, rs256_token, send, users_json, workdir,
 };
 
 const PATH: &str = "/servers/vh1/mcp";
-const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
 /// The key set of the claims crate's tests: `rsa-1` there is this crate's `rsa_public.pem`.
 const CLAIMS_FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../mcp-claims/tests/fixtures");
 
@@ -284,29 +284,65 @@ async fn batches_are_refused_in_every_era() {
     );
 }
 
-/// `Content-Type` and `Accept` are not enforced (what matters is that the body parses); the
-/// guards against cross-site requests are the `Origin` allow-list and the bearer token, which a
-/// browser cannot attach to a simple cross-origin request. A body that is not JSON is refused
-/// whatever its declared type.
+/// A POST must declare `application/json` (parameters and case do not matter): anything else,
+/// or no `Content-Type` at all, is 415 before any MCP handling, on the MCP endpoint and on the
+/// HTTP+SSE bridge's `/messages` (a `text/plain` POST is a browser "simple request" that needs no
+/// CORS preflight). A declared JSON body that is not JSON is still a parse error; `Accept` stays
+/// lenient, and GET / DELETE are not affected.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn content_types_are_lenient_but_bodies_are_not() {
+async fn posts_must_declare_json_and_bodies_must_parse() {
     let alpha = TestBackend::start(BackendSpec::modern("alpha")).await;
     let (gw, _dir) = gateway_with_alpha(&alpha).await;
     let auth = bearer("alice");
     let (_, body) = modern_request("tools/list", json!({}));
-    for content_type in [
-        "text/plain",
-        "application/x-www-form-urlencoded",
-        "multipart/form-data; boundary=x",
-    ] {
+    let with_type = |content_type: Option<&str>| {
         let mut headers = modern_headers(&auth, "tools/list");
         headers.retain(|(k, _)| k != "content-type");
-        headers.push(("content-type".into(), content_type.into()));
-        let reply = post_raw_body(gw.addr, &headers, &body).await;
+        if let Some(value) = content_type {
+            headers.push(("content-type".into(), value.into()));
+        }
+        headers
+    };
+    for content_type in [
+        Some("text/plain"),
+        Some("application/x-www-form-urlencoded"),
+        Some("multipart/form-data; boundary=x"),
+        Some("application/json-seq"),
+        None,
+    ] {
+        let reply = post_raw_body(gw.addr, &with_type(content_type), &body).await;
+        reply.assert_detail(
+            415,
+            "Unsupported Media Type: Content-Type must be application/json",
+        );
+    }
+    // The same on the HTTP+SSE bridge's message endpoint, whatever the session.
+    let messages = PATH.replace("/mcp", "/messages?sessionId=nope");
+    for (content_type, refused) in [("text/plain", true), ("application/json", false)] {
+        let headers = [
+            ("authorization", auth.as_str()),
+            ("content-type", content_type),
+        ];
+        let reply = send(gw.addr, "POST", &messages, &headers, &body).await;
+        assert_eq!(
+            reply.status == 415,
+            refused,
+            "{content_type}: {}",
+            reply.text()
+        );
+    }
+    assert!(
+        alpha.requests_for("tools/list").is_empty(),
+        "nothing refused reached the backend"
+    );
+
+    // Control: JSON with parameters or in capitals is served; a JSON-declared body that is not
+    // JSON is a parse error.
+    for content_type in ["application/json; charset=utf-8", "Application/JSON"] {
+        let reply = post_raw_body(gw.addr, &with_type(Some(content_type)), &body).await;
         assert_eq!(reply.status, 200, "{content_type}: {}", reply.text());
         assert_eq!(reply.json()["id"], 1);
-
-        let reply = post_raw_body(gw.addr, &headers, "a=1&b=2").await;
+        let reply = post_raw_body(gw.addr, &with_type(Some(content_type)), "a=1&b=2").await;
         assert_rpc(
             &reply,
             400,
@@ -321,6 +357,18 @@ async fn content_types_are_lenient_but_bodies_are_not() {
     let reply = post_raw_body(gw.addr, &headers, &body).await;
     assert_eq!(reply.status, 200, "{}", reply.text());
     assert_eq!(reply.header("content-type"), Some("application/json"));
+    // GET and DELETE carry no body: never 415.
+    for method in ["GET", "DELETE"] {
+        let reply = send(
+            gw.addr,
+            method,
+            PATH,
+            &[("authorization", auth.as_str())],
+            "",
+        )
+        .await;
+        assert_ne!(reply.status, 415, "{method}: {}", reply.text());
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -537,18 +585,6 @@ async fn path_traversal_and_encoded_slashes_in_the_virtual_host_id() {
     assert!(alpha.requests().is_empty(), "nothing reached the backend");
 }
 
-fn rs256_token(claims: &Value, kid: Option<&str>) -> String {
-    let pem = std::fs::read(format!("{FIXTURES}/rsa_private.pem")).expect("private key");
-    let mut header = Header::new(Algorithm::RS256);
-    header.kid = kid.map(str::to_owned);
-    encode(
-        &header,
-        claims,
-        &EncodingKey::from_rsa_pem(&pem).expect("rsa key"),
-    )
-    .expect("encode")
-}
-
 fn claims_for(sub: &str) -> Value {
     json!({"iss": ISSUER, "aud": AUDIENCE, "sub": sub, "exp": now() + 600})
 }
@@ -562,13 +598,16 @@ fn handmade_token(header: &Value, claims: &Value, signature: &str) -> String {
     )
 }
 
-/// POSTs `{}` to the endpoint with `token` as the bearer.
+/// POSTs `{}` (as JSON) to the endpoint with `token` as the bearer.
 async fn post_with(gw: &GatewayProcess, token: &str) -> Reply {
     send(
         gw.addr,
         "POST",
         PATH,
-        &[("authorization", &format!("Bearer {token}"))],
+        &[
+            ("authorization", &format!("Bearer {token}")),
+            ("content-type", "application/json"),
+        ],
         "{}",
     )
     .await
@@ -598,9 +637,9 @@ async fn jwt_algorithm_confusion_and_alg_none_against_an_rsa_key() {
         &users_json(&[("alice", "vh1", &[("alpha", alpha.url())])]),
     );
     let config = base_config("").replace(
-        "leeway_s = 5\n",
+        HS256_LINE,
         &format!(
-            "leeway_s = 5\nhs256_secret_env = \"\"\npublic_key_pem = \"{FIXTURES}/rsa_public.pem\"\nalgorithms = [\"RS256\"]\n"
+            "hs256_secret_env = \"\"\npublic_key_pem = \"{FIXTURES}/rsa_public.pem\"\nalgorithms = [\"RS256\"]\n"
         ),
     );
     let gw = GatewayProcess::start(dir.path(), &config, &[]).await;
@@ -696,8 +735,8 @@ async fn jwt_kid_injection_and_embedded_keys_against_a_jwks() {
         &users_json(&[("alice", "vh1", &[("alpha", alpha.url())])]),
     );
     let config = base_config("").replace(
-        "leeway_s = 5\n",
-        &format!("leeway_s = 5\nhs256_secret_env = \"\"\njwks_url = \"http://{jwks}/jwks.json\"\n"),
+        HS256_LINE,
+        &format!("hs256_secret_env = \"\"\njwks_url = \"http://{jwks}/jwks.json\"\n"),
     );
     let gw = GatewayProcess::start(dir.path(), &config, &[]).await;
     let kid = jwk["kid"].as_str().expect("kid").to_owned();

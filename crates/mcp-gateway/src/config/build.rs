@@ -238,6 +238,9 @@ impl EffectiveConfig {
             max_mcp_headers: r.usize("limits.max_mcp_headers", 1),
             max_mcp_header_bytes: r.usize("limits.max_mcp_header_bytes", 1),
             header_read_timeout: Duration::from_millis(r.positive("limits.header_read_timeout_ms")),
+            idle_connection_timeout: Duration::from_millis(
+                r.positive("limits.idle_connection_timeout_ms"),
+            ),
             max_connections: r.usize("limits.max_connections", 1),
             max_sse_sessions: r.usize("limits.max_sse_sessions", 1),
             max_sse_sessions_per_principal: r.usize("limits.max_sse_sessions_per_principal", 1),

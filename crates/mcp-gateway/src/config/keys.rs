@@ -255,7 +255,13 @@ pub static KEYS: &[KeySpec] = &[
         "limits.header_read_timeout_ms",
         I,
         Int(10_000),
-        "time allowed for a client to send the request head (and finish the TLS handshake)",
+        "time allowed for a client to send the request head (and finish the TLS handshake); an h2 connection that opens no stream within it after accept (e.g. only the preface) is closed",
+    ),
+    key(
+        "limits.idle_connection_timeout_ms",
+        I,
+        Int(60_000),
+        "a connection (HTTP/1.1 or h2) with no request in flight for this long is closed; also the h2 keep-alive PING interval (a peer that does not answer within header_read_timeout_ms is dropped)",
     ),
     key(
         "limits.max_connections",
@@ -365,7 +371,7 @@ pub static KEYS: &[KeySpec] = &[
         "auth.jwt.hs256_secret_env",
         S,
         Str("MCP_GATEWAY_JWT_SECRET"),
-        "name of the environment variable holding the HS256 secret (also used by `mcp-gateway token`); \"\" disables HS256",
+        "name of the environment variable holding the HS256 secret (also used by `mcp-gateway token`); \"\" disables HS256; left unset, HS256 is off when `public_key_pem` or `jwks_url` is set, and deprecated otherwise (set it explicitly)",
     ),
     key(
         "auth.jwt.public_key_pem",

@@ -126,6 +126,9 @@ pub struct LimitsConfig {
     pub max_mcp_header_bytes: usize,
     /// `header_read_timeout_ms`: time to receive a request head (and complete a TLS handshake).
     pub header_read_timeout: Duration,
+    /// `idle_connection_timeout_ms`: a connection with no request in flight this long is closed;
+    /// also the h2 keep-alive PING interval.
+    pub idle_connection_timeout: Duration,
     /// `max_connections`: most open client connections.
     pub max_connections: usize,
     /// `max_sse_sessions`: most open 2024-11-05 SSE streams; more get 503.

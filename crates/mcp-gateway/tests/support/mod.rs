@@ -40,6 +40,10 @@ pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     path
 }
 
+/// The `[auth.jwt]` line of [`base_config`] that enables HS256 with [`SECRET`] (explicitly: the
+/// default variable alone no longer counts next to another key); replace it to configure others.
+pub const HS256_LINE: &str = "hs256_secret_env = \"MCP_GATEWAY_JWT_SECRET\"\n";
+
 /// The gateway.toml every process test starts from; `extra` is appended (more sections).
 pub fn base_config(extra: &str) -> String {
     format!(
@@ -53,7 +57,7 @@ admin_addr = "127.0.0.1:0"
 issuer = "{ISSUER}"
 audience = "{AUDIENCE}"
 leeway_s = 5
-
+{HS256_LINE}
 [config_store]
 kind = "file"
 path = "users.json"
@@ -103,6 +107,38 @@ pub fn token_with(claims: Value, alg: Algorithm, secret: &[u8]) -> String {
         &EncodingKey::from_secret(secret).expect("hmac key"),
     )
     .expect("encode")
+}
+
+/// The test fixtures directory (PEM keys, TLS certificates).
+pub const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
+
+/// An RS256 token with `claims` (and `kid`), signed with the fixture key `rsa_private.pem`.
+pub fn rs256_token(claims: &Value, kid: Option<&str>) -> String {
+    let pem = std::fs::read(format!("{FIXTURES}/rsa_private.pem")).expect("private key");
+    let mut header = Header::new(Algorithm::RS256);
+    header.kid = kid.map(str::to_owned);
+    encode(
+        &header,
+        claims,
+        &EncodingKey::from_rsa_pem(&pem).expect("rsa key"),
+    )
+    .expect("encode")
+}
+
+/// A TLS client configuration that trusts the fixture CA (`tls_ca.pem`, which signed the
+/// `localhost` certificate `tls_server.pem`).
+pub fn fixture_tls_client() -> rustls::ClientConfig {
+    use rustls::pki_types::pem::PemObject;
+
+    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+    let mut roots = rustls::RootCertStore::empty();
+    let ca = std::fs::read(format!("{FIXTURES}/tls_ca.pem")).expect("ca");
+    for cert in rustls::pki_types::CertificateDer::pem_slice_iter(&ca) {
+        roots.add(cert.expect("pem")).expect("root");
+    }
+    rustls::ClientConfig::builder()
+        .with_root_certificates(roots)
+        .with_no_client_auth()
 }
 
 /// A valid token for `sub`.
@@ -374,8 +410,20 @@ pub async fn modern(
     params: Value,
     extra: &[(&str, &str)],
 ) -> Reply {
+    modern_with_token(addr, &token(sub), vhost, method, params, extra).await
+}
+
+/// [`modern`] with any bearer `token` (another issuer, another algorithm).
+pub async fn modern_with_token(
+    addr: SocketAddr,
+    token: &str,
+    vhost: &str,
+    method: &str,
+    params: Value,
+    extra: &[(&str, &str)],
+) -> Reply {
     let (headers, body) = modern_request(method, params);
-    let auth = bearer(sub);
+    let auth = format!("Bearer {token}");
     let mut all: Vec<(&str, &str)> = vec![("authorization", &auth)];
     all.extend(headers.iter().map(|(k, v)| (*k, v.as_str())));
     all.extend_from_slice(extra);

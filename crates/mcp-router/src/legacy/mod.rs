@@ -177,7 +177,7 @@ async fn initialize(
             return respond::error(
                 StatusCode::SERVICE_UNAVAILABLE,
                 Some(id),
-                &ErrorObject::internal(format!("Cannot create a session: {e}")),
+                &ErrorObject::internal(format!("Cannot create a session: {}", e.client_message())),
             );
         }
     };

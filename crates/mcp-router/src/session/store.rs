@@ -24,6 +24,19 @@ pub enum SessionStoreError {
     Other(String),
 }
 
+impl SessionStoreError {
+    /// What a client may be told: the kind of failure, never the store's own error text (which
+    /// can name addresses, users or commands; it goes to the log).
+    pub fn client_message(&self) -> String {
+        match self {
+            Self::Unavailable => "session store unavailable".to_owned(),
+            // A limit name is the gateway's own static text.
+            Self::Limit(limit) => format!("session limit reached: {limit}"),
+            Self::Other(_) => "session store error".to_owned(),
+        }
+    }
+}
+
 /// Where downstream sessions live. Implementations: [`LocalSessionStore`](super::LocalSessionStore)
 /// (in-process); Redis and sealed stores plug in here without touching the engine.
 ///

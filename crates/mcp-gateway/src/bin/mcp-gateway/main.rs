@@ -137,6 +137,9 @@ fn check(config: &GatewayConfig, file: Option<PathBuf>) -> Result<(), u8> {
     let report = runtime()?
         .block_on(check_config(config, true))
         .map_err(|e| failure(&e))?;
+    for (source, finding) in &report.documents.unreachable {
+        eprintln!("mcp-gateway: warning: {source}: {finding}");
+    }
     let file = file.map_or_else(
         || "built-in defaults".to_owned(),
         |p| p.display().to_string(),
@@ -171,7 +174,7 @@ fn token(config: &GatewayConfig, args: &TokenArgs) -> Result<(), u8> {
                 .as_deref()
                 .unwrap_or("MCP_GATEWAY_JWT_SECRET");
             eprintln!(
-                "mcp-gateway: no HS256 secret: set the environment variable {name} (named by auth.jwt.hs256_secret_env)"
+                "mcp-gateway: no HS256 secret: set the environment variable {name} and name it in the configuration (auth.jwt.hs256_secret_env = \"{name}\")"
             );
             return Err(EXIT_CONFIG);
         }

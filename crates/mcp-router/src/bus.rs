@@ -4,8 +4,8 @@
 //! - the client's answer to a request the gateway asked itself (a modern backend's MRTR input
 //!   request bridged into a real `elicitation/create` / `sampling/createMessage` / `roots/list`):
 //!   the call waiting for it runs on the node that holds the call's POST stream. Such request ids
-//!   name their node (`gwl-<node>-<n>`), and a node that gets an answer for another node's id
-//!   publishes it on that node's channel `<prefix>:bus:<node>`;
+//!   carry their node (sealed, like every id the gateway hands out), and a node that gets an
+//!   answer for another node's id publishes it on that node's channel `<prefix>:bus:<node>`;
 //! - `notifications/cancelled` for a call this node is not running: published on
 //!   `<prefix>:bus:all`, and the node running it cancels it.
 //!

@@ -41,8 +41,9 @@ use mcp_core::{
 };
 use serde_json::value::RawValue;
 
+use super::parked;
 use super::request_state::{self, State};
-use super::{parked, task_id};
+use super::task_id::{self, Origin};
 use mcp_fallback::ToolHints;
 
 use crate::body::{self, McpBody};
@@ -70,6 +71,8 @@ struct Routed<'a> {
     backend: &'a str,
     config: &'a BackendConfig,
     upstream: String,
+    /// For a task follow-up: the call that created the task.
+    task: Option<Origin>,
 }
 
 /// Answers a targeted call.
@@ -84,15 +87,21 @@ pub(crate) async fn targeted(
         Ok(prepared) => prepared,
         Err(error) => return respond::error(StatusCode::OK, Some(id), &error),
     };
-    let governed = plugins::pre(
-        scope,
-        method,
-        routed.backend,
-        &routed.upstream,
-        &public,
-        &mut params,
-    )
-    .await;
+    let governed = match &routed.task {
+        // A task's result is its creating call's result: that call's post hook applies to it.
+        Some(origin) => plugins::task_post(scope, origin, routed.backend),
+        None => {
+            plugins::pre(
+                scope,
+                method,
+                routed.backend,
+                &routed.upstream,
+                &public,
+                &mut params,
+            )
+            .await
+        }
+    };
     match (governed, parked) {
         (Ok(_), Some(token)) => {
             let binding = scope.binding(&[routed.backend, method.as_str(), &routed.upstream]);
@@ -170,19 +179,20 @@ fn prepare_task<'a>(
 ) -> Result<Prepared<'a>, ErrorObject> {
     let unknown = || ErrorObject::invalid_params("Unknown task");
     let public = params.get_str("taskId").ok_or_else(unknown)?;
-    let (backend, raw) =
+    let task =
         task_id::open(&scope.inner.sealer, &scope.binding(&[]), &public).map_err(|_| unknown())?;
     let (backend, config) = scope
         .ctx
         .vhost
         .backends
-        .get_key_value(&backend)
+        .get_key_value(&task.backend)
         .ok_or_else(unknown)?;
-    params.set_str("taskId", &raw);
+    params.set_str("taskId", &task.raw);
     let routed = Routed {
         backend: backend.as_str(),
         config,
-        upstream: raw,
+        upstream: task.raw,
+        task: Some(task.origin),
     };
     Ok((routed, params.into_owned(), public, None))
 }
@@ -255,6 +265,7 @@ async fn resolve<'a>(
             backend: backend.as_str(),
             config,
             upstream: t.upstream.into_owned(),
+            task: None,
         })
     };
     match namer.resolve(public, kind) {
@@ -391,6 +402,8 @@ struct Finish {
     state_binding: Vec<String>,
     /// What gateway task ids of this caller are bound to.
     task_binding: Vec<String>,
+    /// The call a task created by this answer (or followed up) belongs to.
+    task_origin: Origin,
 }
 
 /// Most MRTR rounds the gateway drives for a 2025 client before giving up.
@@ -557,6 +570,10 @@ async fn relay_call(
             era: scope.era,
             state_binding,
             task_binding: scope.binding(&[]).into_iter().map(str::to_owned).collect(),
+            task_origin: routed.task.clone().unwrap_or_else(|| Origin {
+                method,
+                name: routed.upstream.clone(),
+            }),
         },
         done: false,
         answered: false,
@@ -1310,7 +1327,13 @@ impl Relay {
                 .collect();
             obj.set_str(
                 "taskId",
-                &task_id::seal(&self.inner.sealer, &binding, &self.finish.backend, &raw),
+                &task_id::seal(
+                    &self.inner.sealer,
+                    &binding,
+                    &self.finish.backend,
+                    &raw,
+                    &self.finish.task_origin,
+                ),
             );
             changed = true;
         }

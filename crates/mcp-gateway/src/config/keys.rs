@@ -528,7 +528,7 @@ pub static KEYS: &[KeySpec] = &[
         "router.sealing_secret_env",
         S,
         Unset,
-        "name of the environment variable holding the secret that seals cursors and requestState; unset: random per process (set it when several nodes share clients)",
+        "name of the environment variable holding the secret that encrypts the ids handed to clients (cursors, requestState, task ids, relayed request ids); unset: random per process (set it when several nodes share clients)",
     ),
     key(
         "router.fanout_deadline_ms",

@@ -306,41 +306,24 @@ async fn ids_handed_to_clients_reveal_no_backend_upstream_session_or_principal()
     hidden.extend(alpha.task_ids());
     assert_opaque("task id", &task_id, &hidden);
 
-    let parked = modern(
-        addr,
-        "alice",
-        "vh",
-        "tools/call",
-        json!({"name": "beta-sample",
-        "arguments": {"prompt": "hi"}, "_meta": meta_with(json!({"sampling": {}}))}),
-        &[],
-    )
-    .await;
-    let parked = result_of(&parked);
-    assert_eq!(parked["resultType"], "input_required", "{parked}");
-    assert_opaque(
-        "requestState of a parked call",
-        parked["requestState"].as_str().expect("requestState"),
-        &hidden,
-    );
+    let parked = json!({"name": "beta-sample", "arguments": {"prompt": "hi"},
+                        "_meta": meta_with(json!({"sampling": {}}))});
+    let parked = request_state(addr, parked).await;
+    assert_opaque("requestState of a parked call", &parked, &hidden);
+    let asked = json!({"name": "alpha-ask", "_meta": meta_with(json!({"elicitation": {}}))});
+    let asked = request_state(addr, asked).await;
+    assert_opaque("requestState of a backend", &asked, &hidden);
+}
 
-    let asked = modern(
-        addr,
-        "alice",
-        "vh",
-        "tools/call",
-        json!({"name": "alpha-ask",
-        "_meta": meta_with(json!({"elicitation": {}}))}),
-        &[],
-    )
-    .await;
-    let asked = result_of(&asked);
-    assert_eq!(asked["resultType"], "input_required", "{asked}");
-    assert_opaque(
-        "requestState of a backend",
-        asked["requestState"].as_str().expect("requestState"),
-        &hidden,
-    );
+/// alice's `tools/call` with `params`, answered `input_required`: its `requestState`.
+async fn request_state(addr: SocketAddr, params: Value) -> String {
+    let reply = modern(addr, "alice", "vh", "tools/call", params, &[]).await;
+    let result = result_of(&reply);
+    assert_eq!(result["resultType"], "input_required", "{result}");
+    result["requestState"]
+        .as_str()
+        .expect("requestState")
+        .to_owned()
 }
 
 /// `tools/list` in `session` of `sub` on `node`.

@@ -352,8 +352,12 @@ mod tests {
         // Another node sees whose request it is; the owner takes an answer passed on to it.
         let (relayed, answer) = table.register_local("s1");
         assert!(!relayed.contains("n1"), "the node is sealed: {relayed}");
-        let other_node =
-            PendingRequests::new(table.sealer.clone(), "n2".into(), Duration::from_secs(60), 10);
+        let other_node = PendingRequests::new(
+            table.sealer.clone(),
+            "n2".into(),
+            Duration::from_secs(60),
+            10,
+        );
         assert!(matches!(
             other_node.take(&relayed, "s1"),
             Some(Pending { route: Route::Remote { node } }) if node == "n1"

@@ -230,7 +230,11 @@ mod tests {
         for i in [0, NONCE_LEN, raw.len() - 1] {
             raw[i] ^= 1;
             let forged = URL_SAFE_NO_PAD.encode(&raw);
-            assert_eq!(s.open("p", &[], &forged), Err(SealError::Invalid), "byte {i}");
+            assert_eq!(
+                s.open("p", &[], &forged),
+                Err(SealError::Invalid),
+                "byte {i}"
+            );
             raw[i] ^= 1;
         }
         assert_eq!(s.open("p", &[], &h[..h.len() - 2]), Err(SealError::Invalid));

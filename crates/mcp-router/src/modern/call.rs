@@ -71,8 +71,19 @@ struct Routed<'a> {
     backend: &'a str,
     config: &'a BackendConfig,
     upstream: String,
-    /// For a task follow-up: the call that created the task.
-    task: Option<Origin>,
+    /// For a task follow-up: the task.
+    task: Option<FollowedTask>,
+}
+
+/// The task a follow-up (`tasks/get|update|cancel`) names.
+#[derive(Clone)]
+struct FollowedTask {
+    /// The call that created it.
+    origin: Origin,
+    /// The backend's own id (`Routed::upstream`) and the gateway id the client knows it by.
+    /// Answers about that task show the client's id again: sealing afresh (a new nonce) would
+    /// give one task a new id on every follow-up.
+    ids: (String, String),
 }
 
 /// Answers a targeted call.
@@ -89,7 +100,7 @@ pub(crate) async fn targeted(
     };
     let governed = match &routed.task {
         // A task's result is its creating call's result: that call's post hook applies to it.
-        Some(origin) => plugins::task_post(scope, origin, routed.backend),
+        Some(task) => plugins::task_post(scope, &task.origin, routed.backend),
         None => {
             plugins::pre(
                 scope,
@@ -191,8 +202,11 @@ fn prepare_task<'a>(
     let routed = Routed {
         backend: backend.as_str(),
         config,
-        upstream: task.raw,
-        task: Some(task.origin),
+        upstream: task.raw.clone(),
+        task: Some(FollowedTask {
+            origin: task.origin,
+            ids: (task.raw, public.clone()),
+        }),
     };
     Ok((routed, params.into_owned(), public, None))
 }
@@ -402,8 +416,17 @@ struct Finish {
     state_binding: Vec<String>,
     /// What gateway task ids of this caller are bound to.
     task_binding: Vec<String>,
-    /// The call a task created by this answer (or followed up) belongs to.
-    task_origin: Origin,
+    /// The call a task created by this answer belongs to, or the task followed up.
+    task: AnswerTask,
+}
+
+/// What a task id in an answer refers to.
+#[derive(Clone)]
+enum AnswerTask {
+    /// A task this call may create: created by this call.
+    Created(Origin),
+    /// The task a follow-up names.
+    Followed(FollowedTask),
 }
 
 /// Most MRTR rounds the gateway drives for a 2025 client before giving up.
@@ -570,10 +593,13 @@ async fn relay_call(
             era: scope.era,
             state_binding,
             task_binding: scope.binding(&[]).into_iter().map(str::to_owned).collect(),
-            task_origin: routed.task.clone().unwrap_or_else(|| Origin {
-                method,
-                name: routed.upstream.clone(),
-            }),
+            task: match routed.task.clone() {
+                Some(task) => AnswerTask::Followed(task),
+                None => AnswerTask::Created(Origin {
+                    method,
+                    name: routed.upstream.clone(),
+                }),
+            },
         },
         done: false,
         answered: false,
@@ -1319,22 +1345,25 @@ impl Relay {
                 Method::TasksGet | Method::TasksUpdate | Method::TasksCancel
             );
         if is_task && let Some(raw) = obj.get_str("taskId") {
-            let binding: Vec<&str> = self
-                .finish
-                .task_binding
-                .iter()
-                .map(String::as_str)
-                .collect();
-            obj.set_str(
-                "taskId",
-                &task_id::seal(
-                    &self.inner.sealer,
-                    &binding,
-                    &self.finish.backend,
-                    &raw,
-                    &self.finish.task_origin,
-                ),
-            );
+            let public = match &self.finish.task {
+                AnswerTask::Followed(task) if task.ids.0 == raw => task.ids.1.clone(),
+                AnswerTask::Followed(FollowedTask { origin, .. }) | AnswerTask::Created(origin) => {
+                    let binding: Vec<&str> = self
+                        .finish
+                        .task_binding
+                        .iter()
+                        .map(String::as_str)
+                        .collect();
+                    task_id::seal(
+                        &self.inner.sealer,
+                        &binding,
+                        &self.finish.backend,
+                        &raw,
+                        origin,
+                    )
+                }
+            };
+            obj.set_str("taskId", &public);
             changed = true;
         }
         if obj.get_str("resultType").as_deref() == Some("input_required")

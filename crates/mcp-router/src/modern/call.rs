@@ -679,7 +679,7 @@ impl ParkedCall {
         let owner = owner.join("\u{0}");
         let token = inner.parked.park(self, &owner, left)?;
         let ttl = left.as_secs().max(1);
-        let binding: Vec<&str> = binding.iter().map(String::as_str).collect();
+        let binding = as_strs(&binding);
         let state = request_state::wrap_parked(&inner.sealer, &binding, &token, ttl);
         let mut result = RawObject::new();
         result.set_str("resultType", "input_required");
@@ -1348,15 +1348,9 @@ impl Relay {
             let public = match &self.finish.task {
                 AnswerTask::Followed(task) if task.ids.0 == raw => task.ids.1.clone(),
                 AnswerTask::Followed(FollowedTask { origin, .. }) | AnswerTask::Created(origin) => {
-                    let binding: Vec<&str> = self
-                        .finish
-                        .task_binding
-                        .iter()
-                        .map(String::as_str)
-                        .collect();
                     task_id::seal(
                         &self.inner.sealer,
-                        &binding,
+                        &as_strs(&self.finish.task_binding),
                         &self.finish.backend,
                         &raw,
                         origin,
@@ -1369,15 +1363,9 @@ impl Relay {
         if obj.get_str("resultType").as_deref() == Some("input_required")
             && let Some(state) = obj.get_str("requestState")
         {
-            let binding: Vec<&str> = self
-                .finish
-                .state_binding
-                .iter()
-                .map(String::as_str)
-                .collect();
             let wrapped = request_state::wrap(
                 &self.inner.sealer,
-                &binding,
+                &as_strs(&self.finish.state_binding),
                 &state,
                 self.inner.request_state_ttl_secs,
             );
@@ -1408,4 +1396,9 @@ impl Relay {
         }
         changed.then(|| obj.to_raw())
     }
+}
+
+/// A binding kept as owned strings, as the sealer takes it.
+fn as_strs(owned: &[String]) -> Vec<&str> {
+    owned.iter().map(String::as_str).collect()
 }

@@ -224,10 +224,20 @@ fn session_store(
             let store = RedisSessionStore::new(redis).map_err(refused)?;
             return Ok((Arc::new(store), Some(bus)));
         }
-        SessionsKind::Sealed { keys } => {
+        SessionsKind::Sealed { keys, bus_url } => {
             let ring = KeyRing::parse(keys)
                 .map_err(|e| GatewayError::Store(format!("sessions.keys_env: {e}")))?;
-            Arc::new(SealedSessionStore::new(ring).with_idle_ttl(s.idle_timeout))
+            let store = SealedSessionStore::new(ring)
+                .with_idle_ttl(s.idle_timeout)
+                .with_revocation_limits(s.max_sessions, s.max_per_principal);
+            let bus = match bus_url {
+                Some(url) => Some(
+                    NodeBus::redis(&RedisSessionStoreConfig::new(url.clone()))
+                        .map_err(|e| GatewayError::Store(format!("sessions.url: {e}")))?,
+                ),
+                None => None,
+            };
+            return Ok((Arc::new(store), bus));
         }
         _ => Arc::new(LocalSessionStore::new(LocalSessionLimits {
             idle_timeout: s.idle_timeout,

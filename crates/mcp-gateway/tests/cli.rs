@@ -177,6 +177,13 @@ fn unsupported_features_and_incomplete_session_stores_are_rejected_with_their_me
             ],
         ),
         (
+            "\n[sessions]\nkind = \"sealed\"\nkeys_env = \"MCP_GATEWAY_TEST_NO_SUCH_VAR\"\nurl = \"http://bus\"\n",
+            vec![
+                "sessions.keys_env: the environment variable MCP_GATEWAY_TEST_NO_SUCH_VAR is not set",
+                "sessions.url: must be a redis:// (or rediss://) URL (the node bus) when set with sessions.kind = \"sealed\"",
+            ],
+        ),
+        (
             "\n[sessions]\nkind = \"shared\"\n",
             vec!["sessions.kind: unknown kind `shared` (\"local\", \"redis\" or \"sealed\")"],
         ),

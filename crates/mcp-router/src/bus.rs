@@ -4,10 +4,13 @@
 //! - the client's answer to a request the gateway asked itself (a modern backend's MRTR input
 //!   request bridged into a real `elicitation/create` / `sampling/createMessage` / `roots/list`):
 //!   the call waiting for it runs on the node that holds the call's POST stream. Such request ids
-//!   name their node (`gwl-<node>-<n>`), and a node that gets an answer for another node's id
-//!   publishes it on that node's channel `<prefix>:bus:<node>`;
+//!   carry their node (sealed, like every id the gateway hands out), and a node that gets an
+//!   answer for another node's id publishes it on that node's channel `<prefix>:bus:<node>`;
 //! - `notifications/cancelled` for a call this node is not running: published on
-//!   `<prefix>:bus:all`, and the node running it cancels it.
+//!   `<prefix>:bus:all`, and the node running it cancels it;
+//! - a sealed session ended by DELETE (the sealed store's ids cannot be invalidated, see
+//!   [`SessionStore::revocation`](crate::session::SessionStore::revocation)): published on
+//!   `<prefix>:bus:all`, and every node refuses the id from then on.
 //!
 //! Delivery is at most once and best effort, as Redis pub/sub is: a node that is down or
 //! reconnecting misses the message (its calls are gone or time out anyway). The publisher answers
@@ -15,8 +18,10 @@
 //! need no bus: their ids carry the whole route.
 //!
 //! Each node subscribes from its first 2025 request on, reconnecting with backoff (100 ms doubling
-//! to 5 s) after a Redis outage. Without a bus (the local or sealed session stores) the two cases
-//! above only work on the node that asked or runs the call.
+//! to 5 s) after a Redis outage. Without a bus (the local store, or the sealed store without a
+//! Redis URL) the first two cases only work on the node that asked or runs the call, and an ended
+//! sealed session is refused only by the node that ended it (elsewhere it works until it
+//! expires); a node that is not subscribed when a revocation is published misses it the same way.
 
 use std::fmt;
 use std::sync::{Arc, OnceLock, Weak};
@@ -28,7 +33,7 @@ use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 
 use crate::router::RouterInner;
-use crate::session::{RedisSessionStoreConfig, RedisSessionStoreError};
+use crate::session::{RedisSessionStoreConfig, RedisSessionStoreError, Revocation};
 
 /// Reconnect delays of the subscriber, doubling up to the last.
 const BACKOFF_START: Duration = Duration::from_millis(100);
@@ -47,6 +52,8 @@ pub(crate) enum BusMessage {
     },
     /// `notifications/cancelled` for request `request` (its id as JSON) of `session`.
     Cancel { session: String, request: String },
+    /// A session ended on the publishing node, to refuse here too.
+    Revoke(Revocation),
 }
 
 /// Messages between the nodes sharing one Redis; see the [module docs](self). Give the same
@@ -232,6 +239,7 @@ fn deliver(router: &RouterInner, message: BusMessage) {
             let found = router.inflight.cancel(&(session, request));
             tracing::debug!(found, "node bus cancellation");
         }
+        BusMessage::Revoke(revocation) => router.sessions.revoke(&revocation),
     }
 }
 
@@ -263,6 +271,21 @@ mod tests {
         assert_eq!(
             serde_json::from_str::<BusMessage>(&text).expect("parse"),
             cancel
+        );
+        let revoke = BusMessage::Revoke(Revocation {
+            nonce: "AAAAAAAAAAAAAAAA".into(),
+            expires: 1_700_000_000,
+            issuer: "iss".into(),
+            subject: "alice".into(),
+        });
+        let text = serde_json::to_string(&revoke).expect("json");
+        assert_eq!(
+            text,
+            r#"{"t":"revoke","n":"AAAAAAAAAAAAAAAA","x":1700000000,"i":"iss","s":"alice"}"#
+        );
+        assert_eq!(
+            serde_json::from_str::<BusMessage>(&text).expect("parse"),
+            revoke
         );
         assert!(serde_json::from_str::<BusMessage>(r#"{"t":"other"}"#).is_err());
     }

@@ -1,4 +1,4 @@
-//! The merged-list cursor: an opaque, integrity-protected handle over per-backend cursors.
+//! The merged-list cursor: an opaque (encrypted and authenticated) handle over per-backend cursors.
 //!
 //! The first page of a merged list asks every backend; the cursor of the next page records, for
 //! each backend that has more, that backend's own cursor. Backends without an entry are exhausted

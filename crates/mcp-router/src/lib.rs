@@ -78,7 +78,7 @@
 //! | [`McpRouter`] | the service and its builder |
 //! | [`OriginPolicy`] | accepted browser origins (403 otherwise) |
 //! | [`naming`] | public names, aliases, the prefix split |
-//! | [`Sealer`] | HMAC sealing of cursors and request-state envelopes |
+//! | [`Sealer`] | AES-256-GCM sealing of the ids handed to clients (cursors, `requestState`, task ids, relayed request ids) |
 //! | [`session`] | downstream legacy session records and the [`session::SessionStore`] trait (local, Redis and sealed stores) |
 //! | [`sse_bridge`] | the 2024-11-05 HTTP+SSE transport for clients (`…/sse` + `…/messages`), bridged onto the 2025 session engine |
 //! | [`bus`] | messages between the nodes sharing one Redis |

@@ -2,13 +2,14 @@
 //!
 //! A backend's request (sampling, elicitation, roots, ping) arriving on a call's or the GET
 //! stream is sent to the client under a gateway id; the client's response POST carries that id
-//! back. For a backend's request the id itself is the route: it seals (HMAC, bound to the
+//! back. For a backend's request the id itself is the route: it seals (AES-256-GCM, bound to the
 //! downstream session, with an expiry) the backend's name, its request id and the upstream session
 //! (URL, session id, version), so ANY gateway node sharing the sealing secret can deliver the
-//! answer into the backend's session — no node-local state, which multi-node deployments need.
+//! answer into the backend's session — no node-local state, which multi-node deployments need —
+//! while the client, who holds the id, learns neither the backend's address nor its session.
 //! The gateway's own requests (a modern backend's MRTR input bridged for a 2025 client) wait in
-//! this node's table, because the call that waits for the answer runs here; their ids
-//! (`gwl-<node>-<n>`) name the node, so another node that gets the answer can pass it on over the
+//! this node's table, because the call that waits for the answer runs here; their ids seal the
+//! node and the table entry, so another node that gets the answer can pass it on over the
 //! [`NodeBus`](crate::bus::NodeBus).
 
 use std::collections::HashMap;
@@ -26,7 +27,6 @@ use crate::seal::{Sealer, unix_now};
 use crate::upstream::LegacySession;
 
 const PURPOSE: &str = "mcp-router/pending/v1";
-const LOCAL_PREFIX: &str = "gwl-";
 
 /// Where a client's answer goes.
 #[derive(Debug)]
@@ -57,22 +57,30 @@ pub(crate) struct Pending {
     pub(crate) route: Route,
 }
 
-/// What a backend-request id carries.
+/// What a relayed request id carries (encrypted).
 #[derive(Serialize, Deserialize)]
-struct Sealed {
-    /// Backend name.
-    b: String,
-    /// The backend's request id, as JSON.
-    u: String,
-    /// Upstream session URL.
-    l: String,
-    /// Upstream `Mcp-Session-Id`, when the backend minted one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    s: Option<String>,
-    /// Negotiated protocol version of the upstream session.
-    v: String,
-    /// Expiry, Unix seconds.
-    e: u64,
+#[serde(tag = "k")]
+enum Sealed {
+    /// A backend's request.
+    #[serde(rename = "b")]
+    Backend {
+        /// Backend name.
+        b: String,
+        /// The backend's request id, as JSON.
+        u: String,
+        /// Upstream session URL.
+        l: String,
+        /// Upstream `Mcp-Session-Id`, when the backend minted one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        s: Option<String>,
+        /// Negotiated protocol version of the upstream session.
+        v: String,
+        /// Expiry, Unix seconds.
+        e: u64,
+    },
+    /// The gateway's own request: entry `i` of node `n`'s table.
+    #[serde(rename = "l")]
+    Local { n: String, i: u64 },
 }
 
 struct LocalEntry {
@@ -86,7 +94,7 @@ pub(crate) struct PendingRequests {
     sealer: Sealer,
     /// This node's id, in the ids of the gateway's own requests.
     node: String,
-    local: Mutex<HashMap<String, LocalEntry>>,
+    local: Mutex<HashMap<u64, LocalEntry>>,
     next: AtomicU64,
     ttl: Duration,
     max: usize,
@@ -120,7 +128,7 @@ impl PendingRequests {
         upstream_id: RequestId,
         session: Arc<LegacySession>,
     ) -> String {
-        let sealed = Sealed {
+        let sealed = Sealed::Backend {
             b: backend.to_owned(),
             u: upstream_id.to_json().into_owned(),
             l: session.url.as_str().to_owned(),
@@ -132,8 +140,17 @@ impl PendingRequests {
             v: session.version.clone(),
             e: unix_now().saturating_add(self.ttl.as_secs()),
         };
-        let payload = serde_json::to_vec(&sealed).unwrap_or_default();
+        self.seal(downstream_session, &sealed)
+    }
+
+    fn seal(&self, downstream_session: &str, sealed: &Sealed) -> String {
+        let payload = serde_json::to_vec(sealed).unwrap_or_default();
         self.sealer.seal(PURPOSE, &[downstream_session], &payload)
+    }
+
+    fn open(&self, id: &str, downstream_session: &str) -> Option<Sealed> {
+        let payload = self.sealer.open(PURPOSE, &[downstream_session], id).ok()?;
+        serde_json::from_slice(&payload).ok()
     }
 
     /// Registers a request the gateway itself asks; the answer (the client's whole JSON-RPC
@@ -143,10 +160,13 @@ impl PendingRequests {
         downstream_session: &str,
     ) -> (String, tokio::sync::oneshot::Receiver<Bytes>) {
         let (answer, receiver) = tokio::sync::oneshot::channel();
-        let id = format!(
-            "{LOCAL_PREFIX}{}-{}",
-            self.node,
-            self.next.fetch_add(1, Ordering::Relaxed)
+        let entry = self.next.fetch_add(1, Ordering::Relaxed);
+        let id = self.seal(
+            downstream_session,
+            &Sealed::Local {
+                n: self.node.clone(),
+                i: entry,
+            },
         );
         let mut local = self.local.lock().unwrap_or_else(|p| p.into_inner());
         let now = Instant::now();
@@ -155,7 +175,7 @@ impl PendingRequests {
         }
         if local.len() < self.max {
             local.insert(
-                id.clone(),
+                entry,
                 LocalEntry {
                     downstream_session: downstream_session.to_owned(),
                     answer,
@@ -169,35 +189,28 @@ impl PendingRequests {
     /// Where the client's answer with `id` goes, if `id` was shown to `downstream_session` and is
     /// still fresh.
     pub(crate) fn take(&self, id: &str, downstream_session: &str) -> Option<Pending> {
-        if let Some(rest) = id.strip_prefix(LOCAL_PREFIX) {
-            let (node, _) = rest.split_once('-')?;
-            if node != self.node {
+        let (b, u, l, s, v, e) = match self.open(id, downstream_session)? {
+            Sealed::Local { n, .. } if n != self.node => {
                 return Some(Pending {
-                    route: Route::Remote {
-                        node: node.to_owned(),
-                    },
+                    route: Route::Remote { node: n },
                 });
             }
-            return self.take_local(id, downstream_session);
-        }
-        let payload = self.sealer.open(PURPOSE, &[downstream_session], id).ok()?;
-        let sealed: Sealed = serde_json::from_slice(&payload).ok()?;
-        if sealed.e < unix_now() {
+            Sealed::Local { i, .. } => return self.take_local(i, downstream_session),
+            Sealed::Backend { b, u, l, s, v, e } => (b, u, l, s, v, e),
+        };
+        if e < unix_now() {
             return None;
         }
         let session = LegacySession {
-            url: url::Url::parse(&sealed.l).ok()?,
-            id: sealed
-                .s
-                .as_deref()
-                .and_then(|s| HeaderValue::from_str(s).ok()),
-            version: sealed.v,
+            url: url::Url::parse(&l).ok()?,
+            id: s.as_deref().and_then(|s| HeaderValue::from_str(s).ok()),
+            version: v,
             initialize_result: Bytes::new(),
         };
         Some(Pending {
             route: Route::Backend {
-                backend: sealed.b,
-                upstream_id: serde_json::from_str(&sealed.u).ok()?,
+                backend: b,
+                upstream_id: serde_json::from_str(&u).ok()?,
                 session: Arc::new(session),
             },
         })
@@ -206,7 +219,13 @@ impl PendingRequests {
     /// Delivers `answer` to this node's own request `id` (an answer another node received);
     /// `false` when unknown, expired, shown to another session, or nobody waits any more.
     pub(crate) fn answer_local(&self, id: &str, downstream_session: &str, answer: String) -> bool {
-        match self.take_local(id, downstream_session) {
+        let Some(Sealed::Local { n, i }) = self.open(id, downstream_session) else {
+            return false;
+        };
+        if n != self.node {
+            return false;
+        }
+        match self.take_local(i, downstream_session) {
             Some(Pending {
                 route: Route::Local(sender),
             }) => sender.send(Bytes::from(answer)).is_ok(),
@@ -214,12 +233,12 @@ impl PendingRequests {
         }
     }
 
-    fn take_local(&self, id: &str, downstream_session: &str) -> Option<Pending> {
+    fn take_local(&self, entry: u64, downstream_session: &str) -> Option<Pending> {
         let mut local = self.local.lock().unwrap_or_else(|p| p.into_inner());
-        if local.get(id)?.downstream_session != downstream_session {
+        if local.get(&entry)?.downstream_session != downstream_session {
             return None;
         }
-        let entry = local.remove(id)?;
+        let entry = local.remove(&entry)?;
         (Instant::now().duration_since(entry.created) < self.ttl).then_some(Pending {
             route: Route::Local(entry.answer),
         })
@@ -264,6 +283,14 @@ mod tests {
         let sealer = Sealer::random();
         let table = PendingRequests::new(sealer.clone(), "n1".into(), Duration::from_secs(60), 10);
         let id = table.register("s1", "beta", RequestId::from(7), session());
+        let raw = base64::Engine::decode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, &id)
+            .expect("base64url");
+        for hidden in [&b"http://b/mcp"[..], b"up-1", b"beta"] {
+            assert!(
+                !raw.windows(hidden.len()).any(|w| w == hidden),
+                "the id reveals its route"
+            );
+        }
         assert!(
             table.take(&id, "s2").is_none(),
             "another session cannot answer"
@@ -302,6 +329,10 @@ mod tests {
     async fn local_requests_deliver_the_answer_and_expire() {
         let table =
             PendingRequests::new(Sealer::random(), "n1".into(), Duration::from_secs(60), 10);
+        assert!(
+            table.take("gwl-n1-1", "s1").is_none(),
+            "ids of the previous plain format are unknown"
+        );
         let (id, answer) = table.register_local("s1");
         assert!(table.take(&id, "s2").is_none());
         let Some(Pending {
@@ -320,9 +351,13 @@ mod tests {
         assert!(table.take(&id, "s1").is_none(), "answered once");
         // Another node sees whose request it is; the owner takes an answer passed on to it.
         let (relayed, answer) = table.register_local("s1");
-        assert!(relayed.starts_with("gwl-n1-"), "{relayed}");
-        let other_node =
-            PendingRequests::new(Sealer::random(), "n2".into(), Duration::from_secs(60), 10);
+        assert!(!relayed.contains("n1"), "the node is sealed: {relayed}");
+        let other_node = PendingRequests::new(
+            table.sealer.clone(),
+            "n2".into(),
+            Duration::from_secs(60),
+            10,
+        );
         assert!(matches!(
             other_node.take(&relayed, "s1"),
             Some(Pending { route: Route::Remote { node } }) if node == "n1"

@@ -9,7 +9,11 @@
 //!
 //! Plugins see the backend's own names (the upstream tool/prompt name or resource URI) and the
 //! caller's public name. Post hooks run on a complete final result only: error responses and
-//! non-final results (`input_required`, tasks) pass untouched. A runtime whose last reload failed
+//! non-final results (`input_required`, a created task) pass untouched. A task's result is the
+//! result of the call that created it: when a tasks-extension follow-up (`tasks/get`, or
+//! `tasks/update`/`tasks/cancel` should a backend answer with it) carries the task's `result`,
+//! that call's post hook runs on it, with the call's names ([`task_post`]), so running a tool as
+//! a task bypasses no plugin. A runtime whose last reload failed
 //! answers every hooked method with its internal error (fail closed, DESIGN §3.5), whether or not
 //! a plugin would have applied: the gateway cannot know which would.
 
@@ -21,6 +25,7 @@ use mcp_core::{Envelope, ErrorObject, Method, Principal, RawObject, RequestId, e
 use mcp_plugins::{Hook, PluginChain, PluginContext};
 use serde_json::value::RawValue;
 
+use crate::modern::task_id::Origin;
 use crate::naming::ItemKind;
 use crate::scope::Scope;
 
@@ -89,8 +94,60 @@ pub(crate) async fn pre(
         public: public.to_owned(),
         principal: scope.ctx.principal.clone(),
         meta: scope.meta.map(ToOwned::to_owned),
+        subject: Subject::Result,
     });
     Ok(Some(governed))
+}
+
+/// The post hook of a task follow-up: the creating call's (`origin`), run on the `result` member
+/// of the task the backend answers with. `Ok(None)`: no plugin governs that call; an error when
+/// the runtime is failed and the creating method is hooked (fail closed, as the call itself).
+pub(crate) fn task_post(
+    scope: &Scope<'_>,
+    origin: &Origin,
+    backend: &str,
+) -> Result<Option<Governed>, ErrorObject> {
+    let (Some(runtime), Some((_, hook))) = (&scope.inner.plugins, hooks(origin.method)) else {
+        return Ok(None);
+    };
+    let chain = runtime.load()?;
+    let vhost = scope.ctx.vhost_id.as_str();
+    if !chain.applies(hook, vhost, backend, &origin.name) {
+        return Ok(None);
+    }
+    let kind = match hook {
+        Hook::PromptPostFetch => ItemKind::Prompt,
+        Hook::ResourcePostRead => ItemKind::Resource,
+        _ => ItemKind::Tool,
+    };
+    let public = scope
+        .namer()
+        .public(backend, &origin.name, kind)
+        .into_owned();
+    Ok(Some(Governed {
+        post: Some(PostHook {
+            chain,
+            hook,
+            vhost: vhost.to_owned(),
+            backend: backend.to_owned(),
+            upstream: origin.name.clone(),
+            public,
+            principal: scope.ctx.principal.clone(),
+            meta: scope.meta.map(ToOwned::to_owned),
+            subject: Subject::TaskResult,
+        }),
+        ..Governed::default()
+    }))
+}
+
+/// What of the backend's answer a post hook looks at.
+#[derive(Clone, Copy)]
+enum Subject {
+    /// The result itself (the call's own answer).
+    Result,
+    /// The `result` member of a task (a tasks-extension follow-up); a task without one (still
+    /// working, failed, waiting for input) passes untouched.
+    TaskResult,
 }
 
 /// The post hook of one call, owned: it runs after the handler returned, on the relay.
@@ -103,6 +160,7 @@ pub(crate) struct PostHook {
     public: String,
     principal: Principal,
     meta: Option<Box<RawValue>>,
+    subject: Subject,
 }
 
 impl PostHook {
@@ -117,7 +175,24 @@ impl PostHook {
             let Some(result) = Envelope::parse(&message).ok().and_then(|env| env.result()) else {
                 return Ok(message);
             };
-            self.run(result).await?
+            match self.subject {
+                Subject::Result => self.run(result).await?,
+                Subject::TaskResult => {
+                    let Ok(mut task) = RawObject::from_raw(result) else {
+                        return Ok(message);
+                    };
+                    let Some(task_result) = task.get("result") else {
+                        return Ok(message);
+                    };
+                    match self.run(task_result).await? {
+                        Some(rewritten) => {
+                            task.set_raw("result", rewritten);
+                            Some(task.to_raw())
+                        }
+                        None => None,
+                    }
+                }
+            }
         };
         Ok(match rewritten {
             Some(result) => Bytes::from(encode_result(upstream_id, &result)),

@@ -6,6 +6,8 @@
 use std::future::Future;
 use std::task::{Context, Poll, Waker};
 
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use mcp_router::Sealer;
 use mcp_router::session::{
     BackendEra, BackendSession, KeyRing, SealedSessionStore, SessionRecord, SessionStore,
@@ -100,6 +102,13 @@ proptest! {
         let sealer = Sealer::new(SECRET);
         let bind: Vec<&str> = binding.iter().map(String::as_str).collect();
         let handle = sealer.seal(&purpose, &bind, &payload);
+        // Encrypted: the handle is base64url of nonce, ciphertext and tag, and the payload is
+        // nowhere in it (8 random bytes reappearing by chance: 2^-64 per position).
+        let raw = URL_SAFE_NO_PAD.decode(&handle).expect("base64url");
+        prop_assert_eq!(raw.len(), payload.len() + 28);
+        if payload.len() >= 8 {
+            prop_assert!(!raw.windows(8).any(|w| w == &payload[..8]));
+        }
         prop_assert_eq!(sealer.open(&purpose, &bind, &handle), Ok(payload));
         // Any other binding (one more field, or a field changed) refuses the handle.
         let mut longer = bind.clone();
@@ -119,6 +128,7 @@ proptest! {
         handle in prop_oneof![
             any::<String>(),
             "[A-Za-z0-9_-]{0,40}\\.[A-Za-z0-9_-]{0,60}",
+            "[A-Za-z0-9_-]{36,160}",
         ],
     ) {
         let sealer = Sealer::new(SECRET);

@@ -399,10 +399,7 @@ impl EffectiveConfig {
             "local" => SessionsKind::Local,
             "redis" => {
                 let url = r.opt_str("sessions.url").unwrap_or("").to_owned();
-                if !matches!(
-                    Url::parse(&url).map(|u| u.scheme().to_owned()).as_deref(),
-                    Ok("redis" | "rediss")
-                ) {
+                if !is_redis_url(&url) {
                     r.fail(
                         "sessions.url",
                         "must be a redis:// (or rediss://) URL when sessions.kind = \"redis\"",
@@ -435,7 +432,16 @@ impl EffectiveConfig {
                         }
                     },
                 };
-                SessionsKind::Sealed { keys }
+                // Optional with sealed ids: the Redis of the node bus (revocations, answers and
+                // cancellations reach every node).
+                let bus_url = r.opt_str("sessions.url").map(str::to_owned);
+                if bus_url.as_deref().is_some_and(|url| !is_redis_url(url)) {
+                    r.fail(
+                        "sessions.url",
+                        "must be a redis:// (or rediss://) URL (the node bus) when set with sessions.kind = \"sealed\"",
+                    );
+                }
+                SessionsKind::Sealed { keys, bus_url }
             }
             other => {
                 r.fail(
@@ -625,6 +631,14 @@ impl EffectiveConfig {
             sources,
         })
     }
+}
+
+/// Whether `url` parses as a Redis URL (`redis://` or `rediss://`).
+fn is_redis_url(url: &str) -> bool {
+    matches!(
+        Url::parse(url).map(|u| u.scheme().to_owned()).as_deref(),
+        Ok("redis" | "rediss")
+    )
 }
 
 #[cfg(test)]

@@ -258,6 +258,8 @@ pub enum SessionsKind {
     Sealed {
         /// The key ring read from the `sessions.keys_env` variable.
         keys: String,
+        /// `sessions.url`, optional here: the Redis of the node bus.
+        bus_url: Option<String>,
     },
 }
 

@@ -8,5 +8,6 @@ mod support;
 mod auth;
 mod bounds;
 mod destinations;
+mod ids;
 mod scope;
 mod stdio;

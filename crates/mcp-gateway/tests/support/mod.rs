@@ -567,13 +567,23 @@ pub async fn legacy_post(
 /// Opens a 2025-11-25 session for `sub` (`initialize` + `notifications/initialized`) and returns
 /// its id.
 pub async fn legacy_initialize(addr: SocketAddr, sub: &str, vhost: &str) -> String {
+    legacy_initialize_with(addr, sub, vhost, json!({})).await
+}
+
+/// [`legacy_initialize`] declaring the client `capabilities`.
+pub async fn legacy_initialize_with(
+    addr: SocketAddr,
+    sub: &str,
+    vhost: &str,
+    capabilities: Value,
+) -> String {
     let init = legacy_post(
         addr,
         sub,
         vhost,
         None,
         &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
+            "protocolVersion": "2025-11-25", "capabilities": capabilities,
             "clientInfo": {"name": "gateway-tests", "version": "0"}}}),
     )
     .await;

@@ -233,6 +233,15 @@ async fn end_session(
 ) -> Response<McpBody> {
     let record = match inner.sessions.remove(session_id).await {
         Ok(record) => record,
+        Err(crate::session::SessionStoreError::Limit(why)) => {
+            return respond::error(
+                StatusCode::TOO_MANY_REQUESTS,
+                None,
+                &ErrorObject::invalid_request(format!(
+                    "Cannot end the session: {why} (it ends when it expires)"
+                )),
+            );
+        }
         Err(e) => {
             tracing::warn!(error = %e, "session store failure on DELETE");
             return respond::error(
@@ -244,6 +253,11 @@ async fn end_session(
     };
     // Its GET streams, replay buffers (and the SSE bridge session on them) go with it.
     inner.session_ended(session_id);
+    if let (Some(bus), Some(revocation)) = (&inner.bus, inner.sessions.revocation(session_id)) {
+        // A sealed id cannot be invalidated: every node must refuse it.
+        bus.publish("all", &crate::bus::BusMessage::Revoke(revocation))
+            .await;
+    }
     if let Some(record) = record {
         let caps = RawValue::from_string(record.client_capabilities.clone())
             .unwrap_or_else(|_| empty_object());

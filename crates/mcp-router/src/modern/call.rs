@@ -41,8 +41,9 @@ use mcp_core::{
 };
 use serde_json::value::RawValue;
 
+use super::parked;
 use super::request_state::{self, State};
-use super::{parked, task_id};
+use super::task_id::{self, Origin};
 use mcp_fallback::ToolHints;
 
 use crate::body::{self, McpBody};
@@ -70,6 +71,19 @@ struct Routed<'a> {
     backend: &'a str,
     config: &'a BackendConfig,
     upstream: String,
+    /// For a task follow-up: the task.
+    task: Option<FollowedTask>,
+}
+
+/// The task a follow-up (`tasks/get|update|cancel`) names.
+#[derive(Clone)]
+struct FollowedTask {
+    /// The call that created it.
+    origin: Origin,
+    /// The backend's own id (`Routed::upstream`) and the gateway id the client knows it by.
+    /// Answers about that task show the client's id again: sealing afresh (a new nonce) would
+    /// give one task a new id on every follow-up.
+    ids: (String, String),
 }
 
 /// Answers a targeted call.
@@ -84,15 +98,21 @@ pub(crate) async fn targeted(
         Ok(prepared) => prepared,
         Err(error) => return respond::error(StatusCode::OK, Some(id), &error),
     };
-    let governed = plugins::pre(
-        scope,
-        method,
-        routed.backend,
-        &routed.upstream,
-        &public,
-        &mut params,
-    )
-    .await;
+    let governed = match &routed.task {
+        // A task's result is its creating call's result: that call's post hook applies to it.
+        Some(task) => plugins::task_post(scope, &task.origin, routed.backend),
+        None => {
+            plugins::pre(
+                scope,
+                method,
+                routed.backend,
+                &routed.upstream,
+                &public,
+                &mut params,
+            )
+            .await
+        }
+    };
     match (governed, parked) {
         (Ok(_), Some(token)) => {
             let binding = scope.binding(&[routed.backend, method.as_str(), &routed.upstream]);
@@ -170,19 +190,23 @@ fn prepare_task<'a>(
 ) -> Result<Prepared<'a>, ErrorObject> {
     let unknown = || ErrorObject::invalid_params("Unknown task");
     let public = params.get_str("taskId").ok_or_else(unknown)?;
-    let (backend, raw) =
+    let task =
         task_id::open(&scope.inner.sealer, &scope.binding(&[]), &public).map_err(|_| unknown())?;
     let (backend, config) = scope
         .ctx
         .vhost
         .backends
-        .get_key_value(&backend)
+        .get_key_value(&task.backend)
         .ok_or_else(unknown)?;
-    params.set_str("taskId", &raw);
+    params.set_str("taskId", &task.raw);
     let routed = Routed {
         backend: backend.as_str(),
         config,
-        upstream: raw,
+        upstream: task.raw.clone(),
+        task: Some(FollowedTask {
+            origin: task.origin,
+            ids: (task.raw, public.clone()),
+        }),
     };
     Ok((routed, params.into_owned(), public, None))
 }
@@ -255,6 +279,7 @@ async fn resolve<'a>(
             backend: backend.as_str(),
             config,
             upstream: t.upstream.into_owned(),
+            task: None,
         })
     };
     match namer.resolve(public, kind) {
@@ -391,6 +416,17 @@ struct Finish {
     state_binding: Vec<String>,
     /// What gateway task ids of this caller are bound to.
     task_binding: Vec<String>,
+    /// The call a task created by this answer belongs to, or the task followed up.
+    task: AnswerTask,
+}
+
+/// What a task id in an answer refers to.
+#[derive(Clone)]
+enum AnswerTask {
+    /// A task this call may create: created by this call.
+    Created(Origin),
+    /// The task a follow-up names.
+    Followed(FollowedTask),
 }
 
 /// Most MRTR rounds the gateway drives for a 2025 client before giving up.
@@ -557,6 +593,13 @@ async fn relay_call(
             era: scope.era,
             state_binding,
             task_binding: scope.binding(&[]).into_iter().map(str::to_owned).collect(),
+            task: match routed.task.clone() {
+                Some(task) => AnswerTask::Followed(task),
+                None => AnswerTask::Created(Origin {
+                    method,
+                    name: routed.upstream.clone(),
+                }),
+            },
         },
         done: false,
         answered: false,
@@ -658,7 +701,7 @@ impl ParkedCall {
         let owner = owner.join("\u{0}");
         let token = inner.parked.park(self, &owner, left)?;
         let ttl = left.as_secs().max(1);
-        let binding: Vec<&str> = binding.iter().map(String::as_str).collect();
+        let binding = as_strs(&binding);
         let state = request_state::wrap_parked(&inner.sealer, &binding, &token, ttl);
         let mut result = RawObject::new();
         result.set_str("resultType", "input_required");
@@ -1348,30 +1391,27 @@ impl Relay {
                 Method::TasksGet | Method::TasksUpdate | Method::TasksCancel
             );
         if is_task && let Some(raw) = obj.get_str("taskId") {
-            let binding: Vec<&str> = self
-                .finish
-                .task_binding
-                .iter()
-                .map(String::as_str)
-                .collect();
-            obj.set_str(
-                "taskId",
-                &task_id::seal(&self.inner.sealer, &binding, &self.finish.backend, &raw),
-            );
+            let public = match &self.finish.task {
+                AnswerTask::Followed(task) if task.ids.0 == raw => task.ids.1.clone(),
+                AnswerTask::Followed(FollowedTask { origin, .. }) | AnswerTask::Created(origin) => {
+                    task_id::seal(
+                        &self.inner.sealer,
+                        &as_strs(&self.finish.task_binding),
+                        &self.finish.backend,
+                        &raw,
+                        origin,
+                    )
+                }
+            };
+            obj.set_str("taskId", &public);
             changed = true;
         }
         if obj.get_str("resultType").as_deref() == Some("input_required")
             && let Some(state) = obj.get_str("requestState")
         {
-            let binding: Vec<&str> = self
-                .finish
-                .state_binding
-                .iter()
-                .map(String::as_str)
-                .collect();
             let wrapped = request_state::wrap(
                 &self.inner.sealer,
-                &binding,
+                &as_strs(&self.finish.state_binding),
                 &state,
                 self.inner.request_state_ttl_secs,
             );
@@ -1402,4 +1442,9 @@ impl Relay {
         }
         changed.then(|| obj.to_raw())
     }
+}
+
+/// A binding kept as owned strings, as the sealer takes it.
+fn as_strs(owned: &[String]) -> Vec<&str> {
+    owned.iter().map(String::as_str).collect()
 }

@@ -6,7 +6,7 @@ pub(crate) mod list;
 mod parked;
 mod request_state;
 mod subscribe;
-mod task_id;
+pub(crate) mod task_id;
 mod validate;
 
 use std::sync::Arc;

@@ -3,6 +3,7 @@
 mod local;
 mod record;
 pub mod redis;
+mod revoked;
 pub mod sealed;
 mod store;
 
@@ -12,4 +13,4 @@ pub use redis::{
     DEFAULT_SESSION_KEY_PREFIX, RedisSessionStore, RedisSessionStoreConfig, RedisSessionStoreError,
 };
 pub use sealed::{KeyRing, KeyRingError, MAX_KEY_ID_LEN, SEALED_KEY_LEN, SealedSessionStore};
-pub use store::{SessionStore, SessionStoreError, StoreFuture};
+pub use store::{Revocation, SessionStore, SessionStoreError, StoreFuture};

@@ -22,9 +22,17 @@
 //!   refresh it, because that would need a new id and the client keeps the one it was given; a
 //!   session therefore ends `idle_ttl` after `initialize` however busy it is, and the client
 //!   re-initialises.
-//! - **No revocation.** [`remove`](SessionStore::remove) (DELETE) returns the record but cannot
-//!   invalidate the id: a copy of it keeps working until it expires (or its key leaves the ring).
-//!   There is no server-side revocation before expiry.
+//! - **Revocation is remembered, not stored.** [`remove`](SessionStore::remove) (DELETE) cannot
+//!   invalidate the id itself, so the node puts the id's nonce in a revocation set kept until the
+//!   id expires anyway (at most the idle TTL: expiry is absolute) and refuses it from then on;
+//!   with a node bus the engine publishes the [`Revocation`] and every node adds it to its own set
+//!   ([`SessionStore::revoke`]). The set is bounded
+//!   ([`with_revocation_limits`](SealedSessionStore::with_revocation_limits)) in all and per
+//!   principal, and refuses rather than evicts (a forgotten revocation would revive a session): a
+//!   DELETE over the principal's share fails with [`SessionStoreError::Limit`] and its session
+//!   lives until it expires. Without a bus, other nodes accept the ended id until it expires; a
+//!   node that was down or disconnected from the bus when the revocation was published, or that
+//!   starts later, does too (delivery is at most once).
 //! - **No updates.** [`update`](SessionStore::update) returns `false`: the id cannot change under
 //!   the client, so a changed record (a revived backend, a new log level, subscriptions) is not
 //!   persisted; the engine keeps working with the record sealed in the id, and repeats the repair
@@ -50,7 +58,8 @@ use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_S
 use serde::{Deserialize, Serialize};
 
 use super::record::{BackendEra, BackendSession, SessionRecord};
-use super::store::{SessionStore, SessionStoreError, StoreFuture};
+use super::revoked::{Full, IdNonce, RevokedIds};
+use super::store::{Revocation, SessionStore, SessionStoreError, StoreFuture};
 
 /// Length of a key, in bytes (AES-256).
 pub const SEALED_KEY_LEN: usize = 32;
@@ -318,8 +327,8 @@ fn now_secs() -> u64 {
 
 /// Stateless sessions: the downstream `Mcp-Session-Id` is the [`SessionRecord`] sealed with
 /// AES-256-GCM under a [`KeyRing`]. Any node with the ring serves any session; nothing is stored.
-/// See the [module docs](self) for the format, key rotation and the limits (absolute expiry, no
-/// revocation, no updates).
+/// See the [module docs](self) for the format, key rotation and the limits (absolute expiry,
+/// revocation by a bounded set per node, no updates).
 ///
 /// ```
 /// use mcp_router::session::{KeyRing, SealedSessionStore, SessionRecord, SessionStore};
@@ -336,12 +345,25 @@ fn now_secs() -> u64 {
 /// assert!(id.starts_with("k1."));
 /// assert_eq!(store.get(&id).await.unwrap().as_deref(), Some(&record));
 /// assert!(store.get("k1.garbage").await.unwrap().is_none());
+/// // DELETE: this store refuses the id from now on (and tells other nodes, given a node bus).
+/// assert!(store.remove(&id).await.unwrap().is_some());
+/// assert!(store.get(&id).await.unwrap().is_none());
 /// # }
 /// ```
+///
+/// [`with_revocation_limits`]: SealedSessionStore::with_revocation_limits
 pub struct SealedSessionStore {
     ring: Arc<KeyRing>,
     idle_ttl: Duration,
     rng: SystemRandom,
+    revoked: RevokedIds,
+}
+
+/// An authentic, unexpired id, opened.
+struct Opened {
+    record: SessionRecord,
+    nonce: IdNonce,
+    expires: u64,
 }
 
 impl fmt::Debug for SealedSessionStore {
@@ -356,6 +378,10 @@ impl fmt::Debug for SealedSessionStore {
 impl SealedSessionStore {
     /// Default lifetime of a sealed session (30 minutes, like the local store's idle timeout).
     pub const DEFAULT_IDLE_TTL: Duration = Duration::from_secs(30 * 60);
+    /// Default bound of the revocation set (like the local store's session limit).
+    pub const DEFAULT_MAX_REVOKED: usize = 100_000;
+    /// Default bound of one principal's share of the revocation set.
+    pub const DEFAULT_MAX_REVOKED_PER_PRINCIPAL: usize = 1_000;
 
     /// A store sealing with the newest key of `ring`, sessions living
     /// [`DEFAULT_IDLE_TTL`](Self::DEFAULT_IDLE_TTL).
@@ -364,7 +390,20 @@ impl SealedSessionStore {
             ring: Arc::new(ring),
             idle_ttl: Self::DEFAULT_IDLE_TTL,
             rng: SystemRandom::new(),
+            revoked: RevokedIds::new(
+                Self::DEFAULT_MAX_REVOKED,
+                Self::DEFAULT_MAX_REVOKED_PER_PRINCIPAL,
+            ),
         }
+    }
+
+    /// Bounds the set of ended sessions this node remembers until they expire: at most
+    /// `max_total` in all and `max_per_principal` of one principal (see the
+    /// [module docs](self)).
+    #[must_use]
+    pub fn with_revocation_limits(mut self, max_total: usize, max_per_principal: usize) -> Self {
+        self.revoked = RevokedIds::new(max_total, max_per_principal);
+        self
     }
 
     /// Sets how long a session lives after it was created (rounded up to whole seconds, at least
@@ -413,9 +452,42 @@ impl SealedSessionStore {
         Ok(id)
     }
 
-    /// The record sealed in `id` if it is authentic under a key of the ring and not expired at
-    /// `now`; `None` for anything else.
+    /// The record sealed in `id` if it is authentic under a key of the ring, not expired at
+    /// `now` and not revoked; `None` for anything else.
     fn open_at(&self, id: &str, now: u64) -> Option<SessionRecord> {
+        let opened = self.unseal(id, now)?;
+        (!self.revoked.contains(&opened.nonce)).then_some(opened.record)
+    }
+
+    /// Ends the session `id` on this node: `Ok(None)` if it is unknown or already ended.
+    fn revoke_at(&self, id: &str, now: u64) -> Result<Option<SessionRecord>, SessionStoreError> {
+        let Some(opened) = self.unseal(id, now) else {
+            return Ok(None);
+        };
+        if self.revoked.contains(&opened.nonce) {
+            return Ok(None);
+        }
+        let record = opened.record;
+        self.revoked
+            .insert(
+                opened.nonce,
+                &record.issuer,
+                &record.subject,
+                opened.expires,
+                now,
+            )
+            .map_err(|full| {
+                SessionStoreError::Limit(match full {
+                    Full::Principal => "too many ended sessions of this principal not expired yet",
+                    Full::Total => "too many ended sessions not expired yet",
+                })
+            })?;
+        Ok(Some(record))
+    }
+
+    /// The record, nonce and expiry of `id` if it is authentic under a key of the ring and not
+    /// expired at `now` (revoked or not).
+    fn unseal(&self, id: &str, now: u64) -> Option<Opened> {
         if id.len() > MAX_ID_LEN {
             return None;
         }
@@ -426,7 +498,8 @@ impl SealedSessionStore {
             return None;
         }
         let mut sealed = buf.split_off(NONCE_LEN);
-        let nonce = Nonce::try_assume_unique_for_key(&buf).ok()?;
+        let id_nonce: IdNonce = buf.as_slice().try_into().ok()?;
+        let nonce = Nonce::assume_unique_for_key(id_nonce);
         let plain = key
             .key
             .open_in_place(nonce, Aad::from(aad(&key.id)), &mut sealed)
@@ -435,7 +508,12 @@ impl SealedSessionStore {
         if now >= compact.exp {
             return None;
         }
-        compact.into_record()
+        let expires = compact.exp;
+        Some(Opened {
+            record: compact.into_record()?,
+            nonce: id_nonce,
+            expires,
+        })
     }
 }
 
@@ -460,9 +538,45 @@ impl SessionStore for SealedSessionStore {
         false
     }
 
-    /// Returns the record but cannot revoke the id (see the module docs).
+    /// Returns the record and revokes the id on this node (see the module docs).
     fn remove<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<Arc<SessionRecord>>> {
-        self.get(id)
+        let result = self.revoke_at(id, now_secs()).map(|r| r.map(Arc::new));
+        Box::pin(async move { result })
+    }
+
+    /// The id's nonce, principal and expiry, for the other nodes (also once revoked here).
+    fn revocation(&self, id: &str) -> Option<Revocation> {
+        let opened = self.unseal(id, now_secs())?;
+        Some(Revocation {
+            nonce: URL_SAFE_NO_PAD.encode(opened.nonce),
+            expires: opened.expires,
+            issuer: opened.record.issuer,
+            subject: opened.record.subject,
+        })
+    }
+
+    fn revoke(&self, revocation: &Revocation) {
+        let Some(nonce) = URL_SAFE_NO_PAD
+            .decode(&revocation.nonce)
+            .ok()
+            .and_then(|n| IdNonce::try_from(n.as_slice()).ok())
+        else {
+            tracing::debug!("ignoring a malformed session revocation");
+            return;
+        };
+        let recorded = self.revoked.insert(
+            nonce,
+            &revocation.issuer,
+            &revocation.subject,
+            revocation.expires,
+            now_secs(),
+        );
+        if let Err(full) = recorded {
+            tracing::warn!(
+                ?full,
+                "revocation set full: another node's ended session stays usable here until it expires"
+            );
+        }
     }
 }
 
@@ -510,7 +624,8 @@ mod tests {
 
     #[tokio::test]
     async fn round_trip_through_the_trait() {
-        let store = SealedSessionStore::new(ring(&[("k1", random_key())]));
+        let key = random_key();
+        let store = SealedSessionStore::new(ring(&[("k1", key)]));
         let mut rec = record();
         rec.backends[1].era = None;
         rec.backends[1].upstream_session_id = None;
@@ -520,13 +635,30 @@ mod tests {
         assert_eq!(store.get(&id).await.expect("get").as_deref(), Some(&rec));
         let other = store.create(rec.clone()).await.expect("create");
         assert_ne!(id, other, "fresh nonce per seal");
-        // Documented limits: update cannot change the id; remove cannot revoke it.
+        // Documented limit: update cannot change the id.
         assert!(!store.update(&id, record()).await.expect("update"));
+        // remove revokes it here; another node learns it from the revocation.
+        let elsewhere = SealedSessionStore::new(ring(&[("k1", key)]));
         assert_eq!(
             store.remove(&id).await.expect("remove").as_deref(),
             Some(&rec)
         );
-        assert_eq!(store.get(&id).await.expect("get").as_deref(), Some(&rec));
+        assert_eq!(store.get(&id).await.expect("get"), None);
+        assert_eq!(store.remove(&id).await.expect("remove"), None, "once");
+        assert_eq!(store.get(&other).await.expect("get").as_deref(), Some(&rec));
+        assert_eq!(
+            elsewhere.get(&id).await.expect("get").as_deref(),
+            Some(&rec),
+            "not told yet"
+        );
+        let revocation = store.revocation(&id).expect("a revocation");
+        assert!(!format!("{revocation:?}").contains(&id));
+        elsewhere.revoke(&revocation);
+        assert_eq!(elsewhere.get(&id).await.expect("get"), None);
+        assert_eq!(
+            elsewhere.get(&other).await.expect("get").as_deref(),
+            Some(&rec)
+        );
         // Minimal record: empty fields are omitted and come back empty.
         let minimal = SessionRecord {
             client_capabilities: String::new(),
@@ -540,6 +672,42 @@ mod tests {
             store.get(&id).await.expect("get").as_deref(),
             Some(&minimal)
         );
+    }
+
+    #[tokio::test]
+    async fn a_principal_over_its_share_of_revocations_cannot_end_more_sessions() {
+        let store =
+            SealedSessionStore::new(ring(&[("k1", random_key())])).with_revocation_limits(3, 2);
+        let mine: Vec<String> = {
+            let mut ids = Vec::new();
+            for _ in 0..3 {
+                ids.push(store.create(record()).await.expect("create"));
+            }
+            ids
+        };
+        for id in &mine[..2] {
+            assert!(store.remove(id).await.expect("remove").is_some());
+        }
+        assert_eq!(
+            store.remove(&mine[2]).await,
+            Err(SessionStoreError::Limit(
+                "too many ended sessions of this principal not expired yet"
+            ))
+        );
+        assert!(
+            store.get(&mine[2]).await.expect("get").is_some(),
+            "a refused DELETE leaves the session working"
+        );
+        let theirs = SessionRecord {
+            subject: "someone-else".into(),
+            ..record()
+        };
+        let id = store.create(theirs).await.expect("create");
+        assert!(store.remove(&id).await.expect("remove").is_some());
+        assert_eq!(store.get(&id).await.expect("get"), None);
+        for id in &mine[..2] {
+            assert_eq!(store.get(id).await.expect("get"), None, "still revoked");
+        }
     }
 
     #[test]

@@ -4,6 +4,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use serde::{Deserialize, Serialize};
+
 use super::record::SessionRecord;
 
 /// A boxed store future.
@@ -66,4 +68,33 @@ pub trait SessionStore: Send + Sync + 'static {
     fn exists<'a>(&'a self, id: &'a str) -> StoreFuture<'a, bool> {
         Box::pin(async move { Ok(self.get(id).await?.is_some()) })
     }
+    /// What the other gateway nodes must be told after [`remove`](Self::remove) ended `id`, so
+    /// that it stops working there too; the engine publishes it on the node bus when there is
+    /// one. `None` (the default) for a store whose sessions live in one place every node asks
+    /// (local, Redis); the sealed store's ids live with the client, so every node keeps its own
+    /// set of revoked ids.
+    fn revocation(&self, _id: &str) -> Option<Revocation> {
+        None
+    }
+    /// Applies a [`revocation`](Self::revocation) another node published (default: nothing).
+    fn revoke(&self, _revocation: &Revocation) {}
+}
+
+/// A session one node ended that the others must refuse too (see
+/// [`SessionStore::revocation`]): what the sealed store needs to recognise the id (its nonce,
+/// principal and expiry), never the record.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Revocation {
+    /// The revoked id's nonce, base64url.
+    #[serde(rename = "n")]
+    pub(crate) nonce: String,
+    /// When the id expires anyway (Unix seconds): the revocation is kept until then.
+    #[serde(rename = "x")]
+    pub(crate) expires: u64,
+    /// The issuer of the session's principal (revocations are bounded per principal).
+    #[serde(rename = "i")]
+    pub(crate) issuer: String,
+    /// The subject of the session's principal.
+    #[serde(rename = "s")]
+    pub(crate) subject: String,
 }

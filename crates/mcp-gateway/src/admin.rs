@@ -3,7 +3,7 @@
 //! | path | answer |
 //! |---|---|
 //! | `GET /healthz` | `200 {"status":"ok"}` while the process serves (liveness) |
-//! | `GET /readyz` | `200 {"status":"ready","checks":{...}}`, or `503 {"status":"unready",...}` when the user config store is unreachable or the gateway is draining; `checks.backends` lists every backend called so far by name with its circuit breaker state and trips, never its URL (a URL may carry credentials in its query or userinfo); detail only: an open breaker does not make the gateway unready |
+//! | `GET /readyz` | `200 {"status":"ready","checks":{...}}`, or `503 {"status":"unready",...}` when the user config store is unreachable or the gateway is draining; `checks.backends` has one row per backend name called so far: the worst state of its breakers (one per tenant and credentials), how many there are and how many are not closed, and their trips, never a URL or a principal (a URL may carry credentials in its query or userinfo); detail only: an open breaker does not make the gateway unready |
 //! | `GET /metrics` | Prometheus text format (see [`crate::metrics`](crate#metrics)) |
 
 use std::convert::Infallible;
@@ -71,17 +71,41 @@ impl AdminState {
     /// does not make the gateway unready (the other backends still serve); it is detail for
     /// operators. The URL is left out: a user configuration's URL may carry a token in its query
     /// or userinfo, and the readiness answer is no place for it.
+    ///
+    /// Breakers are per credential scope (one per tenant and backend), so the detail is one row
+    /// per backend name: the worst state of its breakers, how many there are, how many are not
+    /// closed, and their trips in total (nothing per tenant: the admin answer names no principal).
     fn backend_detail(&self) -> Vec<serde_json::Value> {
-        self.breakers
-            .snapshots()
-            .into_iter()
-            .map(|(key, snapshot)| {
-                // Registry keys start with "<backend name>\0" (see mcp-router's upstream module).
-                let name = key.split('\u{0}').next().unwrap_or_default();
+        use mcp_breaker::BreakerState;
+        fn severity(state: BreakerState) -> u8 {
+            match state {
+                BreakerState::Open | BreakerState::ForcedOpen => 3,
+                BreakerState::HalfOpen => 2,
+                BreakerState::ForcedClosed => 1,
+                _ => 0,
+            }
+        }
+        let mut rows: std::collections::BTreeMap<String, (BreakerState, usize, usize, u64)> =
+            std::collections::BTreeMap::new();
+        for (key, snapshot) in self.breakers.snapshots() {
+            // Registry keys start with "<backend name>\0" (see mcp-router's upstream module).
+            let name = key.split('\u{0}').next().unwrap_or_default().to_owned();
+            let row = rows.entry(name).or_insert((BreakerState::Closed, 0, 0, 0));
+            if severity(snapshot.state) > severity(row.0) {
+                row.0 = snapshot.state;
+            }
+            row.1 += 1;
+            row.2 += usize::from(snapshot.state != BreakerState::Closed);
+            row.3 += u64::from(snapshot.trips);
+        }
+        rows.into_iter()
+            .map(|(name, (state, breakers, not_closed, trips))| {
                 json!({
                     "backend": name,
-                    "breaker": snapshot.state.as_str(),
-                    "trips": snapshot.trips,
+                    "breaker": state.as_str(),
+                    "breakers": breakers,
+                    "not_closed": not_closed,
+                    "trips": trips,
                 })
             })
             .collect()

@@ -278,7 +278,8 @@ impl ReplayBuffers {
             }
             None => {
                 table.unbuffered_next += 1;
-                format!("p{}", table.unbuffered_next)
+                // Never "p<n>": a session that gets a buffer later counts its own streams from p1.
+                format!("u{}", table.unbuffered_next)
             }
         }
     }

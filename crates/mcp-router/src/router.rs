@@ -510,7 +510,7 @@ impl McpRouterBuilder {
                 max_open_share: self.max_open_share,
                 inflight: InFlight::default(),
                 hints: ToolHintsTable::new(100_000),
-                stale: StaleAnswers::new(self.stale_entries),
+                stale: StaleAnswers::new(self.stale_entries, self.stale_if_error),
                 stale_if_error: self.stale_if_error,
                 replay: ReplayBuffers::new(self.replay),
                 streams: PrincipalSlots::new(self.max_streams_per_principal),

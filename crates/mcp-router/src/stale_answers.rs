@@ -27,20 +27,19 @@ pub(crate) struct StaleAnswers {
 }
 
 impl StaleAnswers {
-    /// At most `entries` answers; one principal holds at most a sixteenth of them (at least 64).
-    pub(crate) fn new(entries: usize) -> Self {
+    /// At most `entries` answers, each kept while it can still be served (`max_staleness`);
+    /// one principal holds at most a sixteenth of them (at least 64).
+    pub(crate) fn new(entries: usize, max_staleness: Duration) -> Self {
         let share = (entries / 16).max(MIN_SHARE).min(entries.max(1));
         Self {
-            table: ScopedTable::new(share, entries),
+            table: ScopedTable::new(share, entries, max_staleness),
         }
     }
 
     /// Stores `principal`'s good answer under `key`.
     pub(crate) fn insert(&self, principal: &Principal, key: StaleKey, value: &RawValue) {
         let entry = (Instant::now(), std::sync::Arc::from(value.to_owned()));
-        if !self.table.replace(&key, entry.clone()) {
-            let _ = self.table.get_or_insert_with(&key, principal, || entry);
-        }
+        let _ = self.table.upsert(&key, principal, entry);
     }
 
     /// The answer under `key` and its age, if stored less than `max_staleness` ago.

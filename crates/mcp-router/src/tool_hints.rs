@@ -7,6 +7,8 @@ use crate::upstream::{CredentialScope, ScopedTable, Target, Upstream};
 
 /// Each principal keeps at most this many tools' hints.
 const PER_PRINCIPAL: usize = 4096;
+/// Hints of tools nobody called or listed for this long may make room in a full table.
+const IDLE: std::time::Duration = std::time::Duration::from_secs(60 * 60);
 
 /// Tool annotations per (credential scope of the backend's primary address, upstream tool name),
 /// learnt from `tools/list` answers: what one caller's backend said never decides whether
@@ -21,7 +23,7 @@ pub(crate) struct ToolHintsTable {
 impl ToolHintsTable {
     pub(crate) fn new(max: usize) -> Self {
         Self {
-            hints: ScopedTable::new(PER_PRINCIPAL.min(max), max),
+            hints: ScopedTable::new(PER_PRINCIPAL.min(max), max, IDLE),
         }
     }
 
@@ -35,11 +37,7 @@ impl ToolHintsTable {
         let Some(key) = Self::key(target, tool) else {
             return;
         };
-        if !self.hints.replace(&key, hints) {
-            let _ = self
-                .hints
-                .get_or_insert_with(&key, target.principal, || hints);
-        }
+        let _ = self.hints.upsert(&key, target.principal, hints);
     }
 
     /// What is known about a tool (nothing known: not replayable).

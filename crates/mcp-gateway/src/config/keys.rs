@@ -549,13 +549,13 @@ pub static KEYS: &[KeySpec] = &[
         "backends.allow_destinations",
         L,
         List(&[]),
-        "when not empty, the only destinations backend connections may reach: CIDRs (10.0.0.0/8), addresses, host names as written in URLs (api.example.com, *.example.com); an entry also lifts the built-in denial of link-local and metadata addresses it covers",
+        "when not empty, the only destinations backend connections may reach: CIDRs (10.0.0.0/8), addresses, host names as written in URLs (api.example.com, *.example.com); an address or CIDR entry also lifts the built-in denial of the link-local and metadata addresses it covers (a host-name entry never does)",
     ),
     key(
         "backends.deny_destinations",
         L,
         List(&[]),
-        "destinations backend connections may never reach (CIDRs, addresses, host names), checked on the connected address (DNS answers included); wins over allow_destinations. Always denied: the gateway's own listeners; denied unless allowed: 169.254.0.0/16, fe80::/10, fd00:ec2::254, 100.100.100.200, 192.0.0.192, 168.63.129.16",
+        "destinations backend connections may never reach (CIDRs, addresses, host names), checked on the connected address (DNS answers included); wins over allow_destinations. Always denied: the gateway's own listeners; denied unless an address entry of allow_destinations covers them: 169.254.0.0/16, fe80::/10, fd00:ec2::254, 100.100.100.200, 192.0.0.192, 168.63.129.16",
     ),
     key(
         "backends.allow_authorization_passthrough",

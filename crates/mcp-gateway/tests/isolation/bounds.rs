@@ -433,7 +433,7 @@ async fn background_relays_are_capped_per_principal() {
 async fn an_expired_or_deleted_session_releases_its_streams_buffers_and_sse_bridge() {
     let s = setup(
         "iso-expiry",
-        "[sessions]\nkind = \"local\"\nidle_timeout_s = 5\n",
+        "[sessions]\nkind = \"local\"\nidle_timeout_s = 15\n",
     )
     .await;
     // bob's session ends with DELETE: its GET stream ends at once.

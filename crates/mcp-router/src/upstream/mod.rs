@@ -149,6 +149,9 @@ type MergedBreakerConfig = BreakerConfig;
 /// Most entries of the era, breaker and HTTP+SSE-discovery tables (each principal holds at most
 /// `max_sessions_per_principal` of them).
 const MAX_SCOPED_ENTRIES: usize = 100_000;
+/// How long an upstream session, breaker or HTTP+SSE discovery nobody uses is kept: a full
+/// table drops such entries (of anyone) before it refuses a newcomer.
+const SCOPED_IDLE: Duration = Duration::from_secs(30 * 60);
 
 /// The upstream client shared by every request of a router.
 pub(crate) struct Upstream {
@@ -196,14 +199,23 @@ impl Upstream {
         let http = transport::build_client(options.connect_timeout, options.destinations.clone());
         Self {
             sse: sse::SsePool::new(http.clone(), client_info.clone()),
-            sse_urls: ScopedTable::new(options.max_sessions_per_principal, MAX_SCOPED_ENTRIES),
+            sse_urls: ScopedTable::new(
+                options.max_sessions_per_principal,
+                MAX_SCOPED_ENTRIES,
+                options.era_ttl,
+            ),
             any_sse_url: std::sync::atomic::AtomicBool::new(false),
             http,
             sessions: SessionTable::new(options.max_sessions, options.max_sessions_per_principal),
-            eras: ScopedTable::new(options.max_sessions_per_principal, MAX_SCOPED_ENTRIES),
+            eras: ScopedTable::new(
+                options.max_sessions_per_principal,
+                MAX_SCOPED_ENTRIES,
+                options.era_ttl,
+            ),
             breaker_configs: ScopedTable::new(
                 options.max_sessions_per_principal,
                 MAX_SCOPED_ENTRIES,
+                SCOPED_IDLE,
             ),
             options,
             ids: AtomicU64::new(1),
@@ -449,7 +461,7 @@ impl Upstream {
                 let inserted =
                     self.breaker_configs
                         .get_or_insert_with(&key, &scope.principal, || merged);
-                if let Some((evicted, _)) = inserted.evicted {
+                for (evicted, _) in inserted.evicted {
                     self.breakers.remove(&evicted);
                 }
                 inserted.value?
@@ -551,12 +563,8 @@ impl Upstream {
             backend = target.name,
             "backend speaks the 2024-11-05 HTTP+SSE transport"
         );
-        let found = Instant::now();
-        if !self.sse_urls.replace(scope, found) {
-            let _ = self
-                .sse_urls
-                .get_or_insert_with(scope, &scope.principal, || found);
-        }
+        self.sse_urls
+            .upsert(scope, &scope.principal, Instant::now());
         self.any_sse_url.store(true, Ordering::Release);
         Ok(())
     }
@@ -786,9 +794,16 @@ impl Upstream {
     ) -> Result<(SessionKeyHandle, Arc<LegacySession>), UpstreamError> {
         let key = Self::session_key(target, scope);
         let slot = self.sessions.slot(&key)?;
-        let session = slot
+        let session = match slot
             .get_or_try_init(|| async { self.initialize(target, url).await.map(Arc::new) })
-            .await?;
+            .await
+        {
+            Ok(session) => session,
+            Err(e) => {
+                self.sessions.forget_failed(&key);
+                return Err(e);
+            }
+        };
         Ok((key, Arc::clone(session)))
     }
 

@@ -38,6 +38,11 @@ pub(crate) struct SessionKey {
 
 type Slot = Arc<OnceCell<Arc<LegacySession>>>;
 
+/// How long an upstream session no call uses stays in the table: a full table drops such
+/// sessions (they simply idle out at the backend; a later call initialises anew) before it
+/// refuses a newcomer.
+const IDLE: std::time::Duration = std::time::Duration::from_secs(30 * 60);
+
 /// The table of upstream sessions. Creation is single-flight per key: concurrent first calls of
 /// one caller make one `initialize`.
 #[derive(Debug)]
@@ -79,7 +84,7 @@ impl SessionTable {
     /// At most `max` sessions, `per_principal` of them one principal's.
     pub(crate) fn new(max: usize, per_principal: usize) -> Self {
         Self {
-            slots: ScopedTable::new(per_principal, max),
+            slots: ScopedTable::new(per_principal, max, IDLE),
             attached: Mutex::new(HashMap::new()),
             retired: Mutex::new(Retired::default()),
             max,
@@ -93,11 +98,17 @@ impl SessionTable {
         let inserted = self
             .slots
             .get_or_insert_with(key, &key.scope.principal, || Arc::new(OnceCell::new()));
-        if let Some((evicted, _)) = inserted.evicted {
-            self.lock_attached().remove(&evicted);
+        for (evicted, _) in &inserted.evicted {
+            self.lock_attached().remove(evicted);
             self.bump();
         }
         inserted.value.ok_or(UpstreamError::TooManySessions)
+    }
+
+    /// Forgets `key` when its session could not be initialised, so a failed slot does not hold
+    /// the caller's share (or the table's room) until it expires.
+    pub(crate) fn forget_failed(&self, key: &SessionKey) {
+        let _ = self.slots.remove_if(key, |slot| slot.get().is_none());
     }
 
     fn lock_attached(&self) -> std::sync::MutexGuard<'_, HashMap<SessionKey, usize>> {

@@ -21,7 +21,8 @@
 //!   `policy = "shared"` (or, for free-form commands, `stdio_policy = "shared"` with
 //!   `trust_user_commands`). Processes are keyed by the whole launch (entry or program, arguments,
 //!   environment with the user's values, working directory) and the principal unless shared. At
-//!   most `max_processes` run at once; beyond that a call fails at once.
+//!   most `max_processes` run at once, [`MAX_PROCESSES_PER_PRINCIPAL`] of them one principal's
+//!   (shared processes count for nobody); beyond that a call fails at once.
 //! - **Crashes**: a process that exits fails its calls in flight (`backend connection lost`),
 //!   is reaped, and is started again by the next call after a backoff (100 ms doubling to 5 s) —
 //!   until then calls fail at once. The backend's circuit breaker sees every failure.
@@ -62,8 +63,8 @@ pub(crate) fn label(config: &mcp_config_store::BackendConfig) -> Option<String> 
 struct ProcessKey {
     backend: String,
     launch: Launch,
-    /// (issuer, subject), unless the process is shared.
-    principal: Option<(String, String)>,
+    /// The caller, unless the process is shared.
+    principal: Option<mcp_core::Principal>,
 }
 
 impl LinkKey for ProcessKey {
@@ -71,7 +72,16 @@ impl LinkKey for ProcessKey {
     fn reapable(&self) -> bool {
         self.principal.is_some()
     }
+
+    /// Per-principal processes count against their principal's share of the pool.
+    fn principal(&self) -> Option<&mcp_core::Principal> {
+        self.principal.as_ref()
+    }
 }
+
+/// Most per-principal processes one principal runs at once, so one tenant (many backends, or
+/// many values of a `user_env` key) cannot take every process slot.
+pub(crate) const MAX_PROCESSES_PER_PRINCIPAL: usize = 8;
 
 /// The stdio processes of one router.
 pub(crate) struct StdioPool {
@@ -87,7 +97,8 @@ impl StdioPool {
                 max_processes,
                 UpstreamError::ProcessFailed,
                 UpstreamError::ProcessFailed,
-            ),
+            )
+            .per_principal(MAX_PROCESSES_PER_PRINCIPAL),
             rules,
             client_info,
         }
@@ -121,12 +132,7 @@ impl StdioPool {
             }
             UpstreamError::NotAllowed
         })?;
-        let principal = (!launch.shared).then(|| {
-            (
-                target.principal.issuer().to_owned(),
-                target.principal.subject().to_owned(),
-            )
-        });
+        let principal = (!launch.shared).then(|| target.principal.clone());
         let key = ProcessKey {
             backend: target.name.to_owned(),
             launch,

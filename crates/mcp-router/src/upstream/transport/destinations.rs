@@ -187,10 +187,17 @@ impl DestinationPolicy {
         if self.deny.iter().any(|r| r.matches(&host, ip)) {
             return false;
         }
-        if !self.allow.is_empty() {
-            return self.allow.iter().any(|r| r.matches(&host, ip));
+        if !self.allow.is_empty() && !self.allow.iter().any(|r| r.matches(&host, ip)) {
+            return false;
         }
-        !self.defaults.iter().any(|r| r.matches(&host, ip))
+        // A built-in denial (link-local, metadata) is lifted only by an address rule that covers
+        // the connected address: a host-name rule does not, since whoever controls that name's
+        // DNS could point it at the metadata service.
+        let lifted = self
+            .allow
+            .iter()
+            .any(|r| matches!(r, Rule::Net { .. }) && r.matches(&host, ip));
+        lifted || !self.defaults.iter().any(|r| r.matches(&host, ip))
     }
 
     fn is_own(&self, ip: IpAddr, port: u16, local: IpAddr) -> bool {
@@ -310,6 +317,10 @@ mod tests {
         assert!(policy.allows("api.corp.example", addr("192.168.1.1:80"), local));
         assert!(!policy.allows("corp.example", addr("192.168.1.1:80"), local));
         assert!(!policy.allows("LOCALHOST", addr("10.1.1.1:80"), local));
+        assert!(
+            !policy.allows("evil.corp.example", addr("169.254.169.254:80"), local),
+            "a host-name rule never lifts the metadata denial (its DNS may be rebound)"
+        );
         assert!(DestinationPolicy::new(&["10.0.0.0/33".into()], &[]).is_err());
         assert!(DestinationPolicy::new(&[], &["not a host".into()]).is_err());
     }

@@ -318,7 +318,7 @@ mod tests {
         assert!(!policy.allows("corp.example", addr("192.168.1.1:80"), local));
         assert!(!policy.allows("LOCALHOST", addr("10.1.1.1:80"), local));
         assert!(
-            !policy.allows("evil.corp.example", addr("169.254.169.254:80"), local),
+            !policy.allows("evil.corp.example", addr("169.254.1.1:80"), local),
             "a host-name rule never lifts the metadata denial (its DNS may be rebound)"
         );
         assert!(DestinationPolicy::new(&["10.0.0.0/33".into()], &[]).is_err());

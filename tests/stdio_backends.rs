@@ -175,7 +175,8 @@ async fn a_crashed_process_fails_its_call_and_is_restarted() {
     let snapshot = breakers
         .snapshots()
         .into_iter()
-        .find(|(key, _)| key.starts_with("py\u{0}stdio:"))
+        // Registry keys are "<backend name>\0<opaque credential scope id>".
+        .find(|(key, _)| key.starts_with("py\u{0}"))
         .expect("the stdio backend has a breaker");
     assert_eq!(snapshot.1.consecutive_failures, 1, "{snapshot:?}");
 

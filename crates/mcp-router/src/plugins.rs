@@ -175,9 +175,15 @@ impl PostHook {
             let Some(result) = Envelope::parse(&message).ok().and_then(|env| env.result()) else {
                 return Ok(message);
             };
+            let created_task = RawObject::from_raw(result)
+                .ok()
+                .and_then(|r| r.get_str("resultType"))
+                .is_some_and(|t| t == "task");
             match self.subject {
-                Subject::Result => self.run(result).await?,
-                Subject::TaskResult => {
+                Subject::Result if !created_task => self.run(result).await?,
+                // A task's result (`tasks/get`), or a created task that already carries one: the
+                // hook sees the tool's result inside it, so a task never bypasses it.
+                Subject::Result | Subject::TaskResult => {
                     let Ok(mut task) = RawObject::from_raw(result) else {
                         return Ok(message);
                     };
@@ -253,4 +259,65 @@ pub(crate) fn listed(
     .with_principal(Some(&scope.ctx.principal))
     .with_public_name(public);
     chain.listed(&ctx)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn redacting_hook(subject: Subject) -> PostHook {
+        let chain = mcp_plugins::Registry::new()
+            .load(
+                r#"version = 1
+[[plugins]]
+name = "redact"
+kind = "secret_filter"
+hooks = ["tool_post_invoke"]
+config = { action = "redact", detectors = [], patterns = { s = "top-secret" } }
+"#,
+                mcp_plugins::Format::Toml,
+            )
+            .expect("valid document");
+        PostHook {
+            chain: Arc::new(chain),
+            hook: Hook::ToolPostInvoke,
+            vhost: "vh".into(),
+            backend: "b".into(),
+            upstream: "t".into(),
+            public: "b-t".into(),
+            principal: Principal::new("i", "alice"),
+            meta: None,
+            subject,
+        }
+    }
+
+    async fn applied(hook: &PostHook, result: &str) -> String {
+        let id = RequestId::from(1);
+        let message = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{result}}}"#);
+        let out = hook
+            .apply(&id, Bytes::from(message))
+            .await
+            .expect("not denied");
+        String::from_utf8(out.to_vec()).expect("utf-8")
+    }
+
+    #[tokio::test]
+    async fn a_created_task_that_carries_its_result_gets_the_post_hook() {
+        let hook = redacting_hook(Subject::Result);
+        let direct = applied(
+            &hook,
+            r#"{"content":[{"type":"text","text":"top-secret"}]}"#,
+        )
+        .await;
+        assert!(!direct.contains("top-secret"), "control: {direct}");
+        let created = applied(
+            &hook,
+            r#"{"resultType":"task","taskId":"t1","status":"completed","result":{"content":[{"type":"text","text":"top-secret"}]}}"#,
+        )
+        .await;
+        assert!(!created.contains("top-secret"), "{created}");
+        assert!(created.contains(r#""taskId":"t1""#), "{created}");
+        let working = r#"{"resultType":"task","taskId":"t2","status":"working"}"#;
+        assert!(applied(&hook, working).await.contains(working));
+    }
 }

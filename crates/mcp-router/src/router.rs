@@ -192,8 +192,10 @@ impl McpRouter {
         McpRouterBuilder::default()
     }
 
-    /// The circuit breakers of every backend URL this router has called (keyed by backend name
-    /// and URL), for metrics, readiness detail and operator control.
+    /// The circuit breakers of every credential scope this router has called, for metrics,
+    /// readiness detail and operator control. Keys are `<backend name>\0<opaque id>`: the id
+    /// names the scope (address, credentials, principal) and the caller's breaker settings
+    /// without revealing them, so aggregate by the name part.
     pub fn breakers(&self) -> &mcp_breaker::BreakerRegistry {
         self.inner.upstream.breakers()
     }

@@ -282,7 +282,7 @@ impl Default for McpRouterBuilder {
             stale_if_error: Duration::from_secs(60),
             stale_entries: 10_000,
             replay: ReplayLimits::default(),
-            max_streams_per_principal: 32,
+            max_streams_per_principal: 256,
             max_relays_per_principal: 64,
             max_subscriptions: 256,
             session_check_interval: Duration::from_secs(30),
@@ -445,8 +445,11 @@ impl McpRouterBuilder {
     }
 
     /// The most notification streams one principal may hold open on this node: 2025 GET
-    /// streams and 2026-07-28 `subscriptions/listen` streams together (default 32). Each holds
-    /// upstream streams and follows; more are refused with `429` and JSON-RPC error `-32600`.
+    /// streams and 2026-07-28 `subscriptions/listen` streams together (default 256). Each holds
+    /// upstream streams and follows; more are refused with `429` and JSON-RPC error `-32600`. A
+    /// stream whose client left without closing it counts until the next write to it fails, so
+    /// the default leaves room for clients that abandon quiet streams (the official conformance
+    /// suite opens and drops dozens in one run).
     pub fn max_streams_per_principal(mut self, max: usize) -> Self {
         self.max_streams_per_principal = max;
         self

@@ -290,8 +290,8 @@ pub static KEYS: &[KeySpec] = &[
     key(
         "limits.max_streams_per_principal",
         I,
-        Int(32),
-        "most open notification streams of one principal on a node (2025 GET streams and 2026-07-28 subscriptions/listen); more get 429 (-32600)",
+        Int(256),
+        "most open notification streams of one principal on a node (2025 GET streams and 2026-07-28 subscriptions/listen); more get 429 (-32600). A stream whose client went away silently counts until the gateway next writes to it",
     ),
     key(
         "limits.max_background_relays_per_principal",

@@ -30,9 +30,9 @@ use jsonwebtoken::{Algorithm, EncodingKey, Header, encode, jwk::Jwk};
 use mcp_test_backends::{BackendSpec, TestBackend};
 use serde_json::{Value, json};
 use support::{
-    AUDIENCE, FIXTURES, GatewayProcess, HS256_LINE, ISSUER, Reply, base_config, bearer,
-    legacy_initialize, legacy_post, modern, modern_meta, modern_request, now, raw_exchange,
-    rpc_error, rs256_token, send, users_json, workdir,
+    AUDIENCE, AnyBody, FIXTURES, GatewayProcess, HS256_LINE, HandMadeServer, ISSUER, Reply,
+    base_config, bearer, legacy_initialize, legacy_post, modern, modern_meta, modern_request, now,
+    raw_exchange, rpc_error, rs256_token, send, users_json, workdir,
 };
 
 const PATH: &str = "/servers/vh1/mcp";
@@ -951,7 +951,7 @@ async fn tampered_cursors_and_request_states_are_invalid_params() {
     );
 }
 
-/// How a [`Misbehaving`] backend answers `tools/call` (discovery and lists are answered properly).
+/// How a [`misbehaving`] backend answers `tools/call` (discovery and lists are answered properly).
 #[derive(Clone, Copy, Debug)]
 enum Misbehaviour {
     /// `200 application/json` with a truncated JSON document.
@@ -986,8 +986,6 @@ impl Body for Endless {
         Poll::Ready(Some(Ok(Frame::data(next))))
     }
 }
-
-type AnyBody = http_body_util::combinators::BoxBody<Bytes, Infallible>;
 
 async fn misbehave(req: Request<Incoming>, how: Misbehaviour) -> Response<AnyBody> {
     let body = req
@@ -1054,42 +1052,8 @@ async fn misbehave(req: Request<Incoming>, how: Misbehaviour) -> Response<AnyBod
 }
 
 /// A plain hyper MCP "backend" that misbehaves on `tools/call`.
-struct Misbehaving {
-    addr: SocketAddr,
-    server: tokio::task::JoinHandle<()>,
-}
-
-impl Misbehaving {
-    async fn start(how: Misbehaviour) -> Self {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let addr = listener.local_addr().expect("addr");
-        let server = tokio::spawn(async move {
-            let mut connections = tokio::task::JoinSet::new();
-            while let Ok((stream, _)) = listener.accept().await {
-                connections.spawn(async move {
-                    let service = hyper::service::service_fn(move |req| async move {
-                        Ok::<_, Infallible>(misbehave(req, how).await)
-                    });
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
-                        .await;
-                });
-            }
-        });
-        Self { addr, server }
-    }
-
-    fn url(&self) -> String {
-        format!("http://{}/mcp", self.addr)
-    }
-}
-
-impl Drop for Misbehaving {
-    fn drop(&mut self) {
-        self.server.abort();
-    }
+async fn misbehaving(how: Misbehaviour) -> HandMadeServer {
+    HandMadeServer::start(move |req| misbehave(req, how)).await
 }
 
 /// Backends that answer garbage, a gigantic body, an endless event, no response head at all, or a
@@ -1133,7 +1097,7 @@ async fn misbehaving_backends_end_in_jsonrpc_errors() {
     let mut backends = Vec::new();
     let mut config = json!({"good": {"url": good.url()}});
     for (name, how, _) in &cases {
-        let backend = Misbehaving::start(*how).await;
+        let backend = misbehaving(*how).await;
         // Only the silent backend's timeout is the subject; the others get a margin a loaded
         // 2-core machine meets while 16 MiB cross the loopback (1.5 s did not, beside a build).
         let timeout_ms = if matches!(how, Misbehaviour::SilentHead) {

@@ -18,50 +18,17 @@ use mcp_test_backends::{BackendSpec, TestBackend};
 use mcp_test_support::EventStream;
 use serde_json::{Value, json};
 
-use crate::support::{GatewayProcess, base_config, bearer, legacy_post, rpc_error, workdir, write};
+use crate::support::{
+    AnyBody, GatewayProcess, HandMadeServer, base_config, bearer, legacy_post, rpc_error, workdir,
+    write,
+};
 
 /// A 2025-11-25 server that mints no `Mcp-Session-Id` (a stateless legacy server) and whose GET
 /// stream sends a log notification every 50 ms carrying the `x-api-key` it was opened with: what
 /// a backend says to one credential, for that credential only.
-struct KeyEcho {
-    addr: SocketAddr,
-    server: tokio::task::JoinHandle<()>,
+async fn key_echo_server() -> HandMadeServer {
+    HandMadeServer::start(key_echo).await
 }
-
-impl KeyEcho {
-    async fn start() -> Self {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let addr = listener.local_addr().expect("addr");
-        let server = tokio::spawn(async move {
-            let mut connections = tokio::task::JoinSet::new();
-            while let Ok((stream, _)) = listener.accept().await {
-                connections.spawn(async move {
-                    let service = hyper::service::service_fn(|req| async move {
-                        Ok::<_, Infallible>(key_echo(req).await)
-                    });
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
-                        .await;
-                });
-            }
-        });
-        Self { addr, server }
-    }
-
-    fn url(&self) -> String {
-        format!("http://{}/mcp", self.addr)
-    }
-}
-
-impl Drop for KeyEcho {
-    fn drop(&mut self) {
-        self.server.abort();
-    }
-}
-
-type AnyBody = http_body_util::combinators::BoxBody<Bytes, Infallible>;
 
 fn full(status: u16, content_type: &str, body: String) -> Response<AnyBody> {
     Response::builder()
@@ -256,7 +223,7 @@ async fn keys_seen(stream: &mut EventStream, n: usize) -> Vec<String> {
 /// (the same scope) shares her stream.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn get_streams_are_per_credential_scope() {
-    let backend = KeyEcho::start().await;
+    let backend = key_echo_server().await;
     let dir = workdir("iso-get-stream");
     write(
         dir.path(),

@@ -654,3 +654,54 @@ pub fn python_mcp1() -> Option<PathBuf> {
     eprintln!("\n*** SKIPPING INTEROP TEST: {reason} ***\n");
     None
 }
+
+/// A response body of a [`HandMadeServer`] handler.
+pub type AnyBody = http_body_util::combinators::BoxBody<Bytes, std::convert::Infallible>;
+
+/// A plain HTTP/1.1 server on a free loopback port answering every request with `handler`: for
+/// backends that must misbehave or say something precise that no real MCP server does. Stopped
+/// (its task aborted) when dropped.
+pub struct HandMadeServer {
+    pub addr: SocketAddr,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl HandMadeServer {
+    pub async fn start<F, Fut>(handler: F) -> Self
+    where
+        F: Fn(http::Request<hyper::body::Incoming>) -> Fut + Clone + Send + Sync + 'static,
+        Fut: std::future::Future<Output = http::Response<AnyBody>> + Send + 'static,
+    {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let server = tokio::spawn(async move {
+            let mut connections = tokio::task::JoinSet::new();
+            while let Ok((stream, _)) = listener.accept().await {
+                let handler = handler.clone();
+                connections.spawn(async move {
+                    let service = hyper::service::service_fn(move |req| {
+                        let answer = handler(req);
+                        async move { Ok::<_, std::convert::Infallible>(answer.await) }
+                    });
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        });
+        Self { addr, server }
+    }
+
+    /// `http://<addr>/mcp`.
+    pub fn url(&self) -> String {
+        format!("http://{}/mcp", self.addr)
+    }
+}
+
+impl Drop for HandMadeServer {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}

@@ -518,8 +518,11 @@ impl Upstream {
     /// upstream session to show callers.
     pub(crate) fn is_linked(&self, target: &Target<'_>) -> bool {
         stdio::label(target.config).is_some()
-            || Self::url(target)
-                .is_ok_and(|url| self.speaks_sse(target, &Self::scope(target, url.as_str())))
+            || target.config.transport == Transport::Sse
+            // The scope (a digest) only when some scope was found to speak HTTP+SSE.
+            || (self.any_sse_url.load(Ordering::Acquire)
+                && Self::url(target)
+                    .is_ok_and(|url| self.speaks_sse(target, &Self::scope(target, url.as_str()))))
     }
 
     /// Whether the scope's URL is served over HTTP+SSE: configured so, or found so for this
@@ -1063,22 +1066,20 @@ fn recording(messages: MessageStream, id: RequestId, permit: Option<Permit>) -> 
 pub(crate) type SessionKeyHandle = SessionKey;
 
 /// The registry key of the breaker `target` uses in `scope`: the backend's name (shown on
-/// `/readyz`), then an opaque id of the scope and of the caller's breaker settings
-/// (`timeout_ms` and overrides), which decide what counts as a failure.
+/// `/readyz`), the scope's opaque id, then the caller's breaker settings (`timeout_ms` and a
+/// digest of the overrides), which decide what counts as a failure.
 fn breaker_key(target: &Target<'_>, scope: &CredentialScope) -> String {
-    let mut settings = target.config.timeout_ms.to_be_bytes().to_vec();
+    // The timeout is written as is; overrides (rare) as half a digest, to keep keys short.
+    let mut key = format!(
+        "{}\u{0}{}\u{0}{}",
+        target.name,
+        scope.opaque_id(),
+        target.config.timeout_ms
+    );
     if let Some(overrides) = &target.config.breaker {
-        settings.extend_from_slice(
-            serde_json::to_string(overrides)
-                .unwrap_or_default()
-                .as_bytes(),
-        );
-    }
-    let settings = capability_digest(&settings);
-    let mut key = format!("{}\u{0}{}", target.name, scope.opaque_id());
-    for b in &settings[..8] {
-        use std::fmt::Write as _;
-        let _ = write!(key, "{b:02x}");
+        let json = serde_json::to_string(overrides).unwrap_or_default();
+        key.push('\u{0}');
+        key.push_str(&scope::hex(&capability_digest(json.as_bytes())[..8]));
     }
     key
 }

@@ -28,8 +28,9 @@ use mcp_core::Principal;
 pub(crate) struct CredentialScope {
     /// The backend's address: a URL, or `stdio:<command>`.
     pub(crate) address: Arc<str>,
-    /// SHA-256 of the effective outgoing credentials.
-    credentials: [u8; 32],
+    /// SHA-256 over the address, the principal and the effective outgoing credentials: one
+    /// digest per scope, which is also its [`opaque_id`](Self::opaque_id).
+    digest: [u8; 32],
     /// The caller.
     pub(crate) principal: Principal,
 }
@@ -45,39 +46,37 @@ impl CredentialScope {
     ) -> Self {
         Self {
             address: Arc::from(address),
-            credentials: credentials_digest(policy, downstream),
+            digest: scope_digest(address, principal, policy, downstream),
             principal: principal.clone(),
         }
     }
 
-    /// A short, stable, opaque name of this scope (hex of a digest over all three parts): for
-    /// string-keyed registries (breakers). It reveals neither the address nor the credentials.
+    /// A short, stable, opaque name of this scope (hex of half its digest): for string-keyed
+    /// registries (breakers). It reveals neither the address nor the credentials.
     pub(crate) fn opaque_id(&self) -> String {
-        let mut ctx = digest::Context::new(&digest::SHA256);
-        for part in [
-            self.address.as_bytes(),
-            &self.credentials,
-            self.principal.issuer().as_bytes(),
-            self.principal.subject().as_bytes(),
-        ] {
-            ctx.update(&(part.len() as u64).to_be_bytes());
-            ctx.update(part);
-        }
-        hex(&ctx.finish().as_ref()[..16])
+        hex(&self.digest[..16])
     }
 }
 
-/// SHA-256 over the parts of `policy` that decide what the backend sees of the caller: the
-/// static `add` values, the `remove` names, and each `passthrough` name with the values the
-/// client sent for it (in request order). Every part is length-prefixed, so no two policies
-/// collide by concatenation.
-fn credentials_digest(policy: &HeaderPolicy, downstream: &HeaderMap) -> [u8; 32] {
+/// SHA-256 over the address, the principal and the parts of `policy` that decide what the
+/// backend sees of the caller: the static `add` values, the `remove` names, and each
+/// `passthrough` name with the values the client sent for it (in request order). Every part is
+/// tagged and length-prefixed, so no two scopes collide by concatenation.
+fn scope_digest(
+    address: &str,
+    principal: &Principal,
+    policy: &HeaderPolicy,
+    downstream: &HeaderMap,
+) -> [u8; 32] {
     let mut ctx = digest::Context::new(&digest::SHA256);
     let mut put = |tag: u8, bytes: &[u8]| {
         ctx.update(&[tag]);
         ctx.update(&(bytes.len() as u64).to_be_bytes());
         ctx.update(bytes);
     };
+    put(b'u', address.as_bytes());
+    put(b'i', principal.issuer().as_bytes());
+    put(b's', principal.subject().as_bytes());
     for (name, value) in &policy.add {
         put(b'a', name.to_ascii_lowercase().as_bytes());
         put(b'v', value.as_bytes());
@@ -105,7 +104,7 @@ pub(crate) fn digest_of(bytes: &[u8]) -> [u8; 32] {
     out
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(super) fn hex(bytes: &[u8]) -> String {
     let mut s = String::with_capacity(bytes.len() * 2);
     for b in bytes {
         let _ = write!(s, "{b:02x}");

@@ -459,25 +459,23 @@ impl<K, C> Drop for PoolInner<K, C> {
 }
 
 impl<K: LinkKey, C: Carrier> Pool<K, C> {
-    pub(super) fn new(max: usize, backing_off: UpstreamError, full: UpstreamError) -> Self {
+    /// At most `max` links, `per_principal` of them one principal's (keys that name one).
+    pub(super) fn new(
+        max: usize,
+        per_principal: usize,
+        backing_off: UpstreamError,
+        full: UpstreamError,
+    ) -> Self {
         Self {
             inner: Arc::new(PoolInner {
                 slots: Mutex::new(HashMap::new()),
                 max: max.max(1),
-                per_principal: max.max(1),
+                per_principal: per_principal.max(1),
                 backing_off,
                 full,
                 reaper: Mutex::new(None),
             }),
         }
-    }
-
-    /// At most `share` links per principal (default: the pool's size).
-    pub(super) fn per_principal(mut self, share: usize) -> Self {
-        if let Some(inner) = Arc::get_mut(&mut self.inner) {
-            inner.per_principal = share.max(1);
-        }
-        self
     }
 
     /// The live carrier of `key`, started with `start` when there is none (and its restart
@@ -625,10 +623,10 @@ mod tests {
     async fn a_principal_holds_at_most_its_share_of_links() {
         let pool: Pool<Key, TestCarrier> = Pool::new(
             10,
+            2,
             UpstreamError::Connect,
             UpstreamError::TooManyConnections,
-        )
-        .per_principal(2);
+        );
         let start = || async {
             let (link, rx) = Link::new("b", Duration::from_secs(60));
             Ok(Arc::new(TestCarrier(link, rx)))

@@ -87,10 +87,10 @@ impl SsePool {
         Self {
             pool: Pool::new(
                 MAX_CONNECTIONS,
+                MAX_CONNECTIONS_PER_PRINCIPAL,
                 UpstreamError::Connect,
                 UpstreamError::TooManyConnections,
-            )
-            .per_principal(MAX_CONNECTIONS_PER_PRINCIPAL),
+            ),
             http,
             client_info,
         }

@@ -95,10 +95,10 @@ impl StdioPool {
         Self {
             pool: Pool::new(
                 max_processes,
+                MAX_PROCESSES_PER_PRINCIPAL,
                 UpstreamError::ProcessFailed,
                 UpstreamError::ProcessFailed,
-            )
-            .per_principal(MAX_PROCESSES_PER_PRINCIPAL),
+            ),
             rules,
             client_info,
         }

@@ -988,13 +988,7 @@ impl Body for Endless {
 }
 
 async fn misbehave(req: Request<Incoming>, how: Misbehaviour) -> Response<AnyBody> {
-    let body = req
-        .into_body()
-        .collect()
-        .await
-        .map(|b| b.to_bytes())
-        .unwrap_or_default();
-    let message: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let message = support::request_json(req).await;
     let id = message["id"].clone();
     let json_response = |body: String| {
         Response::builder()

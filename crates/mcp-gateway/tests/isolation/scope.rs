@@ -58,13 +58,7 @@ async fn key_echo(req: Request<Incoming>) -> Response<AnyBody> {
             )
             .expect("response");
     }
-    let body = req
-        .into_body()
-        .collect()
-        .await
-        .map(|b| b.to_bytes())
-        .unwrap_or_default();
-    let message: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let message = crate::support::request_json(req).await;
     let id = message["id"].clone();
     match message["method"].as_str() {
         Some("initialize") => full(
@@ -125,6 +119,20 @@ impl Body for Ticker {
             "data: {message}\n\n"
         ))))))
     }
+}
+
+/// A gateway in a fresh directory `name` whose `users.json` is [`keyed_users`] for `url`, with
+/// `extra` appended to its config.
+async fn keyed_gateway(
+    name: &str,
+    url: &str,
+    tenants: &[(&str, &str, Value)],
+    extra: &str,
+) -> (mcp_test_support::TempDir, GatewayProcess) {
+    let dir = workdir(name);
+    write(dir.path(), "users.json", &keyed_users(url, tenants));
+    let gw = GatewayProcess::start(dir.path(), &base_config(extra), &[]).await;
+    (dir, gw)
 }
 
 /// `users.json` with each `(subject, x-api-key)` given one virtual host `vh` whose backend `b`
@@ -224,19 +232,16 @@ async fn keys_seen(stream: &mut EventStream, n: usize) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn get_streams_are_per_credential_scope() {
     let backend = key_echo_server().await;
-    let dir = workdir("iso-get-stream");
-    write(
-        dir.path(),
-        "users.json",
-        &keyed_users(
-            &backend.url(),
-            &[
-                ("alice", "alice-key", json!({})),
-                ("bob", "bob-key", json!({})),
-            ],
-        ),
-    );
-    let gw = GatewayProcess::start(dir.path(), &base_config(""), &[]).await;
+    let (_dir, gw) = keyed_gateway(
+        "iso-get-stream",
+        &backend.url(),
+        &[
+            ("alice", "alice-key", json!({})),
+            ("bob", "bob-key", json!({})),
+        ],
+        "",
+    )
+    .await;
 
     let alice = open_session(gw.addr, "alice", json!({})).await;
     let mut alice_stream = get_stream(gw.addr, "alice", &alice).await;
@@ -280,20 +285,16 @@ fn requests_with_key(backend: &TestBackend, method: &str, key: &str) -> usize {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tenants_settings_and_failures_never_trip_another_tenants_breaker() {
     let backend = TestBackend::start(BackendSpec::legacy("alpha")).await;
-    let dir = workdir("iso-breaker");
-    write(
-        dir.path(),
-        "users.json",
-        &keyed_users(
-            &backend.url(),
-            &[
-                ("alice", "alice-key", json!({})),
-                ("bob", "bob-key", json!({"timeout_ms": 1})),
-            ],
-        ),
-    );
-    let config = base_config("[breaker]\nconsecutive_failures = 2\nopen_ms = 60000\n");
-    let gw = GatewayProcess::start(dir.path(), &config, &[]).await;
+    let (_dir, gw) = keyed_gateway(
+        "iso-breaker",
+        &backend.url(),
+        &[
+            ("alice", "alice-key", json!({})),
+            ("bob", "bob-key", json!({"timeout_ms": 1})),
+        ],
+        "[breaker]\nconsecutive_failures = 2\nopen_ms = 60000\n",
+    )
+    .await;
     let alice = open_session(gw.addr, "alice", json!({})).await;
     let call = legacy_post(gw.addr, "alice", "vh", Some(&alice), &echo_call(1)).await;
     assert!(call.text().contains("alpha: hi"), "{}", call.text());
@@ -334,22 +335,16 @@ async fn a_tenants_settings_and_failures_never_trip_another_tenants_breaker() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn capabilities_are_capped_and_upstream_sessions_bounded_per_principal() {
     let backend = TestBackend::start(BackendSpec::legacy("alpha")).await;
-    let dir = workdir("iso-sessions");
-    write(
-        dir.path(),
-        "users.json",
-        &keyed_users(
-            &backend.url(),
-            &[
-                ("alice", "alice-key", json!({})),
-                ("mallory", "mallory-key", json!({})),
-            ],
-        ),
-    );
-    let config = base_config(
+    let (_dir, gw) = keyed_gateway(
+        "iso-sessions",
+        &backend.url(),
+        &[
+            ("alice", "alice-key", json!({})),
+            ("mallory", "mallory-key", json!({})),
+        ],
         "[router]\nmax_upstream_sessions = 8\nmax_upstream_sessions_per_principal = 3\n",
-    );
-    let gw = GatewayProcess::start(dir.path(), &config, &[]).await;
+    )
+    .await;
 
     let huge = json!({"experimental": {"padding": "x".repeat(20 * 1024)}});
     let refused = initialize(gw.addr, "mallory", huge).await;
@@ -386,4 +381,51 @@ async fn capabilities_are_capped_and_upstream_sessions_bounded_per_principal() {
         1,
         "alice's upstream session was evicted by mallory's flood"
     );
+}
+
+/// A full upstream session table refuses a newcomer with a clear error and evicts nobody:
+/// Alice and Bob hold the two sessions, Carol's call is `-32603 Backend b failed: too many
+/// upstream sessions`, and Alice's and Bob's calls keep working on their own sessions (the
+/// backend saw one `initialize` from each). Control: Carol's own call reached the gateway's
+/// upstream side (her downstream session exists).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_upstream_session_table_refuses_a_newcomer_and_evicts_nobody() {
+    let backend = TestBackend::start(BackendSpec::legacy("alpha")).await;
+    let (_dir, gw) = keyed_gateway(
+        "iso-sessions-full",
+        &backend.url(),
+        &[
+            ("alice", "alice-key", json!({})),
+            ("bob", "bob-key", json!({})),
+            ("carol", "carol-key", json!({})),
+        ],
+        "[router]\nmax_upstream_sessions = 2\nmax_upstream_sessions_per_principal = 1\n",
+    )
+    .await;
+    let mut sessions = Vec::new();
+    for sub in ["alice", "bob"] {
+        let session = open_session(gw.addr, sub, json!({})).await;
+        let call = legacy_post(gw.addr, sub, "vh", Some(&session), &echo_call(1)).await;
+        assert!(call.text().contains("alpha: hi"), "{sub}: {}", call.text());
+        sessions.push((sub, session));
+    }
+    let carol = open_session(gw.addr, "carol", json!({})).await;
+    let refused = legacy_post(gw.addr, "carol", "vh", Some(&carol), &echo_call(2)).await;
+    assert_eq!(refused.status, 200, "{}", refused.text());
+    assert_eq!(
+        rpc_error(&refused),
+        (
+            -32603,
+            "Backend b failed: too many upstream sessions".to_owned()
+        )
+    );
+    for (sub, session) in &sessions {
+        let call = legacy_post(gw.addr, sub, "vh", Some(session), &echo_call(3)).await;
+        assert!(call.text().contains("alpha: hi"), "{sub}: {}", call.text());
+        assert_eq!(
+            requests_with_key(&backend, "initialize", &format!("{sub}-key")),
+            1,
+            "{sub}'s upstream session was evicted for carol"
+        );
+    }
 }

@@ -655,6 +655,17 @@ pub fn python_mcp1() -> Option<PathBuf> {
     None
 }
 
+/// The JSON body of a request a [`HandMadeServer`] received (`Null` when it is not JSON).
+pub async fn request_json(req: http::Request<hyper::body::Incoming>) -> Value {
+    let body = req
+        .into_body()
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    serde_json::from_slice(&body).unwrap_or(Value::Null)
+}
+
 /// A response body of a [`HandMadeServer`] handler.
 pub type AnyBody = http_body_util::combinators::BoxBody<Bytes, std::convert::Infallible>;
 

@@ -137,13 +137,7 @@ impl McpClassifier {
         let content_type = headers
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
-            .map(|v| {
-                v.split(';')
-                    .next()
-                    .unwrap_or("")
-                    .trim()
-                    .to_ascii_lowercase()
-            });
+            .map(|v| mcp_core::media::essence(v).to_ascii_lowercase());
         match content_type.as_deref() {
             Some("application/json" | "text/event-stream") => Outcome::Success,
             None if headers

@@ -338,9 +338,7 @@ impl Events {
         let event_stream = response
             .headers()
             .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.split(';').next())
-            .is_some_and(|v| v.trim().eq_ignore_ascii_case("text/event-stream"));
+            .is_some_and(|v| mcp_core::media::is_media_type(v, "text/event-stream"));
         if !event_stream {
             return Err(UpstreamError::Malformed("not an SSE stream"));
         }

@@ -135,7 +135,7 @@ fn content_kind(headers: &HeaderMap) -> ContentKind {
         .get(header::CONTENT_TYPE)
         .and_then(|v: &HeaderValue| v.to_str().ok())
         .unwrap_or("");
-    let essence = value.split(';').next().unwrap_or("").trim();
+    let essence = mcp_core::media::essence(value);
     if essence.eq_ignore_ascii_case("text/event-stream") {
         ContentKind::EventStream
     } else if essence.eq_ignore_ascii_case("application/json") {

@@ -7,7 +7,9 @@
 //! upstream table: a caller that stores more than its share replaces its own oldest answers,
 //! never another tenant's.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use mcp_core::Principal;
 use serde_json::value::RawValue;
@@ -51,5 +53,47 @@ impl StaleAnswers {
         let (stored, value) = self.table.get(key)?;
         let age = stored.elapsed();
         (age <= max_staleness).then(|| (value.as_ref().to_owned(), age))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(scope: &str, cursor: usize) -> StaleKey {
+        (
+            scope.into(),
+            "vh".into(),
+            "b".into(),
+            "tools/list".into(),
+            cursor.to_string(),
+        )
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_principal_filling_its_share_never_costs_another_its_answers() {
+        let answers = StaleAnswers::new(64, Duration::from_secs(60));
+        let alice = Principal::new("i", "alice");
+        let bob = Principal::new("i", "bob");
+        let page = RawValue::from_string(r#"{"tools":[]}"#.into()).expect("raw");
+        answers.insert(&bob, key("bob-scope", 0), &page);
+        for n in 0..200 {
+            answers.insert(&alice, key("alice-scope", n), &page);
+        }
+        let fresh = Duration::from_secs(60);
+        assert!(
+            answers.get(&key("bob-scope", 0), fresh).is_some(),
+            "bob keeps his"
+        );
+        assert!(
+            answers.get(&key("alice-scope", 0), fresh).is_none(),
+            "alice recycled hers"
+        );
+        assert!(answers.get(&key("alice-scope", 199), fresh).is_some());
+        tokio::time::advance(Duration::from_secs(61)).await;
+        assert!(
+            answers.get(&key("bob-scope", 0), fresh).is_none(),
+            "past max_staleness nothing is served"
+        );
     }
 }

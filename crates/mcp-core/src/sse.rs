@@ -121,6 +121,9 @@ pub enum SseError {
 #[derive(Debug)]
 pub struct SseDecoder {
     buf: BytesMut,
+    /// How many leading bytes of `buf` are known to hold no line terminator: a long line that
+    /// arrives in many chunks is scanned once, not once per chunk.
+    scanned: usize,
     max_event_size: usize,
     started: bool,
     skip_lf: bool,
@@ -152,6 +155,7 @@ impl SseDecoder {
     pub fn with_max_event_size(max: usize) -> Self {
         Self {
             buf: BytesMut::new(),
+            scanned: 0,
             max_event_size: max,
             started: false,
             skip_lf: false,
@@ -203,17 +207,27 @@ impl SseDecoder {
         if self.skip_lf && !self.buf.is_empty() {
             if self.buf[0] == b'\n' {
                 let _ = self.buf.split_to(1);
+                self.scanned = self.scanned.saturating_sub(1);
             }
             self.skip_lf = false;
         }
         if !self.started && self.buf.len() >= 3 {
             if self.buf.starts_with(b"\xEF\xBB\xBF") {
                 let _ = self.buf.split_to(3);
+                self.scanned = self.scanned.saturating_sub(3);
             }
             self.started = true;
         }
-        let end = self.buf.iter().position(|b| *b == b'\n' || *b == b'\r')?;
-        let line = self.buf.split_to(end);
+        let from = self.scanned.min(self.buf.len());
+        let Some(offset) = self.buf[from..]
+            .iter()
+            .position(|b| *b == b'\n' || *b == b'\r')
+        else {
+            self.scanned = self.buf.len();
+            return None;
+        };
+        let line = self.buf.split_to(from + offset);
+        self.scanned = 0;
         if self.buf[0] == b'\r' {
             // A CR may be followed by an LF in a chunk that has not arrived yet.
             self.skip_lf = true;
@@ -345,5 +359,28 @@ mod tests {
         let mut dec = SseDecoder::new();
         dec.push(b"data: \xff\n\n").expect("push");
         assert_eq!(dec.next_event(), Err(SseError::InvalidUtf8));
+    }
+
+    #[test]
+    fn a_long_line_in_many_chunks_and_a_split_crlf_decode_once_whole() {
+        let mut dec = SseDecoder::new();
+        dec.push(b"\xEF\xBB").expect("push");
+        assert_eq!(dec.next_event(), Ok(None));
+        dec.push(b"\xBFdata: ").expect("push");
+        for _ in 0..1000 {
+            dec.push(b"abc").expect("push");
+            assert_eq!(dec.next_event(), Ok(None));
+        }
+        dec.push(b"\r").expect("push");
+        assert_eq!(dec.next_event(), Ok(None));
+        dec.push(b"\n\r\nid: 7\n\n").expect("push");
+        let event = dec.next_event().expect("valid").expect("an event");
+        assert_eq!(event.data, "abc".repeat(1000));
+        assert_eq!(
+            dec.next_event(),
+            Ok(None),
+            "the id-only block dispatches nothing"
+        );
+        assert_eq!(dec.last_event_id(), "7");
     }
 }

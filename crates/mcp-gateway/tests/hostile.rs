@@ -1008,11 +1008,16 @@ async fn misbehave(req: Request<Incoming>, how: Misbehaviour) -> Response<AnyBod
                     r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":["#
                 )),
                 Misbehaviour::NotJsonRpc => json_response("[1,2,3]".into()),
-                Misbehaviour::Gigantic => json_response(
-                    json!({"jsonrpc": "2.0", "id": id, "result": {"resultType": "complete",
-                        "content": [{"type": "text", "text": "g".repeat(17 << 20)}]}})
-                    .to_string(),
-                ),
+                Misbehaviour::Gigantic => {
+                    // Written directly: serialising a 17 MiB string through serde_json in a debug
+                    // build took seconds of the test's time on a loaded machine.
+                    let mut body = format!(
+                        r#"{{"jsonrpc":"2.0","id":{id},"result":{{"resultType":"complete","content":[{{"type":"text","text":""#
+                    );
+                    body.extend(std::iter::repeat_n('g', 17 << 20));
+                    body.push_str(r#""}]}}"#);
+                    json_response(body)
+                }
                 Misbehaviour::EndlessEvent => Response::builder()
                     .header("content-type", "text/event-stream")
                     .body(

@@ -9,7 +9,10 @@
 //! returns, except under `CI=true`, where it fails.
 //!
 //! Each client prints one JSON line with what it saw (negotiated protocol version, tool names,
-//! call results, progress), which the tests assert.
+//! call results, progress, links read back), which the tests assert.
+//!
+//! Over 600 lines on purpose: every test that drives the real SDK peers and `server-everything`
+//! lives in this one binary, sharing the peer runners and the `server-everything` starter below.
 
 mod support;
 

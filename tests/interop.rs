@@ -9,7 +9,10 @@
 //! returns, except under `CI=true`, where it fails.
 //!
 //! Each client prints one JSON line with what it saw (negotiated protocol version, tool names,
-//! call results, progress), which the tests assert.
+//! call results, progress, links read back), which the tests assert.
+//!
+//! Over 600 lines on purpose: every test that drives the real SDK peers and `server-everything`
+//! lives in this one binary, sharing the peer runners and the `server-everything` starter below.
 
 mod support;
 
@@ -451,4 +454,288 @@ async fn server_everything_behind_the_gateway_serves_the_python_sdk_1x() {
         .map(Vec::len)
         .unwrap_or_default();
     assert_eq!(progress, 3, "progress from server-everything: {summary}");
+}
+
+// Public URIs (issue #18, item 1): the URIs server-everything hands out in tool results, prompt
+// messages and read contents come back under its public name and read back through the gateway,
+// for clients of both eras; a URI that belongs to no backend is not rewritten.
+
+/// The link `get-resource-links` returns for resource 2, as the client sees it.
+const TEXT_2: &str = "everything-demo://resource/dynamic/text/2";
+
+/// server-everything (`everything`) and an rmcp backend (`alpha`) behind the gateway, so that
+/// names carry prefixes; for subject `alice`.
+async fn everything_and_alpha(project: &Path) -> (ServerEverything, TestBackend, Gateway) {
+    let everything = ServerEverything::start(project).await;
+    let alpha = TestBackend::start(BackendSpec::modern("alpha")).await;
+    let gw = Gateway::start(&[(
+        "alice",
+        user_config(&[("everything", everything.url()), ("alpha", alpha.url())]),
+    )])
+    .await;
+    (everything, alpha, gw)
+}
+
+/// A client of one era speaking raw HTTP to the gateway (`vh`, subject `alice`).
+enum RawClient<'a> {
+    /// 2026-07-28, stateless.
+    Modern(&'a Gateway),
+    /// A 2025-11-25 session.
+    Legacy(&'a Gateway, String),
+}
+
+impl<'a> RawClient<'a> {
+    async fn both(gw: &'a Gateway) -> [Self; 2] {
+        let session = gw.legacy_session("alice", "vh").await;
+        [Self::Modern(gw), Self::Legacy(gw, session)]
+    }
+
+    fn era(&self) -> &'static str {
+        match self {
+            Self::Modern(_) => "2026-07-28",
+            Self::Legacy(..) => "2025-11-25",
+        }
+    }
+
+    /// The final JSON-RPC message of `method`, whether the gateway answered JSON or SSE.
+    async fn ask(&self, method: &str, params: Value) -> Value {
+        match self {
+            Self::Modern(gw) => {
+                let reply = gw.modern("alice", "vh", method, params).await;
+                reply.sse_messages().pop().unwrap_or_else(|| reply.json())
+            }
+            Self::Legacy(gw, session) => gw.legacy("alice", "vh", session, method, params).await,
+        }
+    }
+
+    /// The result of `method`; panics on an error answer.
+    async fn result(&self, method: &str, params: Value) -> Value {
+        let answer = self.ask(method, params).await;
+        assert!(
+            answer.get("result").is_some(),
+            "{} {method}: {answer}",
+            self.era()
+        );
+        answer["result"].clone()
+    }
+
+    /// The first `contents[]` entry of reading `uri`.
+    async fn read(&self, uri: &str) -> Value {
+        let result = self.result("resources/read", json!({"uri": uri})).await;
+        result["contents"][0].clone()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resource_links_from_server_everything_are_public_and_read_back_in_both_eras() {
+    let Some(project) = node_project() else {
+        return;
+    };
+    let (_everything, _alpha, gw) = everything_and_alpha(&project).await;
+    for client in RawClient::both(&gw).await {
+        let era = client.era();
+        let result = client
+            .result(
+                "tools/call",
+                json!({"name": "everything-get-resource-links", "arguments": {"count": 2}}),
+            )
+            .await;
+        let content = result["content"].as_array().expect("content blocks");
+        assert_eq!(
+            content[0]["text"], "Here are 2 resource links to resources available in this server:",
+            "{era}: text blocks are not touched"
+        );
+        let links: Vec<&str> = content[1..]
+            .iter()
+            .map(|block| {
+                assert_eq!(block["type"], "resource_link", "{era}: {result}");
+                block["uri"].as_str().expect("a link URI")
+            })
+            .collect();
+        assert_eq!(
+            links,
+            ["everything-demo://resource/dynamic/blob/1", TEXT_2],
+            "{era}: {result}"
+        );
+        let text = client.read(TEXT_2).await;
+        assert_eq!(
+            text["uri"], TEXT_2,
+            "{era}: the read answer names it the same way"
+        );
+        assert!(
+            text["text"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("Resource 2: This is a plaintext resource")),
+            "{era}: {text}"
+        );
+        let blob = client.read(links[0]).await;
+        assert_eq!(blob["uri"], links[0], "{era}");
+        assert!(blob["blob"].is_string(), "{era}: {blob}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn embedded_prompt_resources_and_template_completions_route_back_in_both_eras() {
+    let Some(project) = node_project() else {
+        return;
+    };
+    let (_everything, _alpha, gw) = everything_and_alpha(&project).await;
+    for client in RawClient::both(&gw).await {
+        let era = client.era();
+        let prompt = client
+            .result(
+                "prompts/get",
+                json!({"name": "everything-resource-prompt",
+                       "arguments": {"resourceType": "Text", "resourceId": "3"}}),
+            )
+            .await;
+        let messages = prompt["messages"].as_array().expect("messages");
+        assert_eq!(
+            messages[0]["content"]["text"],
+            "This prompt includes the Text resource with id: 3. Please analyze the following resource:",
+            "{era}"
+        );
+        let embedded = &messages[1]["content"];
+        assert_eq!(embedded["type"], "resource", "{era}: {prompt}");
+        let uri = embedded["resource"]["uri"]
+            .as_str()
+            .expect("an embedded URI");
+        assert_eq!(uri, "everything-demo://resource/dynamic/text/3", "{era}");
+        let read = client.read(uri).await;
+        assert_eq!(read["uri"], uri, "{era}");
+        assert!(
+            read["text"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("Resource 3: This is a plaintext resource")),
+            "{era}: {read}"
+        );
+
+        // A completion for a template's variable routes on the public template the client listed;
+        // its values are variable values, not URIs, and come back as the backend gave them.
+        let templates = client.result("resources/templates/list", json!({})).await;
+        let template = "everything-demo://resource/dynamic/text/{resourceId}";
+        assert!(
+            templates["resourceTemplates"]
+                .as_array()
+                .is_some_and(|all| all.iter().any(|t| t["uriTemplate"] == template)),
+            "{era}: {templates}"
+        );
+        let completion = client
+            .result(
+                "completion/complete",
+                json!({"ref": {"type": "ref/resource", "uri": template},
+                       "argument": {"name": "resourceId", "value": "7"}}),
+            )
+            .await;
+        assert_eq!(completion["completion"]["values"], json!(["7"]), "{era}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_uri_that_belongs_to_no_backend_is_passed_through_untouched() {
+    let Some(project) = node_project() else {
+        return;
+    };
+    let (everything, _alpha, gw) = everything_and_alpha(&project).await;
+    for client in RawClient::both(&gw).await {
+        let era = client.era();
+        // URIs a client sends in arguments are its own data: not mapped, in either direction.
+        let message = "demo://resource/dynamic/text/2 and everything-demo://x";
+        let echoed = client
+            .result(
+                "tools/call",
+                json!({"name": "everything-echo", "arguments": {"message": message}}),
+            )
+            .await;
+        assert_eq!(
+            echoed["content"][0]["text"],
+            format!("Echo: {message}"),
+            "{era}"
+        );
+        // The backend's own URI names no backend of this virtual host: nothing to route it to.
+        let answer = client
+            .ask(
+                "resources/read",
+                json!({"uri": "demo://resource/dynamic/text/2"}),
+            )
+            .await;
+        let code = if era == "2026-07-28" { -32602 } else { -32603 };
+        assert_eq!(
+            answer["error"],
+            json!({"code": code, "message": "wrong resource name: demo://resource/dynamic/text/2"}),
+            "{era}: {answer}"
+        );
+    }
+
+    // Control: with `naming = "auto"` and one backend, public URIs are the backend's own.
+    let single = Gateway::start(&[(
+        "alice",
+        json!({"virtual_hosts": {"vh": {"naming": "auto", "backends": {
+            "everything": {"url": everything.url(), "timeout_ms": 5000}}}}}),
+    )])
+    .await;
+    for client in RawClient::both(&single).await {
+        let era = client.era();
+        let result = client
+            .result(
+                "tools/call",
+                json!({"name": "get-resource-links", "arguments": {"count": 2}}),
+            )
+            .await;
+        assert_eq!(
+            result["content"][2]["uri"], "demo://resource/dynamic/text/2",
+            "{era}: {result}"
+        );
+        let read = client.read("demo://resource/dynamic/text/2").await;
+        assert_eq!(read["uri"], "demo://resource/dynamic/text/2", "{era}");
+    }
+}
+
+/// What the Python SDK saw reading back `everything-get-resource-links`' two links.
+fn assert_links_read_back(summary: &Value) {
+    let links = summary["links"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no links in {summary}"));
+    let uris: Vec<&str> = links.iter().filter_map(|l| l["uri"].as_str()).collect();
+    assert_eq!(
+        uris,
+        ["everything-demo://resource/dynamic/blob/1", TEXT_2],
+        "{summary}"
+    );
+    for link in links {
+        assert_eq!(link["read"][0]["uri"], link["uri"], "{summary}");
+    }
+    assert!(
+        links[1]["read"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("Resource 2:")),
+        "{summary}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_sdk_clients_of_both_eras_read_back_server_everything_links() {
+    let Some(project) = node_project() else {
+        return;
+    };
+    let (_everything, _alpha, gw) = everything_and_alpha(&project).await;
+    let url = format!("http://{}/servers/vh/mcp", gw.addr);
+    let runs = [("mcp1", "legacy"), ("mcp2", "auto")];
+    for (venv, mode) in runs {
+        let Some(python) = python(venv) else { return };
+        let summary = py_client(
+            &python,
+            &url,
+            "everything-get-resource-links",
+            mode,
+            &["--arguments", r#"{"count": 2}"#, "--read-links"],
+        )
+        .await;
+        if mode == "auto" {
+            assert_eq!(summary["protocol_version"], "2026-07-28", "{summary}");
+        } else {
+            assert_legacy_session(&summary);
+        }
+        assert_links_read_back(&summary);
+    }
 }

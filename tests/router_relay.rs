@@ -2,7 +2,9 @@
 //! scripted backend that sends more than it should (a real rmcp backend is too well-behaved to
 //! show it): log notifications only when the client set `_meta` `logLevel`, and only at or above
 //! that level (2026-07-28: "MUST NOT emit notifications/message for a request without it"),
-//! progress only for the call's own token, and `-32002` from any backend becomes `-32602`.
+//! progress only for the call's own token, `-32002` from any backend becomes `-32602`, and the
+//! backend's URIs on a streamed call (an update notification, resource links and embedded
+//! resources of the result) reach the client public.
 
 mod support;
 
@@ -17,9 +19,13 @@ use support::gateway::{Gateway, modern_meta, user_config};
 
 const LEVELS: [&str; 3] = ["debug", "info", "error"];
 
-/// A scripted modern backend: `server/discover` answers modern; every `tools/call` streams a log
-/// message at each of [`LEVELS`], a progress notification for a token that is not the call's, one
-/// for the call's own token (if any), then the result; `resources/read` answers `-32002`.
+/// A scripted modern backend: `server/discover` answers modern (with the tasks extension);
+/// `tools/call` of `tasked` creates task `raw-1`, which `tasks/get` shows completed with a resource
+/// link in its result; `tools/call` of `linked` streams a
+/// `notifications/resources/updated`, then a result with resource links; every other `tools/call`
+/// streams a log message at each of [`LEVELS`], a progress notification for a token that is not
+/// the call's, one for the call's own token (if any), then the result; `resources/read` answers
+/// `-32002`.
 async fn chatty_backend() -> String {
     let service = tower::service_fn(|req: Request<Incoming>| async move {
         let body = req
@@ -36,8 +42,36 @@ async fn chatty_backend() -> String {
                 .body(Full::new(Bytes::new())),
             Some("server/discover") => json_reply(json!({"jsonrpc": "2.0", "id": id, "result": {
                 "resultType": "complete", "supportedVersions": ["2026-07-28"],
-                "capabilities": {"tools": {}, "resources": {}, "logging": {}},
+                "capabilities": {"tools": {}, "resources": {}, "logging": {},
+                    "extensions": {TASKS: {}}},
                 "serverInfo": {"name": "chatty", "version": "0"}}})),
+            Some("tools/call") if message["params"]["name"] == "tasked" => {
+                json_reply(json!({"jsonrpc": "2.0", "id": id, "result": task("working", None)}))
+            }
+            Some("tasks/get") => json_reply(json!({"jsonrpc": "2.0", "id": id, "result": task(
+                "completed",
+                Some(json!({"content": [{"type": "resource_link", "uri": "file:///done", "name": "done"}]})),
+            )})),
+            Some("tools/call") if message["params"]["name"] == "linked" => {
+                // A 2025-style backend may send related notifications on the call's stream.
+                let events = [
+                    json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+                        "params": {"uri": "file:///watched"}}),
+                    json!({"jsonrpc": "2.0", "id": id, "result": {
+                        "content": [
+                            {"type": "text", "text": "see file:///a"},
+                            {"type": "resource_link", "uri": "file:///a", "name": "a"},
+                            {"type": "resource", "resource": {"uri": "https://example.com/b", "text": "b"}}],
+                        "structuredContent": {"uri": "file:///a"}}}),
+                ];
+                let sse: String = events
+                    .iter()
+                    .map(|e| format!("event: message\ndata: {e}\n\n"))
+                    .collect();
+                Response::builder()
+                    .header("content-type", "text/event-stream")
+                    .body(Full::new(Bytes::from(sse)))
+            }
             Some("tools/call") => {
                 let mut events: Vec<Value> = LEVELS
                     .iter()
@@ -73,6 +107,19 @@ async fn chatty_backend() -> String {
     });
     let addr = support::serve(service).await;
     format!("http://{addr}/mcp")
+}
+
+const TASKS: &str = "io.modelcontextprotocol/tasks";
+
+/// The backend's one task `raw-1` with `status` (and its `result` once completed).
+fn task(status: &str, result: Option<Value>) -> Value {
+    let mut task = json!({"resultType": if result.is_some() { "complete" } else { "task" },
+        "taskId": "raw-1", "status": status, "ttlMs": null,
+        "createdAt": "2026-01-01T00:00:00Z", "lastUpdatedAt": "2026-01-01T00:00:00Z"});
+    if let Some(result) = result {
+        task["result"] = result;
+    }
+    task
 }
 
 fn json_reply(body: Value) -> http::Result<Response<Full<Bytes>>> {
@@ -170,4 +217,54 @@ async fn resource_not_found_from_any_backend_is_invalid_params() {
     assert_eq!(body["error"]["code"], -32602, "{body}");
     assert_eq!(body["error"]["message"], "Resource not found");
     assert_eq!(body["error"]["data"], json!({"uri": "file:///gone"}));
+}
+
+#[tokio::test]
+async fn uris_on_a_streamed_call_reach_the_client_public() {
+    let gw = gateway().await;
+    let params = json!({"name": "chatty-linked", "arguments": {}});
+    let reply = gw.modern("alice", "vh", "tools/call", params).await;
+    assert_eq!(reply.header("content-type"), Some("text/event-stream"));
+    let messages = reply.sse_messages();
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert_eq!(messages[0]["method"], "notifications/resources/updated");
+    assert_eq!(messages[0]["params"]["uri"], "chatty-file:///watched");
+    let result = &messages[1]["result"];
+    assert_eq!(
+        result["content"],
+        json!([
+            {"type": "text", "text": "see file:///a"},
+            {"type": "resource_link", "uri": "chatty-file:///a", "name": "a"},
+            {"type": "resource", "resource": {"uri": "chatty-https://example.com/b", "text": "b"}}]),
+        "links and embedded resources public, text untouched"
+    );
+    assert_eq!(
+        result["structuredContent"],
+        json!({"uri": "file:///a"}),
+        "tool-defined data is not rewritten"
+    );
+}
+
+#[tokio::test]
+async fn a_completed_tasks_result_carries_public_uris() {
+    let gw = gateway().await;
+    let mut meta = modern_meta();
+    meta["io.modelcontextprotocol/clientCapabilities"] = json!({"extensions": {TASKS: {}}});
+    let params = json!({"name": "chatty-tasked", "arguments": {}, "_meta": meta.clone()});
+    let created = gw.modern("alice", "vh", "tools/call", params).await.json();
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    let task_id = created["result"]["taskId"].as_str().expect("a task id");
+    let name = mcp_core::headers::encode_header_value(task_id);
+    let name = name.to_str().expect("ascii header value");
+    let params = json!({"taskId": task_id, "_meta": meta});
+    let got = gw
+        .modern_with("alice", "vh", "tasks/get", params, &[("mcp-name", name)])
+        .await
+        .json();
+    assert_eq!(got["result"]["status"], "completed", "{got}");
+    assert_eq!(got["result"]["taskId"], task_id, "{got}");
+    assert_eq!(
+        got["result"]["result"]["content"][0]["uri"], "chatty-file:///done",
+        "{got}"
+    );
 }

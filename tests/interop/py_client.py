@@ -1,12 +1,13 @@
 """An MCP client built on the official Python SDK, run by tests/interop.rs against the gateway.
 
     python py_client.py URL TOKEN TOOL MODE [--arguments JSON]
-                        [--progress-tool NAME [--progress-arguments JSON]]
+                        [--progress-tool NAME [--progress-arguments JSON]] [--read-links]
 
 Works with `mcp` 1.x (MODE must be `legacy`: initialize + Mcp-Session-Id) and with `mcp` 2.x
 (MODE `auto`, its default dual-era client that probes `server/discover` first, or `legacy`).
 Sends `Authorization: Bearer TOKEN` on every request, lists the tools, calls TOOL with the
-arguments, optionally calls a progress-emitting tool, and prints one JSON line with what it saw.
+arguments, optionally reads back every `resource_link` the call returned (`--read-links`) and
+calls a progress-emitting tool, and prints one JSON line with what it saw.
 Any failure raises, so the process exits non-zero with the traceback on stderr. Every HTTP
 request and response (headers and body, SSE as it streams) is traced to stderr too, so a failure
 shows the exchange that broke.
@@ -67,8 +68,8 @@ def texts(result):
     return [block["text"] for block in wire(result)["content"] if block["type"] == "text"]
 
 
-async def exercise(list_tools, call_tool, args):
-    """Lists every page of tools, calls the tools; returns the summary's common part."""
+async def exercise(list_tools, call_tool, read_resource, args):
+    """Lists every page of tools, calls the tools, reads links; returns the summary's common part."""
     tools, cursor = [], None
     while True:
         page = wire(await list_tools(cursor))
@@ -81,6 +82,13 @@ async def exercise(list_tools, call_tool, args):
         "tools": tools,
         "call": {"tool": args.tool, "is_error": wire(result).get("isError", False), "text": texts(result)},
     }
+    if args.read_links:
+        links = []
+        for block in wire(result)["content"]:
+            if block["type"] == "resource_link":
+                contents = wire(await read_resource(block["uri"]))["contents"]
+                links.append({"uri": block["uri"], "read": contents})
+        summary["links"] = links
     if args.progress_tool:
         progress = []
 
@@ -95,6 +103,7 @@ async def exercise(list_tools, call_tool, args):
 async def run_v1(args, headers):
     import httpx
     from mcp.client.streamable_http import streamable_http_client
+    from pydantic import AnyUrl
 
     transport = traced(httpx)
     async with httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(30, read=60), transport=transport) as http:
@@ -104,6 +113,7 @@ async def run_v1(args, headers):
                 summary = await exercise(
                     lambda cursor: session.list_tools(cursor=cursor),
                     lambda name, arguments, cb: session.call_tool(name, arguments, progress_callback=cb),
+                    lambda uri: session.read_resource(AnyUrl(uri)),
                     args,
                 )
                 return {
@@ -124,6 +134,7 @@ async def run_v2(args, headers):
             summary = await exercise(
                 lambda cursor: client.list_tools(cursor=cursor),
                 lambda name, arguments, cb: client.call_tool(name, arguments, progress_callback=cb),
+                lambda uri: client.read_resource(uri),
                 args,
             )
             info = client.server_info
@@ -143,6 +154,7 @@ def main():
     parser.add_argument("--arguments", default='{"text": "hello from python"}')
     parser.add_argument("--progress-tool")
     parser.add_argument("--progress-arguments", default="{}")
+    parser.add_argument("--read-links", action="store_true", help="read back the call's resource links")
     args = parser.parse_args()
     if MAJOR == 1 and args.mode != "legacy":
         parser.error("mcp 1.x only speaks the legacy (initialize) era")

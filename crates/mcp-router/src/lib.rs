@@ -9,7 +9,8 @@
 //!   with `<backend>-` prefixes and a sealed cursor; `tools/call`, `prompts/get`, `resources/read`
 //!   and `completion/complete` are routed to the owning backend and its answer relayed, streamed
 //!   when the backend streams (progress and log notifications), with MRTR `requestState` wrapped
-//!   in a gateway envelope bound to the caller.
+//!   in a gateway envelope bound to the caller and the backend's resource URIs made public (resource
+//!   links and embedded resources in tool results, task results and prompt messages; read contents).
 //! - **Backends of either era**: each backend's era is probed once with `server/discover` and
 //!   cached per credential scope (re-probed after failures). Modern backends get stateless
 //!   requests with synthesised `_meta` and the standard headers; legacy (2025) backends get
@@ -78,6 +79,7 @@
 //! | [`McpRouter`] | the service and its builder |
 //! | [`OriginPolicy`] | accepted browser origins (403 otherwise) |
 //! | [`naming`] | public names, aliases, the prefix split |
+//! | `public_uris` | backend URIs in answers (resource links, embedded resources, read contents) made public |
 //! | [`Sealer`] | AES-256-GCM sealing of the ids handed to clients (cursors, `requestState`, task ids, relayed request ids) |
 //! | [`session`] | downstream legacy session records and the [`session::SessionStore`] trait (local, Redis and sealed stores) |
 //! | [`sse_bridge`] | the 2024-11-05 HTTP+SSE transport for clients (`…/sse` + `…/messages`), bridged onto the 2025 session engine |
@@ -129,6 +131,7 @@ mod origin;
 mod pending;
 mod plugins;
 mod principal_slots;
+mod public_uris;
 mod replay;
 mod respond;
 mod router;

@@ -12,11 +12,12 @@
 //! legacy backend is sent `notifications/cancelled` instead, since its era does not take a closed
 //! stream as cancellation (also when the gateway gives up on it after the backend's timeout).
 //!
-//! Rewrites on the way back: the response id, `contents[].uri` of `resources/read` (public URIs),
-//! an MRTR `requestState` (wrapped, see [`request_state`](super::request_state)), and a legacy
-//! backend's `-32002` resource-not-found becomes `-32602` for a modern client. Everything else is
-//! passed through byte for byte. URIs inside tool results (resource links, embedded resources) are
-//! not rewritten.
+//! Rewrites on the way back: the response id, the backend's resource URIs in results and in
+//! `notifications/resources/updated` (public URIs: resource links and embedded resources of tool
+//! results, task results and prompt messages, `contents[].uri` of `resources/read`; see
+//! [`public_uris`](crate::public_uris)), an MRTR `requestState` (wrapped, see
+//! [`request_state`](super::request_state)), and a legacy backend's `-32002` resource-not-found
+//! becomes `-32602` for a modern client. Everything else is passed through byte for byte.
 //!
 //! Input mid-call, across eras (DESIGN §4 bridging):
 //! - a modern backend's `input_required` for a 2025 client becomes real server-to-client requests on
@@ -51,6 +52,7 @@ use crate::log_level;
 use crate::modern::list::ListShape;
 use crate::naming::{ItemKind, Namer, Resolution, Target as NameTarget};
 use crate::plugins::{self, Governed, PostHook};
+use crate::public_uris::PublicUris;
 use crate::respond;
 use crate::router::RouterInner;
 use crate::scope::{Incoming, OwnedCaller, Scope, classify, final_response, result_of};
@@ -1337,6 +1339,15 @@ impl Relay {
             }
             return Some(message.to_vec());
         }
+        if method == "notifications/resources/updated"
+            && let Some(uris) = self.public_uris()
+        {
+            // A 2025 backend may send it on the call's stream too.
+            let mut params = RawObject::from_raw(env.params()?).ok()?;
+            let uri = params.get_str("uri")?;
+            params.set_str("uri", &uris.public(&uri));
+            return Some(encode_notification(method, Some(&params.to_raw())));
+        }
         if method != "notifications/progress" {
             return Some(message.to_vec());
         }
@@ -1375,6 +1386,11 @@ impl Relay {
             Some(rewritten) => encode_result(&self.downstream_id, &rewritten),
             None => encode_result(&self.downstream_id, result),
         }
+    }
+
+    /// The rewriter of the backend's URIs; `None` when they are public as they are.
+    fn public_uris(&self) -> Option<PublicUris<'_>> {
+        PublicUris::new(Namer::new(&self.finish.vhost), &self.finish.backend)
     }
 
     /// The rewritten result, or `None` to pass it through verbatim.
@@ -1418,27 +1434,8 @@ impl Relay {
             obj.set_str("requestState", &wrapped);
             changed = true;
         }
-        if self.finish.method == Method::ResourcesRead
-            && let Some(contents) = obj.get_as::<Vec<Box<RawValue>>>("contents")
-        {
-            let namer = Namer::new(&self.finish.vhost);
-            let rewritten: Vec<Box<RawValue>> = contents
-                .iter()
-                .map(|c| {
-                    let Ok(mut item) = RawObject::from_raw(c) else {
-                        return c.clone();
-                    };
-                    if let Some(uri) = item.get_str("uri") {
-                        let public = namer
-                            .public(&self.finish.backend, &uri, ItemKind::Resource)
-                            .into_owned();
-                        item.set_str("uri", &public);
-                    }
-                    item.to_raw()
-                })
-                .collect();
-            obj.set_json("contents", &rewritten);
-            changed = true;
+        if let Some(uris) = self.public_uris() {
+            changed |= uris.result(self.finish.method, &mut obj);
         }
         changed.then(|| obj.to_raw())
     }

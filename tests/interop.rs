@@ -452,3 +452,80 @@ async fn server_everything_behind_the_gateway_serves_the_python_sdk_1x() {
         .unwrap_or_default();
     assert_eq!(progress, 3, "progress from server-everything: {summary}");
 }
+
+/// A running `tests/interop/py_dual_server.py` (Python SDK 2.x, both eras); killed when dropped.
+struct PyDualServer(mcp_test_support::PortedChild);
+
+impl PyDualServer {
+    async fn start(python: &Path) -> Self {
+        let mut command = tokio::process::Command::new(python);
+        command
+            .arg(root().join("tests/interop/py_dual_server.py"))
+            .current_dir(root().join("tests/interop"));
+        Self(mcp_test_support::PortedChild::spawn(command).await)
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.0.port)
+    }
+}
+
+/// Runs `tests/interop/py_sampling_client.py` (mode `legacy` or `auto`) calling `tool`.
+async fn sampling_client(python: &Path, url: &str, tool: &str, mode: &str, prompt: &str) -> Value {
+    let script = root().join("tests/interop/py_sampling_client.py");
+    let token = token("alice");
+    let args = [script.to_str().expect("UTF-8 path"), url, &token, tool, mode, prompt];
+    run_client(python, &args).await
+}
+
+/// The Python dual-era backend `py` behind the gateway, for subject `alice`.
+async fn dual_era_gateway(server: &PyDualServer) -> (Gateway, String) {
+    let gw = Gateway::start(&[("alice", user_config(&[("py", server.url())]))]).await;
+    let url = format!("http://{}/servers/vh/mcp", gw.addr);
+    (gw, url)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2025_client_of_a_dual_era_backend_gets_its_mid_call_sampling_request() {
+    let Some(python) = python("mcp2") else { return };
+    let server = PyDualServer::start(&python).await;
+    let (_gw, url) = dual_era_gateway(&server).await;
+
+    let summary = sampling_client(&python, &url, "py-sample", "legacy", "capital of France?").await;
+
+    assert_legacy_session(&summary);
+    // A real sampling/createMessage inside the call, answered by the client: the call completes
+    // in one round.
+    assert_eq!(summary["first_result_type"], "complete", "{summary}");
+    assert_eq!(summary["sampled"], json!(["capital of France?"]), "{summary}");
+    // The control: the tool ran in a 2025 session upstream (the gateway did not bridge).
+    assert_eq!(
+        summary["text"],
+        json!(["py2 2025-11-25: LLM says: capital of France?"]),
+        "{summary}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2026_client_of_the_same_backend_gets_the_input_required_form() {
+    let Some(python) = python("mcp2") else { return };
+    let server = PyDualServer::start(&python).await;
+    let (_gw, url) = dual_era_gateway(&server).await;
+
+    let summary = sampling_client(&python, &url, "py-sample", "auto", "capital of Peru?").await;
+
+    assert_eq!(summary["protocol_version"], "2026-07-28", "{summary}");
+    assert_eq!(summary["first_result_type"], "input_required", "{summary}");
+    assert_eq!(
+        summary["input_requests"],
+        json!(["sampling/createMessage"]),
+        "{summary}"
+    );
+    // The driver answered the one input request of the retried call.
+    assert_eq!(summary["sampled"], json!(["capital of Peru?"]), "{summary}");
+    assert_eq!(
+        summary["text"],
+        json!(["py2 2026-07-28: LLM says: capital of Peru?"]),
+        "{summary}"
+    );
+}

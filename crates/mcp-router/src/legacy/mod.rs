@@ -273,6 +273,7 @@ async fn end_session(
                     principal: &ctx.principal,
                     client_caps: caps,
                     meta: None,
+                    era: mcp_core::Era::Legacy,
                 };
                 inner.upstream.release(&target, &url).await;
             })
@@ -536,6 +537,7 @@ async fn answer_backend(
         principal: &ctx.principal,
         client_caps: &caps,
         meta: None,
+        era: mcp_core::Era::Legacy,
     };
     if let Err(e) = inner
         .upstream

@@ -10,6 +10,9 @@
 //!
 //! Each client prints one JSON line with what it saw (negotiated protocol version, tool names,
 //! call results, progress), which the tests assert.
+//!
+//! Over 600 lines: every test here shares the peer plumbing above (running, tracing and reading a
+//! client script; starting a server process), and one test binary keeps the link time down.
 
 mod support;
 
@@ -474,7 +477,14 @@ impl PyDualServer {
 async fn sampling_client(python: &Path, url: &str, tool: &str, mode: &str, prompt: &str) -> Value {
     let script = root().join("tests/interop/py_sampling_client.py");
     let token = token("alice");
-    let args = [script.to_str().expect("UTF-8 path"), url, &token, tool, mode, prompt];
+    let args = [
+        script.to_str().expect("UTF-8 path"),
+        url,
+        &token,
+        tool,
+        mode,
+        prompt,
+    ];
     run_client(python, &args).await
 }
 
@@ -497,7 +507,11 @@ async fn a_2025_client_of_a_dual_era_backend_gets_its_mid_call_sampling_request(
     // A real sampling/createMessage inside the call, answered by the client: the call completes
     // in one round.
     assert_eq!(summary["first_result_type"], "complete", "{summary}");
-    assert_eq!(summary["sampled"], json!(["capital of France?"]), "{summary}");
+    assert_eq!(
+        summary["sampled"],
+        json!(["capital of France?"]),
+        "{summary}"
+    );
     // The control: the tool ran in a 2025 session upstream (the gateway did not bridge).
     assert_eq!(
         summary["text"],
@@ -527,5 +541,55 @@ async fn a_2026_client_of_the_same_backend_gets_the_input_required_form() {
         summary["text"],
         json!(["py2 2026-07-28: LLM says: capital of Peru?"]),
         "{summary}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2025_session_is_not_listed_server_everythings_task_only_tool() {
+    let Some(project) = node_project() else {
+        return;
+    };
+    let everything = ServerEverything::start(&project).await;
+    let gw = Gateway::start(&[("alice", user_config(&[("everything", everything.url())]))]).await;
+    let session = gw.legacy_session("alice", "vh").await;
+
+    let listed = gw
+        .legacy("alice", "vh", &session, "tools/list", json!({}))
+        .await;
+    let names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no tools: {listed}"))
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(names.contains(&"everything-echo"), "{names:?}");
+    assert!(
+        !names.contains(&"everything-simulate-research-query"),
+        "a tool with taskSupport \"required\" listed to a 2025 session: {names:?}"
+    );
+    // Seen and left out on purpose, and said so.
+    assert_eq!(
+        listed["result"]["_meta"]["mcp-gateway/degraded"]["items"],
+        json!([{"name": "everything-simulate-research-query",
+                "reason": "requires tasks, which 2025 sessions are not offered"}]),
+        "{listed}"
+    );
+
+    // A task-augmented call anyway is refused before it runs: nothing to follow up that fails.
+    let called = gw
+        .legacy(
+            "alice",
+            "vh",
+            &session,
+            "tools/call",
+            json!({"name": "everything-simulate-research-query",
+                   "arguments": {"topic": "tides"}, "task": {"ttl": 60000}}),
+        )
+        .await;
+    assert_eq!(called["error"]["code"], -32602, "{called}");
+    assert_eq!(
+        called["error"]["message"],
+        "Task-augmented calls are not supported: this gateway offers no tasks to 2025 sessions",
+        "{called}"
     );
 }

@@ -178,7 +178,9 @@ enum Route {
     Modern,
     /// 2025, `only` when the backend speaks nothing else (then an `initialize` refused may mean
     /// the HTTP+SSE transport).
-    Legacy { only: bool },
+    Legacy {
+        only: bool,
+    },
 }
 
 type EraSlot = Arc<OnceCell<EraEntry>>;

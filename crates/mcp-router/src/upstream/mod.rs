@@ -1,6 +1,7 @@
 //! The upstream side: one pooled HTTP client for every backend, backend era detection (probe once,
-//! cache per URL, re-probe after failures), upstream sessions for legacy backends, and sending one
-//! JSON-RPC request to a backend in that backend's era.
+//! cache per credential scope, re-probe after failures), upstream sessions for legacy backends,
+//! and sending one JSON-RPC request to a backend in the caller's era when the backend speaks it
+//! (a dual-era backend gets 2025 sessions for 2025 callers), else in the backend's.
 //!
 //! Besides streamable HTTP, a backend may be a stdio child process ([`stdio`]) or speak the
 //! deprecated 2024-11-05 HTTP+SSE transport ([`sse`]): `transport = "sse"` selects it, and with

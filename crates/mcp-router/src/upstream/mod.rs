@@ -143,7 +143,10 @@ pub(crate) struct Reply {
 enum Speaks {
     /// 2026-07-28 and 2025: each caller is served in its own era.
     Both,
-    /// 2026-07-28 only: 2025 callers are bridged.
+    /// 2026-07-28 only, or 2025 without sessions (an `initialize` answered without an
+    /// `Mcp-Session-Id`, like the TypeScript SDK 2.x's per-request 2025 serving): such a 2025
+    /// side can carry neither requests inside a call nor subscriptions, which the bridge from
+    /// 2026-07-28 does carry. 2025 callers are bridged.
     ModernOnly,
     /// 2025 only: 2026-07-28 callers are bridged.
     LegacyOnly,
@@ -156,7 +159,7 @@ enum Speaks {
 #[derive(Debug)]
 struct EraEntry {
     modern: bool,
-    /// Whether `initialize` works: set at once for a 2025-only backend.
+    /// Whether 2025 callers get 2025 sessions: set at once for a 2025-only backend.
     legacy: OnceCell<bool>,
     probed_at: Instant,
 }
@@ -375,9 +378,17 @@ impl Upstream {
         let speaks = match entry.speaks() {
             Some(speaks) => speaks,
             None => match self.session_in(target, url, scope).await {
-                Ok(_) => {
+                Ok((_, session)) if session.id.is_some() => {
                     let _ = entry.legacy.set(true);
                     Speaks::Both
+                }
+                Ok(_) => {
+                    tracing::debug!(
+                        backend = target.name,
+                        "backend serves 2025 without sessions: 2025 callers are bridged"
+                    );
+                    let _ = entry.legacy.set(false);
+                    Speaks::ModernOnly
                 }
                 Err(e) if refuses_legacy(&e) => {
                     tracing::debug!(backend = target.name, error = %e, "backend speaks 2026-07-28 only");

@@ -12,7 +12,8 @@
 //! call results, progress, links read back), which the tests assert.
 //!
 //! Over 600 lines on purpose: every test that drives the real SDK peers and `server-everything`
-//! lives in this one binary, sharing the peer runners and the `server-everything` starter below.
+//! lives in this one binary, sharing the peer runners and server starters, and one test binary
+//! keeps the link time down.
 
 mod support;
 
@@ -738,4 +739,142 @@ async fn python_sdk_clients_of_both_eras_read_back_server_everything_links() {
         }
         assert_links_read_back(&summary);
     }
+}
+
+/// A running `tests/interop/py_dual_server.py` (Python SDK 2.x, both eras); killed when dropped.
+struct PyDualServer(mcp_test_support::PortedChild);
+
+impl PyDualServer {
+    async fn start(python: &Path) -> Self {
+        let mut command = tokio::process::Command::new(python);
+        command
+            .arg(root().join("tests/interop/py_dual_server.py"))
+            .current_dir(root().join("tests/interop"));
+        Self(mcp_test_support::PortedChild::spawn(command).await)
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.0.port)
+    }
+}
+
+/// Runs `tests/interop/py_sampling_client.py` (mode `legacy` or `auto`) calling `tool`.
+async fn sampling_client(python: &Path, url: &str, tool: &str, mode: &str, prompt: &str) -> Value {
+    let script = root().join("tests/interop/py_sampling_client.py");
+    let token = token("alice");
+    let args = [
+        script.to_str().expect("UTF-8 path"),
+        url,
+        &token,
+        tool,
+        mode,
+        prompt,
+    ];
+    run_client(python, &args).await
+}
+
+/// The Python dual-era backend `py` behind the gateway, for subject `alice`.
+async fn dual_era_gateway(server: &PyDualServer) -> (Gateway, String) {
+    let gw = Gateway::start(&[("alice", user_config(&[("py", server.url())]))]).await;
+    let url = format!("http://{}/servers/vh/mcp", gw.addr);
+    (gw, url)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2025_client_of_a_dual_era_backend_gets_its_mid_call_sampling_request() {
+    let Some(python) = python("mcp2") else { return };
+    let server = PyDualServer::start(&python).await;
+    let (_gw, url) = dual_era_gateway(&server).await;
+
+    let summary = sampling_client(&python, &url, "py-sample", "legacy", "capital of France?").await;
+
+    assert_legacy_session(&summary);
+    // A real sampling/createMessage inside the call, answered by the client: the call completes
+    // in one round.
+    assert_eq!(summary["first_result_type"], "complete", "{summary}");
+    assert_eq!(
+        summary["sampled"],
+        json!(["capital of France?"]),
+        "{summary}"
+    );
+    // The control: the tool ran in a 2025 session upstream (the gateway did not bridge).
+    assert_eq!(
+        summary["text"],
+        json!(["py2 2025-11-25: LLM says: capital of France?"]),
+        "{summary}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2026_client_of_the_same_backend_gets_the_input_required_form() {
+    let Some(python) = python("mcp2") else { return };
+    let server = PyDualServer::start(&python).await;
+    let (_gw, url) = dual_era_gateway(&server).await;
+
+    let summary = sampling_client(&python, &url, "py-sample", "auto", "capital of Peru?").await;
+
+    assert_eq!(summary["protocol_version"], "2026-07-28", "{summary}");
+    assert_eq!(summary["first_result_type"], "input_required", "{summary}");
+    assert_eq!(
+        summary["input_requests"],
+        json!(["sampling/createMessage"]),
+        "{summary}"
+    );
+    // The driver answered the one input request of the retried call.
+    assert_eq!(summary["sampled"], json!(["capital of Peru?"]), "{summary}");
+    assert_eq!(
+        summary["text"],
+        json!(["py2 2026-07-28: LLM says: capital of Peru?"]),
+        "{summary}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2025_session_is_not_listed_server_everythings_task_only_tool() {
+    let Some(project) = node_project() else {
+        return;
+    };
+    let everything = ServerEverything::start(&project).await;
+    let gw = Gateway::start(&[("alice", user_config(&[("everything", everything.url())]))]).await;
+    let session = gw.legacy_session("alice", "vh").await;
+
+    let listed = gw
+        .legacy("alice", "vh", &session, "tools/list", json!({}))
+        .await;
+    let names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no tools: {listed}"))
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(names.contains(&"everything-echo"), "{names:?}");
+    assert!(
+        !names.contains(&"everything-simulate-research-query"),
+        "a tool with taskSupport \"required\" listed to a 2025 session: {names:?}"
+    );
+    // Seen and left out on purpose, and said so.
+    assert_eq!(
+        listed["result"]["_meta"]["mcp-gateway/degraded"]["items"],
+        json!([{"name": "everything-simulate-research-query",
+                "reason": "requires tasks, which 2025 sessions are not offered"}]),
+        "{listed}"
+    );
+
+    // A task-augmented call anyway is refused before it runs: nothing to follow up that fails.
+    let called = gw
+        .legacy(
+            "alice",
+            "vh",
+            &session,
+            "tools/call",
+            json!({"name": "everything-simulate-research-query",
+                   "arguments": {"topic": "tides"}, "task": {"ttl": 60000}}),
+        )
+        .await;
+    assert_eq!(called["error"]["code"], -32602, "{called}");
+    assert_eq!(
+        called["error"]["message"],
+        "Task-augmented calls are not supported: this gateway offers no tasks to 2025 sessions",
+        "{called}"
+    );
 }

@@ -293,3 +293,86 @@ async fn one_caller_cannot_take_every_parking_place() {
     // Another caller still has room.
     input_required(&gw.modern("bob", "vh", "tools/call", ask(None, None)).await);
 }
+
+/// What `backend` received for `tools/call`: (session id present, `MCP-Protocol-Version`).
+fn tool_calls(backend: &TestBackend) -> Vec<(bool, Option<String>)> {
+    backend
+        .requests()
+        .iter()
+        .filter(|r| r.jsonrpc_method().as_deref() == Some("tools/call"))
+        .map(|r| {
+            (
+                r.has_header("mcp-session-id"),
+                r.header("mcp-protocol-version").map(str::to_owned),
+            )
+        })
+        .collect()
+}
+
+fn initializes(backend: &TestBackend) -> usize {
+    backend
+        .requests()
+        .iter()
+        .filter(|r| r.jsonrpc_method().as_deref() == Some("initialize"))
+        .count()
+}
+
+#[tokio::test]
+async fn a_dual_era_backend_is_spoken_to_in_each_callers_era() {
+    let both = TestBackend::start(BackendSpec::both("both")).await;
+    let gw = Gateway::start(&[("alice", user_config(&[("both", both.url())]))]).await;
+    let echo = json!({"name": "both-echo", "arguments": {"text": "hi"}});
+
+    let modern = gw.modern("alice", "vh", "tools/call", echo.clone()).await;
+    assert_eq!(
+        last_message(&modern)["result"]["content"][0]["text"],
+        "both: hi"
+    );
+    assert_eq!(
+        initializes(&both),
+        0,
+        "a 2026-07-28 caller opened a session"
+    );
+    assert_eq!(tool_calls(&both), [(false, Some("2026-07-28".to_owned()))]);
+
+    let session = gw.legacy_session("alice", "vh").await;
+    let legacy = gw.legacy("alice", "vh", &session, "tools/call", echo).await;
+    assert_eq!(
+        legacy["result"]["content"][0]["text"], "both: hi",
+        "{legacy}"
+    );
+    // The 2025 session got a 2025 session upstream: one initialize, the call inside it.
+    assert_eq!(initializes(&both), 1);
+    assert_eq!(
+        tool_calls(&both)[1],
+        (true, Some("2025-11-25".to_owned())),
+        "{:?}",
+        tool_calls(&both)
+    );
+}
+
+#[tokio::test]
+async fn a_modern_only_backend_refusing_initialize_is_bridged_and_not_asked_again() {
+    let alpha = TestBackend::start(BackendSpec::modern("alpha")).await;
+    let gw = Gateway::start(&[("alice", user_config(&[("alpha", alpha.url())]))]).await;
+    let session = gw.legacy_session("alice", "vh").await;
+    for text in ["one", "two"] {
+        let echo = json!({"name": "alpha-echo", "arguments": {"text": text}});
+        let reply = gw.legacy("alice", "vh", &session, "tools/call", echo).await;
+        assert_eq!(
+            reply["result"]["content"][0]["text"],
+            format!("alpha: {text}"),
+            "{reply}"
+        );
+    }
+    // One refused initialize (the session's own) recorded the backend as 2026-07-28 only; both
+    // calls were sent statelessly.
+    assert_eq!(initializes(&alpha), 1);
+    assert_eq!(
+        tool_calls(&alpha),
+        [
+            (false, Some("2026-07-28".to_owned())),
+            (false, Some("2026-07-28".to_owned()))
+        ]
+    );
+}

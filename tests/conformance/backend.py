@@ -2,13 +2,19 @@
 tool, resource and prompt the official conformance suite (`@modelcontextprotocol/conformance`)
 expects of a server under test, in both protocol eras (2025 sessions and stateless 2026-07-28).
 
-    python backend.py PORT [--legacy-only]
+    python backend.py PORT [--legacy-only | --modern-only] [--server-requests]
 
 Run by `cargo xtask conformance` with `.venv/mcp2/bin/python`, once behind the gateway (a
 single-backend virtual host with `naming = "auto"`, so the names stay as the suite expects) and
 once on its own, so that a failure can be blamed on the gateway or on this backend. With `--legacy-only` it
 refuses 2026-07-28 requests (HTTP 400, -32600) like a 2025-only server, so the gateway talks to it
-in 2025 sessions.
+in 2025 sessions; with `--modern-only` it refuses 2025 requests (HTTP 400, -32022 naming 2026-07-28)
+like a 2026-07-28-only server, so the gateway bridges 2025 clients to it.
+
+With `--server-requests` its sampling and elicitation tools ask the 2025 way in every era, with a
+server-initiated request inside the call, as a server written for 2025 does: in a 2025 session
+that works, in 2026-07-28 such a call fails (there is no back-channel for it). That is the backend
+of the gateway's era-per-caller cell: a 2025 client must reach it in a 2025 session.
 
 The 2025 era gets real server-to-client requests (sampling, elicitation) and notifications
 (logging, progress, resources/updated); the 2026-07-28 era gets input-required results (MRTR)
@@ -61,6 +67,16 @@ def text(value: str, is_error: bool = False) -> CallToolResult:
 
 def modern(ctx: Context) -> bool:
     return ctx.request_context.session.protocol_version == MODERN
+
+
+# `--server-requests`: sampling and elicitation never answer with input-required results.
+SERVER_REQUESTS = "--server-requests" in sys.argv[2:]
+
+
+def input_required_era(ctx: Context) -> bool:
+    """Whether a sampling or elicitation tool asks with an input-required result (2026-07-28,
+    unless `--server-requests`) rather than a server-initiated request."""
+    return modern(ctx) and not SERVER_REQUESTS
 
 
 def compact(value: Any) -> str:
@@ -209,7 +225,7 @@ async def trigger_prompt_change(ctx: Context) -> CallToolResult:
 
 @server.tool(name="test_sampling", description="Asks the client's LLM for a completion")
 async def sampling(prompt: str, ctx: Context) -> CallToolResult | InputRequiredResult:
-    if modern(ctx):
+    if input_required_era(ctx):
         return await input_sampling(ctx)
     result = await ctx.session.create_message(
         messages=[SamplingMessage(role="user", content=TextContent(type="text", text=prompt))],
@@ -265,7 +281,7 @@ class Enums(BaseModel):
 
 
 async def elicit(ctx: Context, key: str, message: str, model: type[BaseModel], label: str) -> Any:
-    if modern(ctx):
+    if input_required_era(ctx):
         answer = response(ctx, key)
         if answer is not None:
             return text(f"{label}: action={answer.get('action')}, content={compact(answer.get('content') or {})}")
@@ -503,8 +519,39 @@ def legacy_only(app: Any) -> Any:
     return wrapped
 
 
+def modern_only(app: Any) -> Any:
+    """An ASGI wrapper that refuses every 2025 request as a 2026-07-28-only server does: a POST
+    without `MCP-Protocol-Version: 2026-07-28` (an `initialize` has none) gets 400 with -32022
+    naming the supported revision; GET and DELETE (2025 streams and session ends) get 405."""
+
+    async def wrapped(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or [])
+        if scope["method"] in ("GET", "DELETE"):
+            await send({"type": "http.response.start", "status": 405, "headers": [(b"allow", b"POST")]})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        if scope["method"] == "POST" and headers.get(b"mcp-protocol-version") != MODERN.encode():
+            error = {"code": -32022, "message": "Unsupported protocol version", "data": {"supported": [MODERN]}}
+            body = compact({"jsonrpc": "2.0", "id": None, "error": error}).encode()
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 400,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+                }
+            )
+            await send({"type": "http.response.body", "body": body})
+            return
+        await app(scope, receive, send)
+
+    return wrapped
+
+
 def main() -> None:
-    """`backend.py PORT [--legacy-only]`"""
+    """`backend.py PORT [--legacy-only | --modern-only] [--server-requests]`"""
     import uvicorn
 
     port = int(sys.argv[1])
@@ -517,6 +564,8 @@ def main() -> None:
     app = server.streamable_http_app(streamable_http_path="/mcp", transport_security=security, host="127.0.0.1")
     if "--legacy-only" in sys.argv[2:]:
         app = legacy_only(app)
+    elif "--modern-only" in sys.argv[2:]:
+        app = modern_only(app)
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
 
 

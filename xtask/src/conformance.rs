@@ -12,7 +12,8 @@
 //!    prefixing virtual host; a failing cell is re-run against its backend alone.
 //! 5. Checks the failure contract (DESIGN §3) against the binary ([`contract`]).
 //! 6. Judges every scenario against `tests/conformance/baseline.toml` ([`outcome`]): a new
-//!    failure or a stale entry fails the run.
+//!    failure or a stale entry fails the run; so does a scenario that passes against a backend
+//!    alone and fails through the gateway (each such comparison is listed in the report).
 //! 7. Writes `target/conformance/REPORT.md` ([`report`]) and prints `N passed, M failed`.
 //!
 //! `--only PARTS` and `--clients NAMES` run a part of it ([`filter`]).
@@ -42,6 +43,8 @@ struct Collected {
     outcomes: Vec<Outcome>,
     /// Runs that could not happen at all (a process did not start, ...): each fails the run.
     problems: Vec<String>,
+    /// (run through the gateway, run without it), compared scenario by scenario.
+    comparisons: Vec<(String, String)>,
 }
 
 impl Collected {
@@ -79,6 +82,7 @@ pub(crate) fn conformance(args: &[String]) -> Result<(), String> {
     let mut collected = Collected::default();
     if filter.runs("official") {
         official::run(&root, &peers, &binary, &out, &mut collected);
+        collected.comparisons = official::comparisons();
     }
     if filter.runs("matrix") {
         collected.section(
@@ -114,6 +118,7 @@ pub(crate) fn conformance(args: &[String]) -> Result<(), String> {
         &baseline,
         &stale,
         &collected.problems,
+        &collected.comparisons,
     );
     let report_path = out.join("REPORT.md");
     std::fs::write(&report_path, text)

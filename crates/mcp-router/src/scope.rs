@@ -38,6 +38,7 @@ impl<'a> Scope<'a> {
             principal: &self.ctx.principal,
             client_caps: self.client_caps,
             meta: self.meta,
+            era: self.era,
         }
     }
 
@@ -73,6 +74,8 @@ pub(crate) struct OwnedCaller {
     pub(crate) headers: HeaderMap,
     pub(crate) principal: mcp_core::Principal,
     pub(crate) client_caps: Box<RawValue>,
+    /// The era the caller speaks (what a dual-era backend is talked to in).
+    pub(crate) era: Era,
 }
 
 impl OwnedCaller {
@@ -83,6 +86,7 @@ impl OwnedCaller {
             headers: scope.headers.clone(),
             principal: scope.ctx.principal.clone(),
             client_caps: scope.client_caps.to_owned(),
+            era: scope.era,
         }
     }
 
@@ -95,6 +99,7 @@ impl OwnedCaller {
             principal: &self.principal,
             client_caps: &self.client_caps,
             meta: None,
+            era: self.era,
         })
     }
 }

@@ -70,6 +70,7 @@ mod tests {
             principal,
             client_caps: caps,
             meta: None,
+            era: mcp_core::Era::Modern,
         }
     }
 

@@ -18,16 +18,17 @@ pub(crate) struct Totals {
 }
 
 /// Renders the report; `sections` are (run id, heading) in order, `stale` the baseline entries
-/// that matched nothing that ran.
+/// that matched nothing that ran, `comparisons` (run through the gateway, run without it).
 pub(crate) fn render(
     sections: &[(String, String)],
     outcomes: &[Outcome],
     baseline: &Baseline,
     stale: &[&Expected],
     problems: &[String],
+    comparisons: &[(String, String)],
 ) -> (String, Totals) {
     let mut totals = Totals::default();
-    let mut body = String::new();
+    let mut body = compare(comparisons, outcomes, baseline, &mut totals);
     for (run, heading) in sections {
         let rows: Vec<&Outcome> = outcomes.iter().filter(|o| &o.run == run).collect();
         let _ = writeln!(body, "\n## {heading}\n\nrun id: `{run}`\n");
@@ -105,7 +106,138 @@ pub(crate) fn render(
     (report, totals)
 }
 
+/// The direct-versus-gateway section: per compared pair of runs, every scenario of either with
+/// both results. A scenario that passed directly and failed through the gateway is a
+/// regression and fails the run (counted here unless its own verdict already failed it, so no
+/// failure counts twice), whatever the baseline says.
+fn compare(
+    comparisons: &[(String, String)],
+    outcomes: &[Outcome],
+    baseline: &Baseline,
+    totals: &mut Totals,
+) -> String {
+    let mut body = String::new();
+    if comparisons.is_empty() {
+        return body;
+    }
+    let _ = writeln!(
+        body,
+        "\n## Direct vs through the gateway\n\n\
+         Each run through the gateway next to the same suite against the same kind of backend \
+         alone, in the client's era. **regression**: passes directly, fails through the gateway \
+         (fails the run).\n"
+    );
+    for (via, direct) in comparisons {
+        let of = |run: &str, scenario: &str| {
+            outcomes
+                .iter()
+                .find(|o| o.run == run && o.scenario == scenario)
+        };
+        let mut scenarios: Vec<&str> = outcomes
+            .iter()
+            .filter(|o| &o.run == via || &o.run == direct)
+            .map(|o| o.scenario.as_str())
+            .collect();
+        scenarios.sort_unstable();
+        scenarios.dedup();
+        let _ = writeln!(body, "### `{via}` vs `{direct}`\n");
+        if scenarios.is_empty() {
+            let _ = writeln!(body, "(not run)\n");
+            continue;
+        }
+        let _ = writeln!(
+            body,
+            "| scenario | direct | through the gateway | comparison |"
+        );
+        let _ = writeln!(body, "|---|---|---|---|");
+        let mut regressions = 0;
+        for scenario in scenarios {
+            let (there, here) = (of(direct, scenario), of(via, scenario));
+            let result = |o: Option<&Outcome>| match o {
+                None => "not run".to_owned(),
+                Some(o) if !o.scored => format!("not scored ({})", o.summary),
+                Some(o) if o.passed => format!("pass ({})", o.summary),
+                Some(o) => format!("fail ({})", o.summary),
+            };
+            let comparison = match (there, here) {
+                (Some(d), Some(g)) if d.scored && d.passed && !g.passed => {
+                    regressions += 1;
+                    if !Verdict::of(g, baseline).fails() {
+                        totals.failed += 1;
+                    }
+                    "**regression**"
+                }
+                (Some(d), Some(g)) if d.passed == g.passed => "same",
+                (Some(_), Some(g)) if g.passed => "better through the gateway",
+                _ => "only in one run",
+            };
+            let _ = writeln!(
+                body,
+                "| `{scenario}` | {} | {} | {comparison} |",
+                cell(&result(there)),
+                cell(&result(here))
+            );
+        }
+        let _ = writeln!(body, "\n{regressions} regression(s).\n");
+    }
+    body
+}
+
 /// Text made safe for one Markdown table cell.
 fn cell(text: &str) -> String {
     text.replace('|', "\\|").replace(['\n', '\r'], " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Baseline, Outcome, render};
+
+    fn pair() -> Vec<(String, String)> {
+        vec![("s@gateway".to_owned(), "s@direct".to_owned())]
+    }
+
+    #[test]
+    fn a_scenario_passing_directly_and_failing_through_the_gateway_fails_once() {
+        let outcomes = [
+            Outcome::new("s@direct", "a", true, "1 passed, 0 failed"),
+            Outcome::new("s@gateway", "a", false, "0 passed, 1 failed"),
+            Outcome::new("s@direct", "b", false, "0 passed, 1 failed"),
+            Outcome::new("s@gateway", "b", false, "0 passed, 1 failed"),
+        ];
+        let sections = [
+            ("s@gateway".to_owned(), "g".to_owned()),
+            ("s@direct".to_owned(), "d".to_owned()),
+        ];
+        // Both failures through the gateway and the direct one are listed as expected: only the
+        // regression still fails the run.
+        let baseline: Baseline = toml::from_str(
+            "[[expected_failure]]\nrun = \"s@gateway\"\nscenario = \"a\"\nreason = \"x\"\n\
+             [[expected_failure]]\nrun = \"s@gateway\"\nscenario = \"b\"\nreason = \"x\"\n\
+             [[expected_failure]]\nrun = \"s@direct\"\nscenario = \"b\"\nreason = \"x\"\n",
+        )
+        .expect("valid baseline");
+        let (text, totals) = render(&sections, &outcomes, &baseline, &[], &[], &pair());
+        assert_eq!(totals.failed, 1, "{text}");
+        assert!(
+            text.contains(
+                "| `a` | pass (1 passed, 0 failed) | fail (0 passed, 1 failed) | **regression** |"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("| `b` | fail (0 passed, 1 failed) | fail (0 passed, 1 failed) | same |"),
+            "{text}"
+        );
+
+        // Without the baseline the regression is one failure, not two.
+        let (_, totals) = render(
+            &sections,
+            &outcomes,
+            &Baseline::default(),
+            &[],
+            &[],
+            &pair(),
+        );
+        assert_eq!(totals.failed, 3);
+    }
 }

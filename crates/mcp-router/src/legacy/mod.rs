@@ -273,6 +273,7 @@ async fn end_session(
                     principal: &ctx.principal,
                     client_caps: caps,
                     meta: None,
+                    era: mcp_core::Era::Legacy,
                 };
                 inner.upstream.release(&target, &url).await;
             })
@@ -376,6 +377,16 @@ async fn in_session(
             }
             modern::targeted(&scope, inner, id, method, params).await
         }
+        // The session was offered no `tasks`: a task it asks for anyway could never be
+        // followed up (`tasks/*` is not routed for 2025 sessions), so the call is refused before
+        // it runs.
+        Method::ToolsCall if params.contains("task") => respond::error(
+            StatusCode::OK,
+            Some(id),
+            &ErrorObject::invalid_params(
+                "Task-augmented calls are not supported: this gateway offers no tasks to 2025 sessions",
+            ),
+        ),
         Method::ToolsCall
         | Method::PromptsGet
         | Method::ResourcesRead
@@ -536,6 +547,7 @@ async fn answer_backend(
         principal: &ctx.principal,
         client_caps: &caps,
         meta: None,
+        era: mcp_core::Era::Legacy,
     };
     if let Err(e) = inner
         .upstream

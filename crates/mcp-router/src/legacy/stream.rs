@@ -75,6 +75,7 @@ pub(crate) async fn get_stream(
             principal: &ctx.principal,
             client_caps: &caps,
             meta: None,
+            era: mcp_core::Era::Legacy,
         };
         // The session may have been created on another node: listen to its upstream session.
         if let (Some(id), Some(version)) = (&entry.upstream_session_id, &entry.version) {
@@ -113,6 +114,8 @@ pub(crate) async fn get_stream(
             headers: parts.headers.clone(),
             principal: ctx.principal.clone(),
             client_caps: caps.clone(),
+            // It follows the backends recorded as 2026-07-28 ones, with `subscriptions/listen`.
+            era: mcp_core::Era::Modern,
         },
         session: session_id.to_owned(),
     };

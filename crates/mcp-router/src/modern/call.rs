@@ -1184,7 +1184,9 @@ impl Relay {
         }
         let name = bridge.name.clone();
         let reply = {
-            let target = self.target.target();
+            let mut target = self.target.target();
+            // The bridge exists for a call sent in 2026-07-28: its retries are sent so too.
+            target.era = Era::Modern;
             let call = Call {
                 method: self.finish.method.as_str(),
                 params,

@@ -4,7 +4,8 @@
 //! Every item is renamed to its public name ([`Namer`](crate::naming::Namer)); an item whose public
 //! name collides with another backend's item on the same page is left out together with it
 //! (ambiguous), as is a name over the length limit or, for tools, outside the spec's charset; all
-//! are named in the degraded marker. A backend's `allowed_tools` (upstream names) filters its tools.
+//! are named in the degraded marker, like a tool that can only run as a task in a 2025 session's
+//! list. A backend's `allowed_tools` (upstream names) filters its tools.
 //! The first page asks every backend; `nextCursor` is a sealed [`MergedCursor`] over the backends
 //! that have more, so an exhausted backend is never asked again. A backend that fails is left out
 //! and named in the degraded marker; the call still succeeds.
@@ -12,7 +13,7 @@
 use std::collections::HashMap;
 
 use futures_util::future::join_all;
-use mcp_core::{ErrorObject, Method, RawObject};
+use mcp_core::{Era, ErrorObject, Method, RawObject};
 use serde_json::value::RawValue;
 
 use mcp_fallback::ToolHints;
@@ -283,6 +284,12 @@ fn rename_items(
         let public = namer
             .public(&page.backend, &upstream, shape.kind)
             .into_owned();
+        if shape.kind == ItemKind::Tool && scope.era == Era::Legacy && requires_tasks(&item) {
+            // 2025 sessions are not offered tasks (see `legacy::initialize`): listed, such a tool
+            // could only be called and then never followed up.
+            degraded.item(&public, TASKS_REQUIRED);
+            continue;
+        }
         if let Some(chain) = &filter
             && !crate::plugins::listed(chain, scope, shape.kind, &page.backend, &upstream, &public)
         {
@@ -297,6 +304,17 @@ fn rename_items(
         owned.set_str(shape.name_key, &public);
         merged.push((public, page.backend.clone(), owned));
     }
+}
+
+/// Why a tool is left out of a 2025 session's list (named in the degraded marker).
+const TASKS_REQUIRED: &str = "requires tasks, which 2025 sessions are not offered";
+
+/// Whether a tool says it can only be called as a task (`execution.taskSupport: "required"`).
+fn requires_tasks(tool: &RawObject<'_>) -> bool {
+    tool.get("execution")
+        .and_then(|execution| RawObject::from_raw(execution).ok())
+        .and_then(|execution| execution.get_str("taskSupport"))
+        .is_some_and(|support| support == "required")
 }
 
 /// Leaves out every item whose public name appears for more than one backend.

@@ -1,6 +1,7 @@
 //! The upstream side: one pooled HTTP client for every backend, backend era detection (probe once,
-//! cache per URL, re-probe after failures), upstream sessions for legacy backends, and sending one
-//! JSON-RPC request to a backend in that backend's era.
+//! cache per credential scope, re-probe after failures), upstream sessions for legacy backends,
+//! and sending one JSON-RPC request to a backend in the caller's era when the backend speaks it
+//! (a dual-era backend gets 2025 sessions for 2025 callers), else in the backend's.
 //!
 //! Besides streamable HTTP, a backend may be a stdio child process ([`stdio`]) or speak the
 //! deprecated 2024-11-05 HTTP+SSE transport ([`sse`]): `transport = "sse"` selects it, and with
@@ -106,6 +107,8 @@ pub(crate) struct Target<'a> {
     pub(crate) client_caps: &'a RawValue,
     /// The client's `_meta` (modern requests).
     pub(crate) meta: Option<&'a RawValue>,
+    /// The era the client speaks: a backend that speaks both is talked to in this one.
+    pub(crate) era: Era,
 }
 
 /// One JSON-RPC request to send.
@@ -135,10 +138,53 @@ pub(crate) struct Reply {
     pub(crate) session: Option<Arc<LegacySession>>,
 }
 
-#[derive(Clone, Copy, Debug)]
+/// What a backend speaks towards one credential scope.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Speaks {
+    /// 2026-07-28 and 2025: each caller is served in its own era.
+    Both,
+    /// 2026-07-28 only, or 2025 without sessions (an `initialize` answered without an
+    /// `Mcp-Session-Id`, like the TypeScript SDK 2.x's per-request 2025 serving): such a 2025
+    /// side can carry neither requests inside a call nor subscriptions, which the bridge from
+    /// 2026-07-28 does carry. 2025 callers are bridged.
+    ModernOnly,
+    /// 2025 only: 2026-07-28 callers are bridged.
+    LegacyOnly,
+}
+
+/// One era-cache entry. `server/discover` tells a modern backend from a 2025-only one at once;
+/// whether a modern backend speaks 2025 too is found out by the first 2025 caller's
+/// `initialize` (its `supportedVersions` name modern revisions only, and probing eagerly would
+/// open an upstream session for every scope, wanted or not).
+#[derive(Debug)]
 struct EraEntry {
-    era: Era,
+    modern: bool,
+    /// Whether 2025 callers get 2025 sessions: set at once for a 2025-only backend.
+    legacy: OnceCell<bool>,
     probed_at: Instant,
+}
+
+impl EraEntry {
+    /// What the backend speaks, `None` while a modern backend's 2025 side is untried.
+    fn speaks(&self) -> Option<Speaks> {
+        match (self.modern, self.legacy.get()) {
+            (false, _) => Some(Speaks::LegacyOnly),
+            (true, Some(true)) => Some(Speaks::Both),
+            (true, Some(false)) => Some(Speaks::ModernOnly),
+            (true, None) => None,
+        }
+    }
+}
+
+/// The era one call is sent in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Route {
+    Modern,
+    /// 2025, `only` when the backend speaks nothing else (then an `initialize` refused may mean
+    /// the HTTP+SSE transport).
+    Legacy {
+        only: bool,
+    },
 }
 
 type EraSlot = Arc<OnceCell<EraEntry>>;
@@ -267,14 +313,14 @@ impl Upstream {
         Self::scope(target, &address)
     }
 
-    /// The backend's era: cached per credential scope, probed with `server/discover` when
-    /// unknown or stale. A full table (no share left) probes without caching.
-    async fn era_at(
+    /// The scope's era-cache entry: probed with `server/discover` when unknown or stale. A full
+    /// table (no share left) probes without caching.
+    async fn era_entry(
         &self,
         target: &Target<'_>,
         url: &Url,
         scope: &CredentialScope,
-    ) -> Result<Era, UpstreamError> {
+    ) -> Result<EraSlot, UpstreamError> {
         let slot = {
             let slot = self
                 .eras
@@ -292,17 +338,72 @@ impl Upstream {
                 slot
             }
         };
-        let entry = slot
-            .get_or_try_init(|| async {
-                let era = self.probe(target, url).await?;
-                tracing::debug!(backend = target.name, ?era, "backend era detected");
-                Ok::<_, UpstreamError>(EraEntry {
-                    era,
-                    probed_at: Instant::now(),
-                })
+        slot.get_or_try_init(|| async {
+            let era = self.probe(target, url).await?;
+            tracing::debug!(backend = target.name, ?era, "backend era detected");
+            let legacy = OnceCell::new();
+            if era == Era::Legacy {
+                let _ = legacy.set(true);
+            }
+            Ok::<_, UpstreamError>(EraEntry {
+                modern: era == Era::Modern,
+                legacy,
+                probed_at: Instant::now(),
             })
-            .await?;
-        Ok(entry.era)
+        })
+        .await?;
+        Ok(slot)
+    }
+
+    /// The era to talk to the backend in for this caller: the caller's own when the backend
+    /// speaks it, the other one otherwise. A 2025 caller is the first to find out whether a
+    /// modern backend speaks 2025 too: its upstream session is opened here (and kept for its
+    /// calls), and a backend that refuses `initialize` is recorded as modern only.
+    async fn route(
+        &self,
+        target: &Target<'_>,
+        url: &Url,
+        scope: &CredentialScope,
+    ) -> Result<Route, UpstreamError> {
+        let slot = self.era_entry(target, url, scope).await?;
+        let Some(entry) = slot.get() else {
+            return Err(UpstreamError::Malformed("no era detected"));
+        };
+        if !entry.modern {
+            return Ok(Route::Legacy { only: true });
+        }
+        if target.era == Era::Modern {
+            return Ok(Route::Modern);
+        }
+        let speaks = match entry.speaks() {
+            Some(speaks) => speaks,
+            None => match self.session_in(target, url, scope).await {
+                Ok((_, session)) if session.id.is_some() => {
+                    let _ = entry.legacy.set(true);
+                    Speaks::Both
+                }
+                Ok(_) => {
+                    tracing::debug!(
+                        backend = target.name,
+                        "backend serves 2025 without sessions: 2025 callers are bridged"
+                    );
+                    let _ = entry.legacy.set(false);
+                    Speaks::ModernOnly
+                }
+                Err(e) if refuses_legacy(&e) => {
+                    tracing::debug!(backend = target.name, error = %e, "backend speaks 2026-07-28 only");
+                    let _ = entry.legacy.set(false);
+                    Speaks::ModernOnly
+                }
+                Err(e) => return Err(e),
+            },
+        };
+        tracing::trace!(backend = target.name, ?speaks, "era for a 2025 caller");
+        Ok(match speaks {
+            Speaks::Both => Route::Legacy { only: false },
+            Speaks::ModernOnly => Route::Modern,
+            Speaks::LegacyOnly => Route::Legacy { only: true },
+        })
     }
 
     /// Forgets the era of a scope whose backend failed, so its next call probes again.
@@ -489,17 +590,18 @@ impl Upstream {
         if self.speaks_sse(target, scope) {
             return self.sse.send(target, url, scope, call).await;
         }
-        let result = match self.era_at(target, url, scope).await? {
-            Era::Modern => self.send_modern(target, url, call).await,
-            Era::Legacy => match self.send_legacy(target, url, scope, call).await {
+        let result = match self.route(target, url, scope).await {
+            Err(e) => Err(e),
+            Ok(Route::Modern) => self.send_modern(target, url, call).await,
+            Ok(Route::Legacy { only }) => match self.send_legacy(target, url, scope, call).await {
                 Err(UpstreamError::SessionExpired) => {
                     self.send_legacy(target, url, scope, call).await
                 }
-                Err(e) => match self.fall_back_to_sse(target, url, scope, e).await {
+                Err(e) if only => match self.fall_back_to_sse(target, url, scope, e).await {
                     Ok(()) => self.sse.send(target, url, scope, call).await,
                     Err(e) => Err(e),
                 },
-                ok => ok,
+                other => other,
             },
         };
         if let Err(e) = &result
@@ -921,8 +1023,8 @@ impl Upstream {
         if self.speaks_sse(target, scope) {
             return self.describe_sse(target, url, scope).await;
         }
-        match self.era_at(target, url, scope).await? {
-            Era::Modern => {
+        match self.route(target, url, scope).await? {
+            Route::Modern => {
                 let call = Call {
                     method: "server/discover",
                     params: RawObject::new(),
@@ -939,9 +1041,10 @@ impl Upstream {
                     session: None,
                 })
             }
-            Era::Legacy => {
+            Route::Legacy { only } => {
                 let (key, mut session) = match self.session_in(target, url, scope).await {
                     Ok(session) => session,
+                    Err(e) if !only => return Err(e),
                     Err(e) => {
                         self.fall_back_to_sse(target, url, scope, e).await?;
                         return self.describe_sse(target, url, scope).await;
@@ -1141,6 +1244,16 @@ fn legacy_capabilities(caps: &RawValue) -> Box<RawValue> {
         Err(_) => {
             RawValue::from_string("{}".to_owned()).unwrap_or_else(|_| RawValue::NULL.to_owned())
         }
+    }
+}
+
+/// Whether a failed `initialize` says the backend has no 2025 side (an HTTP 4xx, or a JSON-RPC
+/// error or no result where an `InitializeResult` belongs), rather than that it is unreachable.
+fn refuses_legacy(error: &UpstreamError) -> bool {
+    match error {
+        UpstreamError::Status(code) => (400..500).contains(code) && *code != 408 && *code != 429,
+        UpstreamError::Malformed(_) => true,
+        _ => false,
     }
 }
 

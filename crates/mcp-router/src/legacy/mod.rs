@@ -117,6 +117,13 @@ pub(crate) async fn serve(
     }
 }
 
+/// Whether a session that negotiated `version` gets priming events: 2025-11-25 introduced them
+/// (an SSE event with an id and no data first on every stream, GET and POST); earlier clients
+/// never saw one and some would take an empty `data` for a malformed message.
+pub(crate) fn primes_streams(version: &str) -> bool {
+    version >= "2025-11-25"
+}
+
 fn session_not_found(id: Option<&RequestId>) -> Response<McpBody> {
     respond::error(
         StatusCode::NOT_FOUND,
@@ -161,6 +168,7 @@ async fn initialize(
         meta: None,
         era: Era::Legacy,
         session_id: None,
+        primes_streams: false,
     };
     let sse_transport = parts
         .extensions
@@ -344,6 +352,7 @@ async fn in_session(
         meta: meta.as_deref(),
         era: Era::Legacy,
         session_id: Some(session_id),
+        primes_streams: primes_streams(&record.protocol_version),
     };
     if method != Method::Ping {
         let generation = inner.upstream.session_generation();

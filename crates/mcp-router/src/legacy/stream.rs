@@ -169,7 +169,7 @@ pub(crate) async fn get_stream(
                     .encode(),
             );
         }
-    } else if record.protocol_version.as_str() >= "2025-11-25" {
+    } else if super::primes_streams(&record.protocol_version) {
         // 2025-11-25: a priming event (an id, no data) so the client can resume from the start.
         let id = inner
             .replay

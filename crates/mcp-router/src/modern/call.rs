@@ -471,6 +471,8 @@ struct Relay {
     answered: bool,
     /// The downstream 2025 session: backend requests are relayed to it instead of declined.
     downstream_session: Option<String>,
+    /// That session's response streams start with a priming event (2025-11-25).
+    primes: bool,
     /// Signalled when a 2025 client cancels this call (`notifications/cancelled`).
     cancel: Option<Arc<tokio::sync::Notify>>,
     /// This call's entry in the in-flight table, removed on drop.
@@ -604,6 +606,7 @@ async fn relay_call(
         done: false,
         answered: false,
         downstream_session: scope.session_id.map(str::to_owned),
+        primes: scope.primes_streams,
         cancel: registration.as_ref().map(|(cancel, _)| Arc::clone(cancel)),
         inflight_key: registration.map(|(_, key)| key),
         post,
@@ -845,6 +848,12 @@ fn stream_body(
     relay.inner.ensure_sweeping();
     let principal = relay.target.caller.principal.clone();
     let stream = relay.inner.replay.open_post_stream(&principal, &session);
+    // 2025-11-25: the priming event takes the stream's first id before any message does, so a
+    // client whose connection breaks before the first message still resumes from the start.
+    let priming = relay.primes.then(|| {
+        let id = relay.inner.replay.next_id(&principal, &session, &stream);
+        Bytes::from(format!("id: {id}\ndata: \n\n"))
+    });
     let ids = EventIds {
         inner: Arc::clone(&relay.inner),
         principal,
@@ -874,10 +883,10 @@ fn stream_body(
             }
         }
     });
-    body::streaming(futures_util::stream::unfold(
-        receiver,
-        |mut receiver| async move { receiver.recv().await.map(|chunk| (chunk, receiver)) },
-    ))
+    let live = futures_util::stream::unfold(receiver, |mut receiver| async move {
+        receiver.recv().await.map(|chunk| (chunk, receiver))
+    });
+    body::streaming(futures_util::stream::iter(priming).chain(live))
 }
 
 /// What a 2026-07-28 client needs on a result a 2025 backend produced: `resultType` (absent means
@@ -1273,6 +1282,7 @@ impl Relay {
             done: false,
             answered: false,
             downstream_session: self.downstream_session.take(),
+            primes: self.primes,
             cancel: self.cancel.take(),
             inflight_key: self.inflight_key.take(),
             bridge: self.bridge.take(),

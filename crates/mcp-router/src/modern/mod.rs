@@ -48,6 +48,7 @@ pub(crate) async fn serve(
         meta: Some(request.meta),
         era: Era::Modern,
         session_id: None,
+        primes_streams: false,
     };
     let method = request.method;
     match method.kind() {

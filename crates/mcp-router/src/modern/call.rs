@@ -48,12 +48,12 @@ use mcp_fallback::ToolHints;
 
 use crate::body::{self, McpBody};
 use crate::log_level;
-use crate::modern::list::ListShape;
+use crate::modern::list::{ListShape, lists_item};
 use crate::naming::{ItemKind, Namer, Resolution, Target as NameTarget};
 use crate::plugins::{self, Governed, PostHook};
 use crate::respond;
 use crate::router::RouterInner;
-use crate::scope::{Incoming, OwnedCaller, Scope, classify, final_response, result_of};
+use crate::scope::{Incoming, OwnedCaller, Scope, classify};
 use crate::upstream::{Call, LegacySession, MessageStream, PROGRESS_TOKEN, Target, UpstreamError};
 
 /// Where the routed name sits in the params.
@@ -327,67 +327,21 @@ async fn exposing<'a>(
         return Vec::new();
     };
     let checks = candidates.iter().map(|candidate| async move {
-        lists_item(scope, list_method, shape, candidate)
-            .await
-            .then(|| candidate.clone())
+        lists_item(
+            scope,
+            list_method,
+            shape,
+            candidate.backend,
+            &candidate.upstream,
+        )
+        .await
+        .then(|| candidate.clone())
     });
     futures_util::future::join_all(checks)
         .await
         .into_iter()
         .flatten()
         .collect()
-}
-
-/// Whether a backend lists `candidate.upstream` (first pages only, bounded).
-async fn lists_item(
-    scope: &Scope<'_>,
-    method: Method,
-    shape: ListShape,
-    candidate: &NameTarget<'_>,
-) -> bool {
-    const MAX_PAGES: usize = 20;
-    let Some(config) = scope.ctx.vhost.backends.get(candidate.backend) else {
-        return false;
-    };
-    let target = scope.target(candidate.backend, config);
-    let mut cursor: Option<String> = None;
-    for _ in 0..MAX_PAGES {
-        let mut params = RawObject::new();
-        if let Some(c) = &cursor {
-            params.set_str("cursor", c);
-        }
-        let call = Call {
-            method: method.as_str(),
-            params,
-            name: None,
-            progress_token: None,
-            hints: ToolHints::NONE,
-            headers: None,
-        };
-        let Ok(message) =
-            final_response(scope, &target, &call, scope.fanout_deadline(config)).await
-        else {
-            return false;
-        };
-        let Ok(result) = result_of(&message) else {
-            return false;
-        };
-        let items: Vec<Box<RawValue>> = result.get_as(shape.items_key).unwrap_or_default();
-        let found = items.iter().any(|item| {
-            RawObject::parse(item.get())
-                .ok()
-                .and_then(|o| o.get_str(shape.name_key))
-                .is_some_and(|n| n == candidate.upstream)
-        });
-        if found {
-            return true;
-        }
-        cursor = result.get_str("nextCursor");
-        if cursor.is_none() {
-            return false;
-        }
-    }
-    false
 }
 
 /// An owned copy of what a relay needs after the handler returned (the stream outlives it).

@@ -64,7 +64,8 @@
 //!   (sealed with the backend's name, bound to the caller and virtual host; integrity-protected,
 //!   not encrypted), and `tasks/get|update|cancel` route back with the raw id. Not bridged across
 //!   eras: 2025 clients are never offered the extension, and 2025-11-25 experimental tasks are not
-//!   translated. `notifications/tasks` on `subscriptions/listen` streams are not routed yet.
+//!   translated. A `subscriptions/listen` naming gateway task ids (`taskIds`) gets the
+//!   backends' `notifications/tasks` for those tasks, under the gateway ids.
 //!
 //! Failures follow DESIGN §3: missing request facts are `Routing problem…` internal errors; a name
 //! that no configured backend prefix matches is `wrong tool name` / `wrong prompt name` /

@@ -23,6 +23,7 @@ mod adopted;
 pub(crate) use adopted::AdoptedRecords;
 mod follow;
 mod initialize;
+pub(crate) use initialize::TASKS_EXTENSION;
 mod stream;
 
 use std::sync::Arc;

@@ -736,7 +736,7 @@ async fn resume(
 /// `code`: the errors that revision ties to `400 Bad Request` (a backend's header mismatch,
 /// missing client capability or unsupported version) keep it through the gateway; everything
 /// else is 200.
-fn modern_status(code: i64) -> StatusCode {
+pub(crate) fn modern_status(code: i64) -> StatusCode {
     match code {
         error_code::HEADER_MISMATCH
         | error_code::MISSING_REQUIRED_CLIENT_CAPABILITY

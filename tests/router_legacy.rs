@@ -1145,3 +1145,123 @@ async fn sessions_before_2025_11_25_get_no_priming_event() {
         assert!(message.is_object());
     }
 }
+
+/// A 2025-11-25 session of `sub` whose client declared sampling.
+async fn sampling_session(gw: &Gateway, sub: &str) -> String {
+    let reply = post(gw, sub, "vh", None, request(0, "initialize", json!({
+        "protocolVersion": "2025-11-25", "capabilities": {"sampling": {}}, "clientInfo": {"name": "progress", "version": "1"}
+    })))
+    .await;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let session = reply
+        .header("mcp-session-id")
+        .expect("session id")
+        .to_owned();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(
+        post(gw, sub, "vh", Some(&session), initialized)
+            .await
+            .status,
+        202
+    );
+    session
+}
+
+/// The client notifications `backend` received for `method`.
+fn received(backend: &TestBackend, method: &str) -> Vec<Value> {
+    backend
+        .requests()
+        .iter()
+        .filter_map(|r| r.json())
+        .filter(|m| m["method"] == method)
+        .collect()
+}
+
+#[tokio::test]
+async fn client_progress_and_cancellation_of_a_relayed_backend_request_reach_that_backend_under_its_own_ids()
+ {
+    let beta = TestBackend::start(BackendSpec::legacy("beta").sampling_tool(true)).await;
+    let gamma = TestBackend::start(BackendSpec::legacy("gamma").sampling_tool(true)).await;
+    let config = user_config(&[("beta", beta.url()), ("gamma", gamma.url())]);
+    let gw = Gateway::start(&[("alice", config.clone()), ("bob", config)]).await;
+    let session = sampling_session(&gw, "alice").await;
+    let auth = support::gateway::bearer("alice");
+    let headers = [
+        ("authorization", auth.as_str()),
+        ACCEPT,
+        JSON,
+        ("mcp-session-id", session.as_str()),
+        ("mcp-protocol-version", "2025-11-25"),
+    ];
+    let body = request(
+        3,
+        "tools/call",
+        json!({"name": "gamma-sample", "arguments": {"prompt": "hi"}}),
+    )
+    .to_string();
+    let mut call =
+        support::open_stream_with_body(gw.addr, "POST", "/servers/vh/mcp", &headers, &body).await;
+    let sampling = loop {
+        let event = call
+            .next_event(Duration::from_secs(5))
+            .await
+            .expect("the backend's sampling request on the call's stream");
+        let Ok(message) = serde_json::from_str::<Value>(&event.data) else {
+            continue;
+        };
+        if message["method"] == "sampling/createMessage" {
+            break message;
+        }
+    };
+    let relayed_id = sampling["id"].as_str().expect("a gateway id").to_owned();
+    assert_eq!(
+        sampling["params"]["_meta"]["progressToken"], relayed_id,
+        "the client reports progress under the gateway's token, never the backend's: {sampling}"
+    );
+    let progress = |token: &str| {
+        json!({"jsonrpc": "2.0", "method": "notifications/progress",
+               "params": {"progressToken": token, "progress": 1, "total": 2, "message": "thinking"}})
+    };
+
+    // Another session (bob's, or another of alice's) cannot report progress for it.
+    let bobs = sampling_session(&gw, "bob").await;
+    let other = sampling_session(&gw, "alice").await;
+    for (sub, s) in [("bob", &bobs), ("alice", &other)] {
+        let reply = post(&gw, sub, "vh", Some(s), progress(&relayed_id)).await;
+        assert_eq!(reply.status, 202);
+    }
+    // Passing a notification on completes before its 202: had one gone through, it would be here.
+    assert!(received(&gamma, "notifications/progress").is_empty());
+
+    let reply = post(&gw, "alice", "vh", Some(&session), progress(&relayed_id)).await;
+    assert_eq!(reply.status, 202);
+    let at_gamma = received(&gamma, "notifications/progress");
+    assert_eq!(at_gamma.len(), 1, "{at_gamma:?}");
+    // rmcp numbers the progress tokens of its requests itself: the backend's own is a number,
+    // the gateway's a sealed string.
+    let mut params = at_gamma[0]["params"].clone();
+    let token = params["progressToken"].take();
+    assert!(token.is_number(), "the backend's own token: {token}");
+    assert_eq!(
+        params,
+        json!({"progressToken": null, "progress": 1, "total": 2, "message": "thinking"})
+    );
+    assert!(
+        received(&beta, "notifications/progress").is_empty(),
+        "only the backend that asked"
+    );
+
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                        "params": {"requestId": relayed_id, "reason": "user gave up"}});
+    let reply = post(&gw, "alice", "vh", Some(&session), cancel).await;
+    assert_eq!(reply.status, 202);
+    let cancelled = received(&gamma, "notifications/cancelled");
+    assert_eq!(cancelled.len(), 1, "{cancelled:?}");
+    let upstream_id = &cancelled[0]["params"]["requestId"];
+    assert!(
+        upstream_id.is_number() || upstream_id.as_str().is_some_and(|id| id != relayed_id),
+        "the backend's own request id: {upstream_id}"
+    );
+    assert_eq!(cancelled[0]["params"]["reason"], "user gave up");
+    assert!(received(&beta, "notifications/cancelled").is_empty());
+}

@@ -48,8 +48,10 @@
 //!   and routed calls work as for modern clients (error codes of their era), `ping` and
 //!   `logging/setLevel` are answered by the gateway, `notifications/cancelled` cancels the named
 //!   call, the GET stream merges the backends' streams (event ids, `Last-Event-ID` replay;
-//!   a 2025-11-25 session's GET and POST streams start with a priming event), backend requests (sampling, elicitation, roots) reach the client and its answers go
-//!   back, a modern backend's MRTR `input_required` becomes real requests, DELETE ends the session.
+//!   a 2025-11-25 session's GET and POST streams start with a priming event), backend requests
+//!   (sampling, elicitation, roots) reach the client and its answers go back (so do its progress
+//!   for them and its cancellation of them, under the backend's own token and id), a modern
+//!   backend's MRTR `input_required` becomes real requests, DELETE ends the session.
 //!   Not yet: the gateway's own `list_changed` notifications (when a backend fails or recovers,
 //!   or the configuration changes).
 //! - **Several nodes**: with a shared store ([`session::RedisSessionStore`], or the stateless

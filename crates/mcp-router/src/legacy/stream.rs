@@ -223,10 +223,13 @@ fn translate(
             let upstream_session = upstream_session?;
             let upstream_id = env.id()?.clone();
             let mut request = RawObject::parse(std::str::from_utf8(message).ok()?).ok()?;
-            let id = inner
-                .pending
-                .register(session, backend, upstream_id, upstream_session);
-            request.set_str("id", &id);
+            inner.pending.relay(
+                session,
+                backend,
+                upstream_id,
+                upstream_session,
+                &mut request,
+            );
             Some(request.to_json().into_bytes())
         }
         MessageKind::Notification if env.method() == Some("notifications/resources/updated") => {

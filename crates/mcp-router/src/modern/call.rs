@@ -1270,13 +1270,13 @@ impl Relay {
         let downstream = self.downstream_session.as_deref()?;
         let session = self.session.as_ref()?;
         let mut request = RawObject::parse(std::str::from_utf8(message).ok()?).ok()?;
-        let id = self.inner.pending.register(
+        self.inner.pending.relay(
             downstream,
             &self.finish.backend,
             upstream_id,
             Arc::clone(session),
+            &mut request,
         );
-        request.set_str("id", &id);
         Some(request.to_json().into_bytes())
     }
 

@@ -118,6 +118,9 @@ async fn session_moves_between_nodes(a: &Gateway, b: &Gateway) {
             .next_event(Duration::from_secs(5))
             .await
             .expect("the sampling request");
+        if event.data.is_empty() {
+            continue; // the 2025-11-25 priming event
+        }
         let message: Value = serde_json::from_str(&event.data).expect("JSON");
         if message["method"] == "sampling/createMessage" {
             break message;
@@ -132,6 +135,9 @@ async fn session_moves_between_nodes(a: &Gateway, b: &Gateway) {
             .next_event(Duration::from_secs(5))
             .await
             .expect("the call's result");
+        if event.data.is_empty() {
+            continue; // the 2025-11-25 priming event
+        }
         let message: Value = serde_json::from_str(&event.data).expect("JSON");
         if message["id"] == 3 {
             break message;

@@ -658,3 +658,62 @@ async fn listen_task_ids_without_the_tasks_extension_are_refused() {
     );
     assert!(upstream(&alpha, "subscriptions/listen").is_empty());
 }
+
+/// The `notifications/tasks` that reports `task` completed, through `gw` for alice.
+async fn completion_notification(gw: &Gateway) -> Value {
+    let task = created_task(&long_task(gw, "alice", WORKING_MS, true).await);
+    let mut stream = listen_for_tasks(gw, "alice", &[&task], true).await;
+    assert_eq!(stream.status, 200);
+    let ack = next_message(&mut stream, PATIENCE).await.expect("ack");
+    assert_eq!(
+        ack["params"]["notifications"],
+        json!({ "taskIds": [task] }),
+        "{ack}"
+    );
+    loop {
+        let message = next_message(&mut stream, PATIENCE)
+            .await
+            .expect("the task's notifications until it completes");
+        assert_eq!(message["method"], "notifications/tasks", "{message}");
+        assert_eq!(message["params"]["taskId"], task, "{message}");
+        if message["params"]["status"] == "completed" {
+            return message;
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_task_notification_carries_its_result_unless_a_post_hook_governs_the_call() {
+    let (_alpha, gw) = setup().await;
+    let plain = completion_notification(&gw).await;
+    assert_eq!(
+        plain["params"]["result"]["content"][0]["text"], "alpha: task done",
+        "the full DetailedTask: {plain}"
+    );
+
+    let governed_backend = TestBackend::start(BackendSpec::modern("alpha").tasks(true)).await;
+    let document = r#"
+version = 1
+
+[[plugins]]
+name = "redact-tasks"
+kind = "secret_filter"
+hooks = ["tool_post_invoke"]
+conditions = { tools = ["long_task"] }
+config = { action = "redact" }
+"#;
+    let runtime = mcp_plugins::PluginRuntime::builder()
+        .load_str(document, mcp_plugins::Format::Toml, "test document")
+        .expect("valid document");
+    let router = mcp_router::McpRouter::builder()
+        .fanout_deadline(Duration::from_secs(5))
+        .plugins(std::sync::Arc::new(runtime))
+        .build();
+    let config = user_config(&[("alpha", governed_backend.url())]);
+    let governed_gw = Gateway::start_with(&[("alice", config)], router).await;
+    let governed = completion_notification(&governed_gw).await;
+    assert!(
+        governed["params"].get("result").is_none(),
+        "the hooked result only comes through tasks/get: {governed}"
+    );
+}

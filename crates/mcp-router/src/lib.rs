@@ -41,7 +41,7 @@
 //! - **A 2026-07-28 client calling a 2025 backend** that sends a request mid-call (sampling,
 //!   elicitation, roots): when the client declared the capability, it gets an `input_required`
 //!   result and its retry answers the backend's request in the **same** upstream call, parked on
-//!   this node meanwhile (one use, bound to the caller, cancelled upstream when abandoned); any
+//!   this node meanwhile (a retry reaching another node is passed on over the node bus) (one use, bound to the caller, cancelled upstream when abandoned); any
 //!   other backend request is declined (`-32601`) so the call ends instead of hanging.
 //! - **2025 clients** (`initialize`, `Mcp-Session-Id`) get sessions on the same endpoint: a
 //!   session bound to the principal and virtual host, kept in a [`session::SessionStore`]; lists
@@ -58,7 +58,8 @@
 //!   [`session::SealedSessionStore`]) and one sealing secret, any node continues any session: it
 //!   adopts the backend sessions the record names, backends' requests are answered through any
 //!   node (their relayed ids carry the route), and with a [`bus::NodeBus`] the answers to the
-//!   gateway's own requests and `notifications/cancelled` reach the node running the call.
+//!   gateway's own requests and `notifications/cancelled` reach the node running the call, and a
+//!   2026-07-28 retry of a parked `input_required` call reaches the node holding it.
 //! - **Subscriptions**: 2026-07-28 `subscriptions/listen` is acknowledged with the subset the
 //!   gateway honours and fed by every backend (modern backends' own listens, legacy backends'
 //!   GET streams and `resources/subscribe`), tagged with the client's subscription id.

@@ -139,6 +139,11 @@ impl PendingRequests {
         }
     }
 
+    /// This node's id.
+    pub(crate) fn node(&self) -> &str {
+        &self.node
+    }
+
     /// A backend's request `request` (a parsed JSON-RPC request) as the client gets it: under a
     /// gateway id, which is also its progress token when the backend asked for progress.
     pub(crate) fn relay(

@@ -114,9 +114,14 @@ pub(crate) async fn targeted(
         }
     };
     match (governed, parked) {
-        (Ok(_), Some(token)) => {
+        (Ok(_), Some((token, node))) => {
             let binding = scope.binding(&[routed.backend, method.as_str(), &routed.upstream]);
-            resume(scope, inner, id, &token, &binding, &params).await
+            let parked = super::forward::Resume {
+                token,
+                node,
+                binding: binding.into_iter().map(str::to_owned).collect(),
+            };
+            resume(scope, inner, id, parked, &params).await
         }
         (Ok(governed), None) => {
             relay_call(scope, inner, id, method, routed, params, governed).await
@@ -134,8 +139,11 @@ fn wrong_name(scope: &Scope<'_>, what: &str, name: &str) -> ErrorObject {
 }
 
 /// The routed backend, the upstream params, the name (or task id) the caller used, and the token
-/// of the parked call a retry resumes.
-type Prepared<'a> = (Routed<'a>, RawObject<'static>, String, Option<String>);
+/// of the parked call a retry resumes, with the node holding it.
+type Prepared<'a> = (Routed<'a>, RawObject<'static>, String, Option<Parked>);
+
+/// A parked call's token and the node holding it (`None`: minted before states named it).
+type Parked = (String, Option<String>);
 
 /// Finds the backend and builds the upstream params.
 async fn prepare<'a>(
@@ -177,7 +185,7 @@ async fn prepare<'a>(
             .map_err(|e| ErrorObject::invalid_params(format!("Invalid requestState ({e})")))?;
         match state {
             State::Backend(inner_state) => params.set_str("requestState", &inner_state),
-            State::Parked(token) => parked = Some(token),
+            State::Parked { token, node } => parked = Some((token, node)),
         }
     }
     Ok((routed, params.into_owned(), public, parked))
@@ -657,9 +665,14 @@ impl ParkedCall {
         let owner: Vec<&str> = binding.iter().take(2).map(String::as_str).collect();
         let owner = owner.join("\u{0}");
         let token = inner.parked.park(self, &owner, left)?;
+        if let Some(bus) = &inner.bus {
+            // The retry may reach another node, which passes it on over the bus.
+            bus.ensure_listening(&inner);
+        }
         let ttl = left.as_secs().max(1);
         let binding = as_strs(&binding);
-        let state = request_state::wrap_parked(&inner.sealer, &binding, &token, ttl);
+        let state =
+            request_state::wrap_parked(&inner.sealer, &binding, &token, inner.pending.node(), ttl);
         let mut result = RawObject::new();
         result.set_str("resultType", "input_required");
         result.set_raw("inputRequests", requests.to_raw());
@@ -682,25 +695,55 @@ impl ParkedCall {
 }
 
 /// A 2026-07-28 client's retry of a parked call: its `inputResponses` answer the backend's
-/// requests, and the rest of the same upstream call is relayed (it may ask for input again).
+/// requests, and the rest of the same upstream call is relayed (it may ask for input again). A
+/// call parked on another node is resumed there when a node bus is configured (see
+/// [`forward`](super::forward)).
 async fn resume(
     scope: &Scope<'_>,
-    inner: &RouterInner,
+    inner: &Arc<RouterInner>,
     id: &RequestId,
-    token: &str,
-    binding: &[&str],
+    parked: super::forward::Resume,
     params: &RawObject<'_>,
 ) -> Response<McpBody> {
-    let belongs = |call: &ParkedCall| call.relay.finish.state_binding.iter().eq(binding.iter());
-    let Some(mut call) = inner.parked.take(token, belongs) else {
-        let error = ErrorObject::invalid_params(
-            "Invalid requestState (its input round is over: answered already, expired, or held \
-             by another gateway node); call again without requestState",
-        );
-        return respond::error(StatusCode::OK, Some(id), &error);
-    };
-    call.relay.downstream_id = id.clone();
     let client = ClientMeta::of(scope);
+    if let Some(response) = resume_here(inner, id, &parked, params, client).await {
+        return response;
+    }
+    let elsewhere = parked
+        .node
+        .as_deref()
+        .filter(|node| *node != inner.pending.node());
+    if let (Some(node), Some(bus)) = (elsewhere, &inner.bus)
+        && let Some(response) =
+            super::forward::forward(inner, bus, node, &parked, id, params, scope.meta).await
+    {
+        return response;
+    }
+    let error = ErrorObject::invalid_params(
+        "Invalid requestState (its input round is over: answered already, expired, or held by \
+         another gateway node); call again without requestState",
+    );
+    respond::error(StatusCode::OK, Some(id), &error)
+}
+
+/// Resumes the call parked on this node under `parked.token`, if it is here and belongs to
+/// `parked.binding`; `None` otherwise.
+pub(crate) async fn resume_here(
+    inner: &Arc<RouterInner>,
+    id: &RequestId,
+    parked: &super::forward::Resume,
+    params: &RawObject<'_>,
+    client: ClientMeta,
+) -> Option<Response<McpBody>> {
+    let belongs = |call: &ParkedCall| {
+        call.relay
+            .finish
+            .state_binding
+            .iter()
+            .eq(parked.binding.iter())
+    };
+    let mut call = inner.parked.take(&parked.token, belongs)?;
+    call.relay.downstream_id = id.clone();
     call.relay.log_threshold = client.log_threshold;
     call.relay.progress = match (call.relay.progress.take(), client.progress_token) {
         (Some((upstream, _)), Some(client)) => Some((upstream, client)),
@@ -719,17 +762,17 @@ async fn resume(
         .collect();
     let Some(answers) = answers else {
         // Missing inputs get another input_required round, as the revision asks of servers.
-        return match call.park() {
+        return Some(match call.park() {
             Ok(answer) => respond::json(StatusCode::OK, answer),
             Err(call) => respond::error(StatusCode::OK, Some(id), &call.refusal()),
-        };
+        });
     };
     for (upstream_id, answer) in answers {
         if let Err(e) = call.relay.answer_upstream(&upstream_id, &answer).await {
-            return backend_error(id, &call.relay.finish.backend, &e);
+            return Some(backend_error(id, &call.relay.finish.backend, &e));
         }
     }
-    respond_relay(*call.relay).await
+    Some(respond_relay(*call.relay).await)
 }
 
 /// The HTTP status of a final JSON answer to a 2026-07-28 client carrying a backend's error
@@ -746,7 +789,7 @@ pub(crate) fn modern_status(code: i64) -> StatusCode {
 }
 
 /// What a relay needs from the client's `_meta` (read once per call).
-struct ClientMeta {
+pub(crate) struct ClientMeta {
     /// The client's progress token, as raw JSON.
     progress_token: Option<Box<RawValue>>,
     /// Which log messages the client gets: a modern client only those its `_meta` `logLevel`
@@ -757,8 +800,13 @@ struct ClientMeta {
 
 impl ClientMeta {
     fn of(scope: &Scope<'_>) -> Self {
-        let meta = scope.meta.and_then(|m| RawObject::from_raw(m).ok());
-        let log_threshold = match (scope.era, &meta) {
+        Self::from_meta(scope.era, scope.meta)
+    }
+
+    /// From a request's `_meta` (a client of `era`).
+    pub(crate) fn from_meta(era: Era, meta: Option<&RawValue>) -> Self {
+        let meta = meta.and_then(|m| RawObject::from_raw(m).ok());
+        let log_threshold = match (era, &meta) {
             (Era::Legacy, _) => Some(0),
             (Era::Modern, meta) => meta
                 .as_ref()

@@ -2,6 +2,7 @@
 
 mod call;
 mod discover;
+pub(crate) mod forward;
 pub(crate) mod list;
 mod parked;
 mod request_state;

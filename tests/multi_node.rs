@@ -118,6 +118,9 @@ async fn session_moves_between_nodes(a: &Gateway, b: &Gateway) {
             .next_event(Duration::from_secs(5))
             .await
             .expect("the sampling request");
+        if event.data.is_empty() {
+            continue; // the 2025-11-25 priming event
+        }
         let message: Value = serde_json::from_str(&event.data).expect("JSON");
         if message["method"] == "sampling/createMessage" {
             break message;
@@ -132,6 +135,9 @@ async fn session_moves_between_nodes(a: &Gateway, b: &Gateway) {
             .next_event(Duration::from_secs(5))
             .await
             .expect("the call's result");
+        if event.data.is_empty() {
+            continue; // the 2025-11-25 priming event
+        }
         let message: Value = serde_json::from_str(&event.data).expect("JSON");
         if message["id"] == 3 {
             break message;
@@ -214,4 +220,127 @@ async fn a_session_store_outage_fails_fast_and_recovers() {
     })))
     .await;
     assert_eq!(again.status, 200, "{}", again.text());
+}
+
+/// A 2026-07-28 node with the shared sealing secret and, when given, a node bus on that Redis.
+fn modern_node(bus: Option<&RedisSessionStoreConfig>) -> McpRouter {
+    let mut builder = McpRouter::builder()
+        .fanout_deadline(Duration::from_secs(5))
+        .sealing_secret(SEALING);
+    if let Some(config) = bus {
+        builder = builder.node_bus(mcp_router::bus::NodeBus::redis(config).expect("bus"));
+    }
+    builder.build()
+}
+
+/// `beta-ask`, retried with `inputResponses` and `requestState` when given.
+fn ask(answers: Option<Value>, state: Option<&Value>) -> Value {
+    let mut params = json!({"name": "beta-ask", "arguments": {}});
+    if let Some(answers) = answers {
+        params["inputResponses"] = answers;
+    }
+    if let Some(state) = state {
+        params["requestState"] = state.clone();
+    }
+    params
+}
+
+fn accept(key: &str, value: &str) -> Value {
+    json!({"elicitation": {"action": "accept", "content": {key: value}}})
+}
+
+/// The final JSON-RPC message of a reply, whether it came as JSON or as an SSE stream.
+fn last_message(reply: &support::Reply) -> Value {
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    if reply.header("content-type") == Some("text/event-stream") {
+        reply.sse_messages().pop().expect("a final message")
+    } else {
+        reply.json()
+    }
+}
+
+/// The `requestState` of an `input_required` answer asking for `key`.
+fn input_required(reply: &support::Reply, key: &str) -> Value {
+    let result = last_message(reply)["result"].clone();
+    assert_eq!(result["resultType"], "input_required", "{result}");
+    let schema = &result["inputRequests"]["elicitation"]["params"]["requestedSchema"];
+    assert!(schema["properties"][key].is_object(), "{result}");
+    result["requestState"].clone()
+}
+
+const HELD_ELSEWHERE: &str = "Invalid requestState (its input round is over: answered already, \
+    expired, or held by another gateway node); call again without requestState";
+
+#[tokio::test]
+async fn a_parked_call_is_resumed_through_any_node_over_the_node_bus() {
+    let Some(redis) = RedisServer::start().await else {
+        return; // RedisServer::start already said loudly why.
+    };
+    let beta = TestBackend::start(BackendSpec::legacy("beta")).await;
+    let config = user_config(&[("beta", beta.url())]);
+    let users = [("alice", config.clone()), ("bob", config)];
+    let bus = RedisSessionStoreConfig::new(redis.url());
+    let a = Gateway::start_with(&users, modern_node(Some(&bus))).await;
+    let b = Gateway::start_with(&users, modern_node(Some(&bus))).await;
+
+    // The call is parked on A; both retries reach B, which passes them on to A.
+    let first = a.modern("alice", "vh", "tools/call", ask(None, None)).await;
+    let state = input_required(&first, "name");
+    let retry = ask(Some(accept("name", "Ada")), Some(&state));
+    let second = b.modern("alice", "vh", "tools/call", retry.clone()).await;
+    let second_state = input_required(&second, "color");
+    // Bob cannot use alice's state on either node (it is bound to her).
+    let bobs = b.modern("bob", "vh", "tools/call", retry.clone()).await;
+    assert_eq!(last_message(&bobs)["error"]["code"], -32602);
+    let done = b
+        .modern(
+            "alice",
+            "vh",
+            "tools/call",
+            ask(Some(accept("color", "teal")), Some(&second_state)),
+        )
+        .await;
+    let message = last_message(&done);
+    assert_eq!(message["id"], 1, "{message}");
+    assert_eq!(
+        message["result"]["content"][0]["text"], "beta: Ada likes teal",
+        "{message}"
+    );
+    let calls = beta
+        .requests()
+        .iter()
+        .filter_map(|r| r.json())
+        .filter(|m| m["method"] == "tools/call")
+        .count();
+    assert_eq!(calls, 1, "one upstream call, answered twice through B");
+
+    // A used state is refused through B as on A: the holder no longer has the call.
+    let replay = b.modern("alice", "vh", "tools/call", retry).await;
+    let error = &last_message(&replay)["error"];
+    assert_eq!(
+        (error["code"].as_i64(), error["message"].as_str()),
+        (Some(-32602), Some(HELD_ELSEWHERE)),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn without_a_node_bus_a_retry_on_another_node_gets_32602() {
+    let beta = TestBackend::start(BackendSpec::legacy("beta")).await;
+    let users = [("alice", user_config(&[("beta", beta.url())]))];
+    let a = Gateway::start_with(&users, modern_node(None)).await;
+    let b = Gateway::start_with(&users, modern_node(None)).await;
+    let first = a.modern("alice", "vh", "tools/call", ask(None, None)).await;
+    let state = input_required(&first, "name");
+    let retry = ask(Some(accept("name", "Ada")), Some(&state));
+    let elsewhere = b.modern("alice", "vh", "tools/call", retry.clone()).await;
+    let error = &last_message(&elsewhere)["error"];
+    assert_eq!(
+        (error["code"].as_i64(), error["message"].as_str()),
+        (Some(-32602), Some(HELD_ELSEWHERE)),
+        "{error}"
+    );
+    // Control: the same retry on the holder resumes the call.
+    let here = a.modern("alice", "vh", "tools/call", retry).await;
+    input_required(&here, "color");
 }

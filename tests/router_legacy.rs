@@ -950,6 +950,14 @@ async fn a_broken_post_stream_is_resumed_with_last_event_id_and_the_call_still_f
     ];
     let mut post =
         support::open_stream_with_body(gw.addr, "POST", "/servers/vh/mcp", &headers, &body).await;
+    let priming = post
+        .next_event(Duration::from_secs(5))
+        .await
+        .expect("priming event");
+    assert_eq!(
+        priming.data, "",
+        "2025-11-25: the stream starts with a priming event"
+    );
     let first = post
         .next_event(Duration::from_secs(5))
         .await
@@ -1034,4 +1042,226 @@ async fn a_backend_restarted_mid_session_is_reinitialised_transparently_for_a_le
         2,
         "one transparent re-initialisation"
     );
+}
+
+/// A 2025 session's POST stream: `(session, status, events)` of a `beta-slow` call with a
+/// progress token, read to its end, in a new session of alice that negotiated `version`.
+async fn slow_call_events(
+    gw: &Gateway,
+    version: &str,
+) -> (String, http::StatusCode, Vec<mcp_core::sse::SseEvent>) {
+    let reply = post(gw, "alice", "vh", None, request(0, "initialize", json!({
+        "protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "priming", "version": "1"}
+    })))
+    .await;
+    assert_eq!(reply.json()["result"]["protocolVersion"], version);
+    let session = reply
+        .header("mcp-session-id")
+        .expect("session id")
+        .to_owned();
+    let auth = support::gateway::bearer("alice");
+    let body = request(7, "tools/call", json!({"name": "beta-slow", "arguments": {"steps": 2, "delay_ms": 50}, "_meta": {"progressToken": "p"}})).to_string();
+    let headers = [
+        ("authorization", auth.as_str()),
+        ACCEPT,
+        JSON,
+        ("mcp-session-id", session.as_str()),
+        ("mcp-protocol-version", version),
+    ];
+    let mut stream =
+        support::open_stream_with_body(gw.addr, "POST", "/servers/vh/mcp", &headers, &body).await;
+    let mut events = Vec::new();
+    while let Some(event) = stream.next_event(Duration::from_secs(5)).await {
+        let last = serde_json::from_str::<Value>(&event.data).is_ok_and(|m| m["id"] == 7);
+        events.push(event);
+        if last {
+            break;
+        }
+    }
+    (session, stream.status, events)
+}
+
+#[tokio::test]
+async fn a_2025_11_25_post_stream_starts_with_a_priming_event_and_resumes_from_it() {
+    let (_alpha, _beta, gw) = setup().await;
+    let (session, status, events) = slow_call_events(&gw, "2025-11-25").await;
+    assert_eq!(status, 200);
+    let priming = &events[0];
+    assert_eq!(
+        priming.data, "",
+        "the first event carries no message: {events:?}"
+    );
+    let primed = priming.id.clone().expect("the priming event has an id");
+    assert!(primed.starts_with('p'), "a POST stream id: {primed}");
+    let messages: Vec<Value> = events[1..]
+        .iter()
+        .map(|e| serde_json::from_str(&e.data).expect("JSON message"))
+        .collect();
+    assert_eq!(
+        messages
+            .last()
+            .map(|m| m["result"]["content"][0]["text"].clone()),
+        Some(json!("beta: done")),
+        "{messages:?}"
+    );
+    assert!(
+        events[1..].iter().all(|e| e
+            .id
+            .as_deref()
+            .is_some_and(|id| id.split(':').next() == primed.split(':').next())),
+        "every event of the stream has an id of that stream: {events:?}"
+    );
+
+    // Resuming from the priming event replays the whole call: nothing was sent before it.
+    let auth = support::gateway::bearer("alice");
+    let resume = [
+        ("authorization", auth.as_str()),
+        ("accept", "text/event-stream"),
+        ("mcp-session-id", session.as_str()),
+        ("last-event-id", primed.as_str()),
+    ];
+    let mut resumed = support::open_stream(gw.addr, "GET", "/servers/vh/mcp", &resume).await;
+    assert_eq!(resumed.status, 200);
+    let mut replayed = Vec::new();
+    while replayed.len() < messages.len() {
+        let event = resumed
+            .next_event(Duration::from_secs(5))
+            .await
+            .unwrap_or_else(|| panic!("replay ended after {replayed:?}"));
+        replayed.push(serde_json::from_str::<Value>(&event.data).expect("JSON message"));
+    }
+    assert_eq!(replayed, messages);
+}
+
+#[tokio::test]
+async fn sessions_before_2025_11_25_get_no_priming_event() {
+    let (_alpha, _beta, gw) = setup().await;
+    let (_session, status, events) = slow_call_events(&gw, "2025-06-18").await;
+    assert_eq!(status, 200);
+    assert!(!events.is_empty());
+    for event in &events {
+        let message: Value = serde_json::from_str(&event.data)
+            .unwrap_or_else(|_| panic!("every event is a message (no priming): {events:?}"));
+        assert!(message.is_object());
+    }
+}
+
+/// A 2025-11-25 session of `sub` whose client declared sampling.
+async fn sampling_session(gw: &Gateway, sub: &str) -> String {
+    let reply = post(gw, sub, "vh", None, request(0, "initialize", json!({
+        "protocolVersion": "2025-11-25", "capabilities": {"sampling": {}}, "clientInfo": {"name": "progress", "version": "1"}
+    })))
+    .await;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let session = reply
+        .header("mcp-session-id")
+        .expect("session id")
+        .to_owned();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(
+        post(gw, sub, "vh", Some(&session), initialized)
+            .await
+            .status,
+        202
+    );
+    session
+}
+
+/// The client notifications `backend` received for `method`.
+fn received(backend: &TestBackend, method: &str) -> Vec<Value> {
+    backend
+        .requests()
+        .iter()
+        .filter_map(|r| r.json())
+        .filter(|m| m["method"] == method)
+        .collect()
+}
+
+#[tokio::test]
+async fn client_progress_and_cancellation_of_a_relayed_backend_request_reach_that_backend_under_its_own_ids()
+ {
+    let beta = TestBackend::start(BackendSpec::legacy("beta").sampling_tool(true)).await;
+    let gamma = TestBackend::start(BackendSpec::legacy("gamma").sampling_tool(true)).await;
+    let config = user_config(&[("beta", beta.url()), ("gamma", gamma.url())]);
+    let gw = Gateway::start(&[("alice", config.clone()), ("bob", config)]).await;
+    let session = sampling_session(&gw, "alice").await;
+    let auth = support::gateway::bearer("alice");
+    let headers = [
+        ("authorization", auth.as_str()),
+        ACCEPT,
+        JSON,
+        ("mcp-session-id", session.as_str()),
+        ("mcp-protocol-version", "2025-11-25"),
+    ];
+    let body = request(
+        3,
+        "tools/call",
+        json!({"name": "gamma-sample", "arguments": {"prompt": "hi"}}),
+    )
+    .to_string();
+    let mut call =
+        support::open_stream_with_body(gw.addr, "POST", "/servers/vh/mcp", &headers, &body).await;
+    let sampling = loop {
+        let event = call
+            .next_event(Duration::from_secs(5))
+            .await
+            .expect("the backend's sampling request on the call's stream");
+        let Ok(message) = serde_json::from_str::<Value>(&event.data) else {
+            continue;
+        };
+        if message["method"] == "sampling/createMessage" {
+            break message;
+        }
+    };
+    let relayed_id = sampling["id"].as_str().expect("a gateway id").to_owned();
+    assert_eq!(
+        sampling["params"]["_meta"]["progressToken"], relayed_id,
+        "the client reports progress under the gateway's token, never the backend's: {sampling}"
+    );
+    let progress = |token: &str| {
+        json!({"jsonrpc": "2.0", "method": "notifications/progress",
+               "params": {"progressToken": token, "progress": 1, "total": 2, "message": "thinking"}})
+    };
+
+    // Another session (bob's, or another of alice's) cannot report progress for it.
+    let bobs = sampling_session(&gw, "bob").await;
+    let other = sampling_session(&gw, "alice").await;
+    for (sub, s) in [("bob", &bobs), ("alice", &other)] {
+        let reply = post(&gw, sub, "vh", Some(s), progress(&relayed_id)).await;
+        assert_eq!(reply.status, 202);
+    }
+    // Passing a notification on completes before its 202: had one gone through, it would be here.
+    assert!(received(&gamma, "notifications/progress").is_empty());
+
+    let reply = post(&gw, "alice", "vh", Some(&session), progress(&relayed_id)).await;
+    assert_eq!(reply.status, 202);
+    let at_gamma = received(&gamma, "notifications/progress");
+    assert_eq!(at_gamma.len(), 1, "{at_gamma:?}");
+    // rmcp numbers the progress tokens of its requests itself: the backend's own is a number,
+    // the gateway's a sealed string.
+    let mut params = at_gamma[0]["params"].clone();
+    let token = params["progressToken"].take();
+    assert!(token.is_number(), "the backend's own token: {token}");
+    assert_eq!(
+        params,
+        json!({"progressToken": null, "progress": 1, "total": 2, "message": "thinking"})
+    );
+    assert!(
+        received(&beta, "notifications/progress").is_empty(),
+        "only the backend that asked"
+    );
+
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                        "params": {"requestId": relayed_id, "reason": "user gave up"}});
+    let reply = post(&gw, "alice", "vh", Some(&session), cancel).await;
+    assert_eq!(reply.status, 202);
+    let cancelled = received(&gamma, "notifications/cancelled");
+    assert_eq!(cancelled.len(), 1, "{cancelled:?}");
+    let upstream_id = &cancelled[0]["params"]["requestId"];
+    assert!(
+        upstream_id.is_number() || upstream_id.as_str().is_some_and(|id| id != relayed_id),
+        "the backend's own request id: {upstream_id}"
+    );
+    assert_eq!(cancelled[0]["params"]["reason"], "user gave up");
+    assert!(received(&beta, "notifications/cancelled").is_empty());
 }

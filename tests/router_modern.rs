@@ -1413,3 +1413,101 @@ async fn a_client_that_disconnects_mid_call_cancels_a_legacy_backend_call() {
         call.header("mcp-session-id")
     );
 }
+
+/// Every page of `tools/list` for alice: (the names of each page, the degraded marker of each).
+async fn all_tool_pages(gw: &Gateway) -> Vec<(Vec<String>, Value)> {
+    let mut pages = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let params = match &cursor {
+            Some(c) => json!({ "cursor": c }),
+            None => json!({}),
+        };
+        let reply = gw.modern("alice", "vh", "tools/list", params).await;
+        assert_eq!(reply.status, 200, "{}", reply.text());
+        let result = reply.json()["result"].clone();
+        pages.push((
+            tool_names(&result),
+            result["_meta"]["mcp-gateway/degraded"].clone(),
+        ));
+        match result["nextCursor"].as_str() {
+            Some(next) => cursor = Some(next.to_owned()),
+            None => return pages,
+        }
+        assert!(pages.len() < 10, "the pages never end: {pages:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_collision_across_pages_is_left_out_and_reported_on_each_page_it_meets() {
+    // `a` pages two tools at a time and exposes its `slow` (third page) as `a-b-slow`, which is
+    // also `a-b`'s `slow`, listed whole on the first page.
+    let a = TestBackend::start(BackendSpec::modern("a").page_size(2)).await;
+    let ab = TestBackend::start(BackendSpec::legacy("a-b")).await;
+    let backends = |aliases: Value| {
+        vhost_config(json!({"backends": {
+            "a": {"url": a.url(), "timeout_ms": 5000, "aliases": aliases},
+            "a-b": {"url": ab.url(), "timeout_ms": 5000}}}))
+    };
+    let gw = Gateway::start(&[("alice", backends(json!({"a-b-slow": "slow"})))]).await;
+    let pages = all_tool_pages(&gw).await;
+    assert_eq!(pages.len(), 4, "{pages:?}");
+    let ambiguous = json!({"items": [{"name": "a-b-slow", "reason": "ambiguous"}]});
+    // Page one holds `a-b`'s `slow`, page three `a`'s: both report it as one page would.
+    for (n, (names, degraded)) in pages.iter().enumerate() {
+        assert!(
+            !names.iter().any(|name| name == "a-b-slow"),
+            "page {n}: {names:?}"
+        );
+        if n == 0 || n == 2 {
+            assert_eq!(degraded, &ambiguous, "page {n}: {names:?}");
+        } else {
+            assert!(degraded.is_null(), "page {n}: {degraded}");
+        }
+    }
+    let listed: Vec<String> = pages.iter().flat_map(|(names, _)| names.clone()).collect();
+    let mut expected: Vec<String> = prefixed("a", &BASE_TOOLS)
+        .into_iter()
+        .filter(|name| name != "a-slow")
+        .collect();
+    expected.extend(
+        prefixed("a-b", &BASE_TOOLS)
+            .into_iter()
+            .filter(|name| name != "a-b-slow"),
+    );
+    let mut sorted = listed.clone();
+    sorted.sort();
+    expected.sort();
+    assert_eq!(sorted, expected, "everything else is listed once");
+    let reply = gw
+        .modern(
+            "alice",
+            "vh",
+            "tools/call",
+            json!({"name": "a-b-slow", "arguments": {"steps": 0}}),
+        )
+        .await;
+    assert_eq!(
+        error_of(&reply),
+        (
+            -32600,
+            "ambiguous name: a-b-slow (several backends expose it)".to_owned()
+        ),
+        "the list says what a call finds"
+    );
+
+    // Control: without the alias, `a-b-slow` could still be `a`'s `b-slow`, which `a` does not
+    // list: nothing is ambiguous on any page.
+    let plain = Gateway::start(&[("alice", backends(json!({})))]).await;
+    let pages = all_tool_pages(&plain).await;
+    assert!(
+        pages.iter().all(|(_, degraded)| degraded.is_null()),
+        "{pages:?}"
+    );
+    let mut listed: Vec<String> = pages.into_iter().flat_map(|(names, _)| names).collect();
+    listed.sort();
+    let mut all = prefixed("a", &BASE_TOOLS);
+    all.extend(prefixed("a-b", &BASE_TOOLS));
+    all.sort();
+    assert_eq!(listed, all);
+}

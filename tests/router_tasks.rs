@@ -540,3 +540,180 @@ async fn a_2025_client_gets_no_tasks() {
     }
     assert!(problems.is_empty(), "{problems:#?}");
 }
+
+/// Opens a 2026-07-28 `subscriptions/listen` (JSON-RPC id 9) for `sub` naming `task_ids`,
+/// declaring the tasks extension or not; returns the stream (its HTTP status unchecked).
+async fn listen_for_tasks(
+    gw: &Gateway,
+    sub: &str,
+    task_ids: &[&str],
+    declare_tasks: bool,
+) -> support::EventStream {
+    let params = json!({ "notifications": { "taskIds": task_ids }, "_meta": meta(declare_tasks) });
+    let (headers, body) =
+        support::gateway::modern_request_with_id(json!(9), "subscriptions/listen", params);
+    let auth = support::gateway::bearer(sub);
+    let mut all: Vec<(&str, &str)> = vec![("authorization", &auth)];
+    all.extend(headers.iter().map(|(k, v)| (*k, v.as_str())));
+    support::open_stream_with_body(gw.addr, "POST", "/servers/vh/mcp", &all, &body).await
+}
+
+/// The next JSON-RPC message on a listen stream, `None` after `wait`.
+async fn next_message(stream: &mut support::EventStream, wait: Duration) -> Option<Value> {
+    loop {
+        let event = stream.next_event(wait).await?;
+        if !event.data.trim().is_empty() {
+            return Some(serde_json::from_str(&event.data).expect("SSE data is JSON"));
+        }
+    }
+}
+
+#[tokio::test]
+async fn listen_task_ids_get_the_named_tasks_notifications_under_gateway_ids() {
+    let (alpha, gw) = setup().await;
+    let watched = created_task(&long_task(&gw, "alice", FOREVER_MS, true).await);
+    let other = created_task(&long_task(&gw, "alice", FOREVER_MS, true).await);
+    let bobs = created_task(&long_task(&gw, "bob", FOREVER_MS, true).await);
+    assert_not_raw(&watched, &alpha);
+
+    // Bob's id, a raw backend id and a made-up one are not honoured: the ack names only alice's.
+    let raw = alpha.task_ids()[0].clone();
+    let mut stream = listen_for_tasks(&gw, "alice", &[&watched, &bobs, &raw, "nope"], true).await;
+    assert_eq!(stream.status, 200);
+    let ack = next_message(&mut stream, PATIENCE).await.expect("ack");
+    assert_eq!(
+        ack["method"], "notifications/subscriptions/acknowledged",
+        "{ack}"
+    );
+    assert_eq!(
+        ack["params"]["notifications"],
+        json!({ "taskIds": [watched] }),
+        "{ack}"
+    );
+    assert_eq!(
+        ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        9
+    );
+    // The backend was asked with the raw id only.
+    let listens = upstream(&alpha, "subscriptions/listen");
+    let asked = listens
+        .iter()
+        .filter_map(|r| r.json())
+        .find(|b| b["params"]["notifications"].get("taskIds").is_some())
+        .expect("a listen naming task ids reached alpha");
+    assert_eq!(
+        asked["params"]["notifications"]["taskIds"],
+        json!([raw]),
+        "{asked}"
+    );
+
+    // Another task of alice's and bob's task change: nothing for this stream.
+    for (sub, task) in [("alice", &other), ("bob", &bobs)] {
+        let reply = task_request(&gw, sub, "vh", "tasks/cancel", task).await;
+        result_of(&reply);
+    }
+    let reply = task_request(&gw, "alice", "vh", "tasks/cancel", &watched).await;
+    result_of(&reply);
+    let notification = next_message(&mut stream, PATIENCE)
+        .await
+        .expect("a notifications/tasks for the watched task");
+    assert_eq!(
+        notification["method"], "notifications/tasks",
+        "{notification}"
+    );
+    assert_eq!(notification["params"]["taskId"], watched, "{notification}");
+    assert_eq!(
+        notification["params"]["status"], "cancelled",
+        "{notification}"
+    );
+    assert_eq!(
+        notification["params"]["_meta"],
+        json!({ "io.modelcontextprotocol/subscriptionId": 9 }),
+        "{notification}"
+    );
+    // The other two changed before the watched one (their cancels were answered first): had
+    // anything of theirs reached this stream, it would have come first. Nothing else comes.
+    assert!(
+        next_message(&mut stream, Duration::from_millis(500))
+            .await
+            .is_none(),
+        "only the watched task's change reaches this stream"
+    );
+}
+
+#[tokio::test]
+async fn listen_task_ids_without_the_tasks_extension_are_refused() {
+    let (alpha, gw) = setup().await;
+    let task = created_task(&long_task(&gw, "alice", WORKING_MS, true).await);
+    let params = json!({ "notifications": { "taskIds": [task] }, "_meta": meta(false) });
+    let reply = gw
+        .modern("alice", "vh", "subscriptions/listen", params)
+        .await;
+    assert_eq!(reply.status, 400, "{}", reply.text());
+    let error = reply.json();
+    assert_eq!(error["error"]["code"], -32021, "{error}");
+    assert_eq!(
+        error["error"]["data"]["requiredCapabilities"],
+        json!({ "extensions": { TASKS: {} } })
+    );
+    assert!(upstream(&alpha, "subscriptions/listen").is_empty());
+}
+
+/// The `notifications/tasks` that reports `task` completed, through `gw` for alice.
+async fn completion_notification(gw: &Gateway) -> Value {
+    let task = created_task(&long_task(gw, "alice", WORKING_MS, true).await);
+    let mut stream = listen_for_tasks(gw, "alice", &[&task], true).await;
+    assert_eq!(stream.status, 200);
+    let ack = next_message(&mut stream, PATIENCE).await.expect("ack");
+    assert_eq!(
+        ack["params"]["notifications"],
+        json!({ "taskIds": [task] }),
+        "{ack}"
+    );
+    loop {
+        let message = next_message(&mut stream, PATIENCE)
+            .await
+            .expect("the task's notifications until it completes");
+        assert_eq!(message["method"], "notifications/tasks", "{message}");
+        assert_eq!(message["params"]["taskId"], task, "{message}");
+        if message["params"]["status"] == "completed" {
+            return message;
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_task_notification_carries_its_result_unless_a_post_hook_governs_the_call() {
+    let (_alpha, gw) = setup().await;
+    let plain = completion_notification(&gw).await;
+    assert_eq!(
+        plain["params"]["result"]["content"][0]["text"], "alpha: task done",
+        "the full DetailedTask: {plain}"
+    );
+
+    let governed_backend = TestBackend::start(BackendSpec::modern("alpha").tasks(true)).await;
+    let document = r#"
+version = 1
+
+[[plugins]]
+name = "redact-tasks"
+kind = "secret_filter"
+hooks = ["tool_post_invoke"]
+conditions = { tools = ["long_task"] }
+config = { action = "redact" }
+"#;
+    let runtime = mcp_plugins::PluginRuntime::builder()
+        .load_str(document, mcp_plugins::Format::Toml, "test document")
+        .expect("valid document");
+    let router = mcp_router::McpRouter::builder()
+        .fanout_deadline(Duration::from_secs(5))
+        .plugins(std::sync::Arc::new(runtime))
+        .build();
+    let config = user_config(&[("alpha", governed_backend.url())]);
+    let governed_gw = Gateway::start_with(&[("alice", config)], router).await;
+    let governed = completion_notification(&governed_gw).await;
+    assert!(
+        governed["params"].get("result").is_none(),
+        "the hooked result only comes through tasks/get: {governed}"
+    );
+}

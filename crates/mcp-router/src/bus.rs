@@ -8,6 +8,9 @@
 //!   answer for another node's id publishes it on that node's channel `<prefix>:bus:<node>`;
 //! - `notifications/cancelled` for a call this node is not running: published on
 //!   `<prefix>:bus:all`, and the node running it cancels it;
+//! - a 2026-07-28 client's retry of a call parked on another node (a 2025 backend's call waiting
+//!   for the client's `input_required` answers): passed on to the holding node, whose answer
+//!   comes back on the asking node's channel (see [`forward`](crate::modern::forward));
 //! - a sealed session ended by DELETE (the sealed store's ids cannot be invalidated, see
 //!   [`SessionStore::revocation`](crate::session::SessionStore::revocation)): published on
 //!   `<prefix>:bus:all`, and every node refuses the id from then on.
@@ -17,7 +20,7 @@
 //! the client `202 Accepted` as soon as Redis took the message. Answers to a *backend's* requests
 //! need no bus: their ids carry the whole route.
 //!
-//! Each node subscribes from its first 2025 request on, reconnecting with backoff (100 ms doubling
+//! Each node subscribes from its first 2025 request (or parked call, or forwarded retry) on, reconnecting with backoff (100 ms doubling
 //! to 5 s) after a Redis outage. Without a bus (the local store, or the sealed store without a
 //! Redis URL) the first two cases only work on the node that asked or runs the call, and an ended
 //! sealed session is refused only by the node that ended it (elsewhere it works until it
@@ -54,6 +57,13 @@ pub(crate) enum BusMessage {
     Cancel { session: String, request: String },
     /// A session ended on the publishing node, to refuse here too.
     Revoke(Revocation),
+    /// A client's retry of a call parked on this node, passed on by the node it reached.
+    Resume(Box<crate::modern::forward::Forwarded>),
+    /// A part of this node's answer to a forwarded retry.
+    ResumePart {
+        ticket: String,
+        part: crate::modern::forward::Part,
+    },
 }
 
 /// Messages between the nodes sharing one Redis; see the [module docs](self). Give the same
@@ -82,6 +92,9 @@ pub struct NodeBus {
     timeout: Duration,
     /// The subscriber task, started by the first 2025 request (checked on every one: lock-free).
     listener: OnceLock<tokio::task::AbortHandle>,
+    /// Whether the subscriber is subscribed right now (a node that asks another for an answer
+    /// waits for it: an answer published before it listens would be lost).
+    subscribed: tokio::sync::watch::Sender<bool>,
 }
 
 impl fmt::Debug for NodeBus {
@@ -120,6 +133,7 @@ impl NodeBus {
             prefix: config.key_prefix.clone(),
             timeout: config.connect_timeout + config.response_timeout,
             listener: OnceLock::new(),
+            subscribed: tokio::sync::watch::Sender::new(false),
         })
     }
 
@@ -140,16 +154,29 @@ impl NodeBus {
                 channels: vec![self.channel(&self.node), self.channel("all")],
                 timeout: self.timeout,
                 router: Arc::downgrade(inner),
+                subscribed: self.subscribed.clone(),
             };
             tokio::spawn(subscription.run()).abort_handle()
         });
     }
 
+    /// Waits (at most `limit`) until this node listens; `false` when it does not by then.
+    pub(crate) async fn listening(&self, limit: Duration) -> bool {
+        let mut subscribed = self.subscribed.subscribe();
+        tokio::time::timeout(limit, subscribed.wait_for(|s| *s))
+            .await
+            .is_ok_and(|r| r.is_ok())
+    }
+
     /// Publishes `message` for `node` (`"all"`: every node); `false` when Redis did not take it.
     pub(crate) async fn publish(&self, node: &str, message: &BusMessage) -> bool {
-        let Ok(payload) = serde_json::to_string(message) else {
-            return false;
-        };
+        self.publish_counted(node, message).await.is_some()
+    }
+
+    /// Publishes `message` for `node`: how many subscribers got it, `None` when Redis did not
+    /// take it.
+    pub(crate) async fn publish_counted(&self, node: &str, message: &BusMessage) -> Option<i64> {
+        let payload = serde_json::to_string(message).ok()?;
         let channel = self.channel(node);
         let sent = async {
             let mut conn = self.pool.get().await.ok()?;
@@ -161,10 +188,10 @@ impl NodeBus {
                 .ok()
         };
         match tokio::time::timeout(self.timeout, sent).await {
-            Ok(Some(_)) => true,
+            Ok(Some(receivers)) => Some(receivers),
             _ => {
                 tracing::warn!(channel = %channel, "could not publish on the node bus");
-                false
+                None
             }
         }
     }
@@ -176,13 +203,16 @@ struct Subscription {
     channels: Vec<String>,
     timeout: Duration,
     router: Weak<RouterInner>,
+    subscribed: tokio::sync::watch::Sender<bool>,
 }
 
 impl Subscription {
     async fn run(self) {
         let mut delay = BACKOFF_START;
         loop {
-            match self.listen().await {
+            let outcome = self.listen().await;
+            self.subscribed.send_replace(false);
+            match outcome {
                 Ok(()) => return, // the router is gone
                 Err(reason) => {
                     tracing::warn!(reason = %reason, "node bus subscription lost; reconnecting");
@@ -207,6 +237,7 @@ impl Subscription {
                 .map_err(|e| e.to_string())?;
         }
         tracing::debug!(channels = ?self.channels, "node bus subscribed");
+        self.subscribed.send_replace(true);
         while let Some(message) = stream.next().await {
             let Some(router) = self.router.upgrade() else {
                 return Ok(());
@@ -224,7 +255,7 @@ impl Subscription {
 }
 
 /// Acts on a message addressed to this node (or to all).
-fn deliver(router: &RouterInner, message: BusMessage) {
+fn deliver(router: &Arc<RouterInner>, message: BusMessage) {
     match message {
         BusMessage::Answer {
             session,
@@ -240,6 +271,13 @@ fn deliver(router: &RouterInner, message: BusMessage) {
             tracing::debug!(found, "node bus cancellation");
         }
         BusMessage::Revoke(revocation) => router.sessions.revoke(&revocation),
+        BusMessage::Resume(forwarded) => {
+            tokio::spawn(crate::modern::forward::serve(
+                Arc::clone(router),
+                *forwarded,
+            ));
+        }
+        BusMessage::ResumePart { ticket, part } => router.forwards.deliver(&ticket, part),
     }
 }
 
@@ -287,6 +325,44 @@ mod tests {
             serde_json::from_str::<BusMessage>(&text).expect("parse"),
             revoke
         );
+        let resume = BusMessage::Resume(Box::new(crate::modern::forward::Forwarded {
+            reply: "n2".into(),
+            ticket: "t1".into(),
+            resume: crate::modern::forward::Resume {
+                token: "p7".into(),
+                node: Some("n1".into()),
+                binding: vec!["iss".into(), "alice".into()],
+            },
+            id: "1".into(),
+            params: r#"{"inputResponses":{}}"#.into(),
+            meta: None,
+        }));
+        let text = serde_json::to_string(&resume).expect("json");
+        assert_eq!(
+            serde_json::from_str::<BusMessage>(&text).expect("parse"),
+            resume
+        );
+        for part in [
+            crate::modern::forward::Part::Missing,
+            crate::modern::forward::Part::Head {
+                status: 200,
+                content_type: "text/event-stream".into(),
+            },
+            crate::modern::forward::Part::Chunk {
+                data: "data: {}\n\n".into(),
+            },
+            crate::modern::forward::Part::End,
+        ] {
+            let message = BusMessage::ResumePart {
+                ticket: "t1".into(),
+                part,
+            };
+            let text = serde_json::to_string(&message).expect("json");
+            assert_eq!(
+                serde_json::from_str::<BusMessage>(&text).expect("parse"),
+                message
+            );
+        }
         assert!(serde_json::from_str::<BusMessage>(r#"{"t":"other"}"#).is_err());
     }
 

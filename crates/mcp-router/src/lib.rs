@@ -42,22 +42,25 @@
 //! - **A 2026-07-28 client calling a 2025 backend** that sends a request mid-call (sampling,
 //!   elicitation, roots): when the client declared the capability, it gets an `input_required`
 //!   result and its retry answers the backend's request in the **same** upstream call, parked on
-//!   this node meanwhile (one use, bound to the caller, cancelled upstream when abandoned); any
+//!   this node meanwhile (a retry reaching another node is passed on over the node bus) (one use, bound to the caller, cancelled upstream when abandoned); any
 //!   other backend request is declined (`-32601`) so the call ends instead of hanging.
 //! - **2025 clients** (`initialize`, `Mcp-Session-Id`) get sessions on the same endpoint: a
 //!   session bound to the principal and virtual host, kept in a [`session::SessionStore`]; lists
 //!   and routed calls work as for modern clients (error codes of their era), `ping` and
 //!   `logging/setLevel` are answered by the gateway, `notifications/cancelled` cancels the named
-//!   call, the GET stream merges the backends' streams (event ids, priming, `Last-Event-ID`
-//!   replay), backend requests (sampling, elicitation, roots) reach the client and its answers go
-//!   back, a modern backend's MRTR `input_required` becomes real requests, DELETE ends the session.
+//!   call, the GET stream merges the backends' streams (event ids, `Last-Event-ID` replay;
+//!   a 2025-11-25 session's GET and POST streams start with a priming event), backend requests
+//!   (sampling, elicitation, roots) reach the client and its answers go back (so do its progress
+//!   for them and its cancellation of them, under the backend's own token and id), a modern
+//!   backend's MRTR `input_required` becomes real requests, DELETE ends the session.
 //!   Not yet: the gateway's own `list_changed` notifications (when a backend fails or recovers,
 //!   or the configuration changes).
 //! - **Several nodes**: with a shared store ([`session::RedisSessionStore`], or the stateless
 //!   [`session::SealedSessionStore`]) and one sealing secret, any node continues any session: it
 //!   adopts the backend sessions the record names, backends' requests are answered through any
 //!   node (their relayed ids carry the route), and with a [`bus::NodeBus`] the answers to the
-//!   gateway's own requests and `notifications/cancelled` reach the node running the call.
+//!   gateway's own requests and `notifications/cancelled` reach the node running the call, and a
+//!   2026-07-28 retry of a parked `input_required` call reaches the node holding it.
 //! - **Subscriptions**: 2026-07-28 `subscriptions/listen` is acknowledged with the subset the
 //!   gateway honours and fed by every backend (modern backends' own listens, legacy backends'
 //!   GET streams and `resources/subscribe`), tagged with the client's subscription id.
@@ -65,7 +68,8 @@
 //!   (sealed with the backend's name, bound to the caller and virtual host; integrity-protected,
 //!   not encrypted), and `tasks/get|update|cancel` route back with the raw id. Not bridged across
 //!   eras: 2025 clients are never offered the extension, and 2025-11-25 experimental tasks are not
-//!   translated. `notifications/tasks` on `subscriptions/listen` streams are not routed yet.
+//!   translated. A `subscriptions/listen` naming gateway task ids (`taskIds`) gets the
+//!   backends' `notifications/tasks` for those tasks, under the gateway ids.
 //!
 //! Failures follow DESIGN §3: missing request facts are `Routing problem…` internal errors; a name
 //! that no configured backend prefix matches is `wrong tool name` / `wrong prompt name` /

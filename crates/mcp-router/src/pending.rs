@@ -11,6 +11,12 @@
 //! this node's table, because the call that waits for the answer runs here; their ids seal the
 //! node and the table entry, so another node that gets the answer can pass it on over the
 //! [`NodeBus`](crate::bus::NodeBus).
+//!
+//! A backend's request that carries `_meta.progressToken` (it wants the client's
+//! `notifications/progress` for it) reaches the client with the gateway id as its token too, and
+//! the backend's own token sealed in it: the client's progress for that token, and its
+//! `notifications/cancelled` naming the gateway id, are mapped back to the backend's token and id
+//! and posted into the backend's session ([`PendingRequests::relayed`]), again from any node.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -50,6 +56,16 @@ pub(crate) enum Route {
     },
 }
 
+/// A backend's request relayed to the client, found from its gateway id.
+#[derive(Debug)]
+pub(crate) struct Relayed {
+    pub(crate) backend: String,
+    pub(crate) upstream_id: RequestId,
+    pub(crate) session: Arc<LegacySession>,
+    /// The backend's own progress token of the request, as JSON.
+    pub(crate) progress_token: Option<String>,
+}
+
 /// One relayed request, found from the client's answer.
 #[derive(Debug)]
 pub(crate) struct Pending {
@@ -75,6 +91,9 @@ enum Sealed {
         s: Option<String>,
         /// Negotiated protocol version of the upstream session.
         v: String,
+        /// The backend's own progress token of its request, as JSON.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        p: Option<String>,
         /// Expiry, Unix seconds.
         e: u64,
     },
@@ -120,13 +139,84 @@ impl PendingRequests {
         }
     }
 
-    /// The id to show the client for a backend's request.
-    pub(crate) fn register(
+    /// This node's id.
+    pub(crate) fn node(&self) -> &str {
+        &self.node
+    }
+
+    /// A backend's request `request` (a parsed JSON-RPC request) as the client gets it: under a
+    /// gateway id, which is also its progress token when the backend asked for progress.
+    pub(crate) fn relay(
         &self,
         downstream_session: &str,
         backend: &str,
         upstream_id: RequestId,
         session: Arc<LegacySession>,
+        request: &mut mcp_core::RawObject<'_>,
+    ) {
+        let mut params = request
+            .get("params")
+            .and_then(|p| mcp_core::RawObject::from_raw(p).ok())
+            .map(mcp_core::RawObject::into_owned);
+        let mut meta = params
+            .as_ref()
+            .and_then(|p| p.get("_meta"))
+            .and_then(|m| mcp_core::RawObject::from_raw(m).ok())
+            .map(mcp_core::RawObject::into_owned);
+        let token = meta
+            .as_ref()
+            .and_then(|m| m.get(crate::upstream::PROGRESS_TOKEN))
+            .map(|t| t.get().to_owned());
+        let id = self.register(
+            downstream_session,
+            backend,
+            upstream_id,
+            session,
+            token.clone(),
+        );
+        request.set_str("id", &id);
+        if let (Some(_), Some(params), Some(meta)) = (token, params.as_mut(), meta.as_mut()) {
+            meta.set_str(crate::upstream::PROGRESS_TOKEN, &id);
+            params.set_raw("_meta", meta.to_raw());
+            request.set_raw("params", params.to_raw());
+        }
+    }
+
+    /// The backend request behind `id` (a relayed request's gateway id, or its progress token)
+    /// shown to `downstream_session`, while fresh: `(backend, upstream id, upstream session, the
+    /// backend's progress token as JSON)`.
+    pub(crate) fn relayed(&self, id: &str, downstream_session: &str) -> Option<Relayed> {
+        let Sealed::Backend { p, .. } = self.open(id, downstream_session)? else {
+            return None;
+        };
+        let Some(Pending {
+            route:
+                Route::Backend {
+                    backend,
+                    upstream_id,
+                    session,
+                },
+        }) = self.take(id, downstream_session)
+        else {
+            return None;
+        };
+        Some(Relayed {
+            backend,
+            upstream_id,
+            session,
+            progress_token: p,
+        })
+    }
+
+    /// The id to show the client for a backend's request (`progress_token`: the request's own,
+    /// as JSON).
+    fn register(
+        &self,
+        downstream_session: &str,
+        backend: &str,
+        upstream_id: RequestId,
+        session: Arc<LegacySession>,
+        progress_token: Option<String>,
     ) -> String {
         let sealed = Sealed::Backend {
             b: backend.to_owned(),
@@ -138,6 +228,7 @@ impl PendingRequests {
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_owned),
             v: session.version.clone(),
+            p: progress_token,
             e: unix_now().saturating_add(self.ttl.as_secs()),
         };
         self.seal(downstream_session, &sealed)
@@ -196,7 +287,9 @@ impl PendingRequests {
                 });
             }
             Sealed::Local { i, .. } => return self.take_local(i, downstream_session),
-            Sealed::Backend { b, u, l, s, v, e } => (b, u, l, s, v, e),
+            Sealed::Backend {
+                b, u, l, s, v, e, ..
+            } => (b, u, l, s, v, e),
         };
         if e < unix_now() {
             return None;
@@ -282,7 +375,7 @@ mod tests {
     fn a_backend_request_id_carries_its_route_and_is_bound_to_the_session() {
         let sealer = Sealer::random();
         let table = PendingRequests::new(sealer.clone(), "n1".into(), Duration::from_secs(60), 10);
-        let id = table.register("s1", "beta", RequestId::from(7), session());
+        let id = table.register("s1", "beta", RequestId::from(7), session(), None);
         let raw = base64::Engine::decode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, &id)
             .expect("base64url");
         for hidden in [&b"http://b/mcp"[..], b"up-1", b"beta"] {

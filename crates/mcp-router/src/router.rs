@@ -46,6 +46,8 @@ pub(crate) struct RouterInner {
     pub(crate) request_state_ttl_secs: u64,
     /// 2025 backends' calls waiting for a 2026-07-28 client's input (see `modern::parked`).
     pub(crate) parked: crate::modern::ParkedCalls,
+    /// Retries of parked calls passed on to the node holding them, waiting for its answer.
+    pub(crate) forwards: crate::modern::forward::Waiting,
     /// Session records whose upstream sessions this node already adopted.
     pub(crate) adopted: crate::legacy::AdoptedRecords,
     pub(crate) sessions: Arc<dyn SessionStore>,
@@ -504,6 +506,7 @@ impl McpRouterBuilder {
                 max_body_bytes: self.max_body_bytes,
                 origins: self.origins,
                 request_state_ttl_secs: self.request_state_ttl.as_secs(),
+                forwards: crate::modern::forward::Waiting::default(),
                 parked: crate::modern::ParkedCalls::new(
                     10_000,
                     crate::modern::MAX_PARKED_PER_CALLER,

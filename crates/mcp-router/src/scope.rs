@@ -26,6 +26,10 @@ pub(crate) struct Scope<'a> {
     pub(crate) era: Era,
     /// The downstream legacy session, for 2025 clients.
     pub(crate) session_id: Option<&'a str>,
+    /// The downstream session negotiated 2025-11-25: its POST response streams start with a
+    /// priming event (an event id, no data) so that even a stream broken before its first
+    /// message can be resumed with `Last-Event-ID`.
+    pub(crate) primes_streams: bool,
 }
 
 impl<'a> Scope<'a> {

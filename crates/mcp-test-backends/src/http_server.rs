@@ -25,6 +25,7 @@ use crate::{
     recorder::{RecordedRequest, RequestLog},
     server::{Shared, TestServer},
     spec::Era,
+    task_listen,
 };
 
 /// The MCP endpoint path.
@@ -65,6 +66,13 @@ impl App {
             && legacy_filter::is_modern_request(&parts.method, &parts.headers, &body)
         {
             return legacy_filter::rejection();
+        }
+        if self.shared.spec.tasks
+            && self.shared.spec.era.speaks_modern()
+            && parts.method == http::Method::POST
+            && let Some((id, ids)) = task_listen::task_listen(&body)
+        {
+            return task_listen::serve(&self.shared, id, ids);
         }
         self.mcp
             .handle(Request::from_parts(parts, Full::new(body)))

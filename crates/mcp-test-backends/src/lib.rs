@@ -75,7 +75,10 @@
 //! `result` once completed), `tasks/update` and `tasks/cancel` are served by rmcp's
 //! `TaskManager` (unknown ids: `-32602`; a request that does not declare the extension: `-32021`).
 //! [`TestBackend::task_ids`] lists the raw ids minted; [`TestBackend::stop`] aborts and forgets
-//! every task.
+//! every task. A `subscriptions/listen` naming `taskIds` is served by the backend itself (rmcp
+//! does not route task notifications yet): it acknowledges the ids it knows (and nothing else of
+//! the filter), then sends `notifications/tasks` (the full `DetailedTask`) whenever a named task's
+//! status or status message changes.
 //!
 //! Capabilities: tools (`listChanged`), resources (`subscribe`, `listChanged`), prompts,
 //! completions, logging. Lists follow
@@ -105,6 +108,7 @@ mod legacy_filter;
 mod recorder;
 mod server;
 mod spec;
+mod task_listen;
 
 pub use backend::TestBackend;
 pub use counters::ToolCalls;

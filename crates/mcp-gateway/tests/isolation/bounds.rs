@@ -141,7 +141,8 @@ async fn get_stream(
     EventStream::open(gw.addr, "GET", "/servers/vh/mcp", &headers, "").await
 }
 
-/// Reads a streamed call to its answer; the event ids, in order.
+/// Reads a streamed call to its answer; the event ids of its messages, in order (a 2025-11-25
+/// priming event, which carries no message, is skipped).
 async fn read_to_answer(stream: &mut EventStream, id: i64) -> Vec<String> {
     let mut ids = Vec::new();
     loop {
@@ -149,6 +150,9 @@ async fn read_to_answer(stream: &mut EventStream, id: i64) -> Vec<String> {
             .next_event(EVENT_WAIT)
             .await
             .expect("the call's events");
+        if event.data.is_empty() {
+            continue;
+        }
         ids.extend(event.id.clone());
         let message: Value = serde_json::from_str(&event.data).unwrap_or(Value::Null);
         if message["id"] == id {
@@ -251,7 +255,7 @@ async fn replay_budgets_drop_only_the_spenders_own_events() {
     assert_eq!(resumed.status, 200);
     let replayed = read_to_answer(&mut resumed, 9).await;
     assert!(
-        replayed.len() < 101 && event_number(&replayed[0]) > 1,
+        replayed.len() < 101 && event_number(&replayed[0]) > event_number(&ids[0]),
         "alice's oldest events were dropped: {} kept, first {}",
         replayed.len(),
         replayed[0]

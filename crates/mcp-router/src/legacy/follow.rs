@@ -100,6 +100,8 @@ async fn open(follower: &Follower, modern: &[String]) -> BoxStream<'static, (Str
                 "resourcesListChanged",
             ],
             &uris,
+            // 2025 clients are never offered tasks.
+            &[],
         );
         match follower.inner.upstream.send(&target, &call).await {
             Ok(reply) => {

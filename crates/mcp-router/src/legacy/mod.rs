@@ -23,6 +23,8 @@ mod adopted;
 pub(crate) use adopted::AdoptedRecords;
 mod follow;
 mod initialize;
+mod relayed;
+pub(crate) use initialize::TASKS_EXTENSION;
 mod stream;
 
 use std::sync::Arc;
@@ -117,6 +119,13 @@ pub(crate) async fn serve(
     }
 }
 
+/// Whether a session that negotiated `version` gets priming events: 2025-11-25 introduced them
+/// (an SSE event with an id and no data first on every stream, GET and POST); earlier clients
+/// never saw one and some would take an empty `data` for a malformed message.
+pub(crate) fn primes_streams(version: &str) -> bool {
+    version >= "2025-11-25"
+}
+
 fn session_not_found(id: Option<&RequestId>) -> Response<McpBody> {
     respond::error(
         StatusCode::NOT_FOUND,
@@ -161,6 +170,7 @@ async fn initialize(
         meta: None,
         era: Era::Legacy,
         session_id: None,
+        primes_streams: false,
     };
     let sse_transport = parts
         .extensions
@@ -296,6 +306,11 @@ async fn in_session(
     if matches!(env.kind(), MessageKind::Response | MessageKind::Error) {
         return answer_backend(inner, parts, ctx, record, session_id, env).await;
     }
+    if let Some(relayed) = relayed::backend_request(inner, session_id, env) {
+        // The client's progress for, or cancellation of, a backend's request it was relayed.
+        relayed::to_backend(inner, parts, ctx, record, relayed, env).await;
+        return respond::accepted();
+    }
     if env.method() == Some("notifications/cancelled") {
         let request_id = env
             .params()
@@ -345,6 +360,7 @@ async fn in_session(
         meta: meta.as_deref(),
         era: Era::Legacy,
         session_id: Some(session_id),
+        primes_streams: primes_streams(&record.protocol_version),
     };
     if method != Method::Ping {
         let generation = inner.upstream.session_generation();

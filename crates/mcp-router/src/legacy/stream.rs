@@ -172,7 +172,7 @@ pub(crate) async fn get_stream(
                     .encode(),
             );
         }
-    } else if record.protocol_version.as_str() >= "2025-11-25" {
+    } else if super::primes_streams(&record.protocol_version) {
         // 2025-11-25: a priming event (an id, no data) so the client can resume from the start.
         let id = inner
             .replay
@@ -226,10 +226,13 @@ fn translate(
             let upstream_session = upstream_session?;
             let upstream_id = env.id()?.clone();
             let mut request = RawObject::parse(std::str::from_utf8(message).ok()?).ok()?;
-            let id = inner
-                .pending
-                .register(session, backend, upstream_id, upstream_session);
-            request.set_str("id", &id);
+            inner.pending.relay(
+                session,
+                backend,
+                upstream_id,
+                upstream_session,
+                &mut request,
+            );
             Some(request.to_json().into_bytes())
         }
         MessageKind::Notification if env.method() == Some("notifications/resources/updated") => {

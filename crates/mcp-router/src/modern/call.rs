@@ -49,13 +49,13 @@ use mcp_fallback::ToolHints;
 
 use crate::body::{self, McpBody};
 use crate::log_level;
-use crate::modern::list::ListShape;
+use crate::modern::list::{ListShape, lists_item};
 use crate::naming::{ItemKind, Namer, Resolution, Target as NameTarget};
 use crate::plugins::{self, Governed, PostHook};
 use crate::public_uris::PublicUris;
 use crate::respond;
 use crate::router::RouterInner;
-use crate::scope::{Incoming, OwnedCaller, Scope, classify, final_response, result_of};
+use crate::scope::{Incoming, OwnedCaller, Scope, classify};
 use crate::upstream::{Call, LegacySession, MessageStream, PROGRESS_TOKEN, Target, UpstreamError};
 
 /// Where the routed name sits in the params.
@@ -116,9 +116,14 @@ pub(crate) async fn targeted(
         }
     };
     match (governed, parked) {
-        (Ok(_), Some(token)) => {
+        (Ok(_), Some((token, node))) => {
             let binding = scope.binding(&[routed.backend, method.as_str(), &routed.upstream]);
-            resume(scope, inner, id, &token, &binding, &params).await
+            let parked = super::forward::Resume {
+                token,
+                node,
+                binding: binding.into_iter().map(str::to_owned).collect(),
+            };
+            resume(scope, inner, id, parked, &params).await
         }
         (Ok(governed), None) => {
             relay_call(scope, inner, id, method, routed, params, governed).await
@@ -136,8 +141,11 @@ fn wrong_name(scope: &Scope<'_>, what: &str, name: &str) -> ErrorObject {
 }
 
 /// The routed backend, the upstream params, the name (or task id) the caller used, and the token
-/// of the parked call a retry resumes.
-type Prepared<'a> = (Routed<'a>, RawObject<'static>, String, Option<String>);
+/// of the parked call a retry resumes, with the node holding it.
+type Prepared<'a> = (Routed<'a>, RawObject<'static>, String, Option<Parked>);
+
+/// A parked call's token and the node holding it (`None`: minted before states named it).
+type Parked = (String, Option<String>);
 
 /// Finds the backend and builds the upstream params.
 async fn prepare<'a>(
@@ -179,7 +187,7 @@ async fn prepare<'a>(
             .map_err(|e| ErrorObject::invalid_params(format!("Invalid requestState ({e})")))?;
         match state {
             State::Backend(inner_state) => params.set_str("requestState", &inner_state),
-            State::Parked(token) => parked = Some(token),
+            State::Parked { token, node } => parked = Some((token, node)),
         }
     }
     Ok((routed, params.into_owned(), public, parked))
@@ -329,67 +337,21 @@ async fn exposing<'a>(
         return Vec::new();
     };
     let checks = candidates.iter().map(|candidate| async move {
-        lists_item(scope, list_method, shape, candidate)
-            .await
-            .then(|| candidate.clone())
+        lists_item(
+            scope,
+            list_method,
+            shape,
+            candidate.backend,
+            &candidate.upstream,
+        )
+        .await
+        .then(|| candidate.clone())
     });
     futures_util::future::join_all(checks)
         .await
         .into_iter()
         .flatten()
         .collect()
-}
-
-/// Whether a backend lists `candidate.upstream` (first pages only, bounded).
-async fn lists_item(
-    scope: &Scope<'_>,
-    method: Method,
-    shape: ListShape,
-    candidate: &NameTarget<'_>,
-) -> bool {
-    const MAX_PAGES: usize = 20;
-    let Some(config) = scope.ctx.vhost.backends.get(candidate.backend) else {
-        return false;
-    };
-    let target = scope.target(candidate.backend, config);
-    let mut cursor: Option<String> = None;
-    for _ in 0..MAX_PAGES {
-        let mut params = RawObject::new();
-        if let Some(c) = &cursor {
-            params.set_str("cursor", c);
-        }
-        let call = Call {
-            method: method.as_str(),
-            params,
-            name: None,
-            progress_token: None,
-            hints: ToolHints::NONE,
-            headers: None,
-        };
-        let Ok(message) =
-            final_response(scope, &target, &call, scope.fanout_deadline(config)).await
-        else {
-            return false;
-        };
-        let Ok(result) = result_of(&message) else {
-            return false;
-        };
-        let items: Vec<Box<RawValue>> = result.get_as(shape.items_key).unwrap_or_default();
-        let found = items.iter().any(|item| {
-            RawObject::parse(item.get())
-                .ok()
-                .and_then(|o| o.get_str(shape.name_key))
-                .is_some_and(|n| n == candidate.upstream)
-        });
-        if found {
-            return true;
-        }
-        cursor = result.get_str("nextCursor");
-        if cursor.is_none() {
-            return false;
-        }
-    }
-    false
 }
 
 /// An owned copy of what a relay needs after the handler returned (the stream outlives it).
@@ -473,6 +435,8 @@ struct Relay {
     answered: bool,
     /// The downstream 2025 session: backend requests are relayed to it instead of declined.
     downstream_session: Option<String>,
+    /// That session's response streams start with a priming event (2025-11-25).
+    primes: bool,
     /// Signalled when a 2025 client cancels this call (`notifications/cancelled`).
     cancel: Option<Arc<tokio::sync::Notify>>,
     /// This call's entry in the in-flight table, removed on drop.
@@ -606,6 +570,7 @@ async fn relay_call(
         done: false,
         answered: false,
         downstream_session: scope.session_id.map(str::to_owned),
+        primes: scope.primes_streams,
         cancel: registration.as_ref().map(|(cancel, _)| Arc::clone(cancel)),
         inflight_key: registration.map(|(_, key)| key),
         post,
@@ -702,9 +667,14 @@ impl ParkedCall {
         let owner: Vec<&str> = binding.iter().take(2).map(String::as_str).collect();
         let owner = owner.join("\u{0}");
         let token = inner.parked.park(self, &owner, left)?;
+        if let Some(bus) = &inner.bus {
+            // The retry may reach another node, which passes it on over the bus.
+            bus.ensure_listening(&inner);
+        }
         let ttl = left.as_secs().max(1);
         let binding = as_strs(&binding);
-        let state = request_state::wrap_parked(&inner.sealer, &binding, &token, ttl);
+        let state =
+            request_state::wrap_parked(&inner.sealer, &binding, &token, inner.pending.node(), ttl);
         let mut result = RawObject::new();
         result.set_str("resultType", "input_required");
         result.set_raw("inputRequests", requests.to_raw());
@@ -727,25 +697,55 @@ impl ParkedCall {
 }
 
 /// A 2026-07-28 client's retry of a parked call: its `inputResponses` answer the backend's
-/// requests, and the rest of the same upstream call is relayed (it may ask for input again).
+/// requests, and the rest of the same upstream call is relayed (it may ask for input again). A
+/// call parked on another node is resumed there when a node bus is configured (see
+/// [`forward`](super::forward)).
 async fn resume(
     scope: &Scope<'_>,
-    inner: &RouterInner,
+    inner: &Arc<RouterInner>,
     id: &RequestId,
-    token: &str,
-    binding: &[&str],
+    parked: super::forward::Resume,
     params: &RawObject<'_>,
 ) -> Response<McpBody> {
-    let belongs = |call: &ParkedCall| call.relay.finish.state_binding.iter().eq(binding.iter());
-    let Some(mut call) = inner.parked.take(token, belongs) else {
-        let error = ErrorObject::invalid_params(
-            "Invalid requestState (its input round is over: answered already, expired, or held \
-             by another gateway node); call again without requestState",
-        );
-        return respond::error(StatusCode::OK, Some(id), &error);
-    };
-    call.relay.downstream_id = id.clone();
     let client = ClientMeta::of(scope);
+    if let Some(response) = resume_here(inner, id, &parked, params, client).await {
+        return response;
+    }
+    let elsewhere = parked
+        .node
+        .as_deref()
+        .filter(|node| *node != inner.pending.node());
+    if let (Some(node), Some(bus)) = (elsewhere, &inner.bus)
+        && let Some(response) =
+            super::forward::forward(inner, bus, node, &parked, id, params, scope.meta).await
+    {
+        return response;
+    }
+    let error = ErrorObject::invalid_params(
+        "Invalid requestState (its input round is over: answered already, expired, or held by \
+         another gateway node); call again without requestState",
+    );
+    respond::error(StatusCode::OK, Some(id), &error)
+}
+
+/// Resumes the call parked on this node under `parked.token`, if it is here and belongs to
+/// `parked.binding`; `None` otherwise.
+pub(crate) async fn resume_here(
+    inner: &Arc<RouterInner>,
+    id: &RequestId,
+    parked: &super::forward::Resume,
+    params: &RawObject<'_>,
+    client: ClientMeta,
+) -> Option<Response<McpBody>> {
+    let belongs = |call: &ParkedCall| {
+        call.relay
+            .finish
+            .state_binding
+            .iter()
+            .eq(parked.binding.iter())
+    };
+    let mut call = inner.parked.take(&parked.token, belongs)?;
+    call.relay.downstream_id = id.clone();
     call.relay.log_threshold = client.log_threshold;
     call.relay.progress = match (call.relay.progress.take(), client.progress_token) {
         (Some((upstream, _)), Some(client)) => Some((upstream, client)),
@@ -764,24 +764,24 @@ async fn resume(
         .collect();
     let Some(answers) = answers else {
         // Missing inputs get another input_required round, as the revision asks of servers.
-        return match call.park() {
+        return Some(match call.park() {
             Ok(answer) => respond::json(StatusCode::OK, answer),
             Err(call) => respond::error(StatusCode::OK, Some(id), &call.refusal()),
-        };
+        });
     };
     for (upstream_id, answer) in answers {
         if let Err(e) = call.relay.answer_upstream(&upstream_id, &answer).await {
-            return backend_error(id, &call.relay.finish.backend, &e);
+            return Some(backend_error(id, &call.relay.finish.backend, &e));
         }
     }
-    respond_relay(*call.relay).await
+    Some(respond_relay(*call.relay).await)
 }
 
 /// The HTTP status of a final JSON answer to a 2026-07-28 client carrying a backend's error
 /// `code`: the errors that revision ties to `400 Bad Request` (a backend's header mismatch,
 /// missing client capability or unsupported version) keep it through the gateway; everything
 /// else is 200.
-fn modern_status(code: i64) -> StatusCode {
+pub(crate) fn modern_status(code: i64) -> StatusCode {
     match code {
         error_code::HEADER_MISMATCH
         | error_code::MISSING_REQUIRED_CLIENT_CAPABILITY
@@ -791,7 +791,7 @@ fn modern_status(code: i64) -> StatusCode {
 }
 
 /// What a relay needs from the client's `_meta` (read once per call).
-struct ClientMeta {
+pub(crate) struct ClientMeta {
     /// The client's progress token, as raw JSON.
     progress_token: Option<Box<RawValue>>,
     /// Which log messages the client gets: a modern client only those its `_meta` `logLevel`
@@ -802,8 +802,13 @@ struct ClientMeta {
 
 impl ClientMeta {
     fn of(scope: &Scope<'_>) -> Self {
-        let meta = scope.meta.and_then(|m| RawObject::from_raw(m).ok());
-        let log_threshold = match (scope.era, &meta) {
+        Self::from_meta(scope.era, scope.meta)
+    }
+
+    /// From a request's `_meta` (a client of `era`).
+    pub(crate) fn from_meta(era: Era, meta: Option<&RawValue>) -> Self {
+        let meta = meta.and_then(|m| RawObject::from_raw(m).ok());
+        let log_threshold = match (era, &meta) {
             (Era::Legacy, _) => Some(0),
             (Era::Modern, meta) => meta
                 .as_ref()
@@ -847,6 +852,12 @@ fn stream_body(
     relay.inner.ensure_sweeping();
     let principal = relay.target.caller.principal.clone();
     let stream = relay.inner.replay.open_post_stream(&principal, &session);
+    // 2025-11-25: the priming event takes the stream's first id before any message does, so a
+    // client whose connection breaks before the first message still resumes from the start.
+    let priming = relay.primes.then(|| {
+        let id = relay.inner.replay.next_id(&principal, &session, &stream);
+        Bytes::from(format!("id: {id}\ndata: \n\n"))
+    });
     let ids = EventIds {
         inner: Arc::clone(&relay.inner),
         principal,
@@ -876,10 +887,10 @@ fn stream_body(
             }
         }
     });
-    body::streaming(futures_util::stream::unfold(
-        receiver,
-        |mut receiver| async move { receiver.recv().await.map(|chunk| (chunk, receiver)) },
-    ))
+    let live = futures_util::stream::unfold(receiver, |mut receiver| async move {
+        receiver.recv().await.map(|chunk| (chunk, receiver))
+    });
+    body::streaming(futures_util::stream::iter(priming).chain(live))
 }
 
 /// What a 2026-07-28 client needs on a result a 2025 backend produced: `resultType` (absent means
@@ -1277,6 +1288,7 @@ impl Relay {
             done: false,
             answered: false,
             downstream_session: self.downstream_session.take(),
+            primes: self.primes,
             cancel: self.cancel.take(),
             inflight_key: self.inflight_key.take(),
             bridge: self.bridge.take(),
@@ -1310,13 +1322,13 @@ impl Relay {
         let downstream = self.downstream_session.as_deref()?;
         let session = self.session.as_ref()?;
         let mut request = RawObject::parse(std::str::from_utf8(message).ok()?).ok()?;
-        let id = self.inner.pending.register(
+        self.inner.pending.relay(
             downstream,
             &self.finish.backend,
             upstream_id,
             Arc::clone(session),
+            &mut request,
         );
-        request.set_str("id", &id);
         Some(request.to_json().into_bytes())
     }
 

@@ -2,15 +2,21 @@
 //!
 //! Items come in backend order (backend names sorted), each backend's items in its own order.
 //! Every item is renamed to its public name ([`Namer`](crate::naming::Namer)); an item whose public
-//! name collides with another backend's item on the same page is left out together with it
-//! (ambiguous), as is a name over the length limit or, for tools, outside the spec's charset; all
-//! are named in the degraded marker, like a tool that can only run as a task in a 2025 session's
-//! list. A backend's `allowed_tools` (upstream names) filters its tools.
+//! name collides with another backend's item is left out together with it (ambiguous), as is a
+//! name over the length limit or, for tools, outside the spec's charset; all are named in the
+//! degraded marker, like a tool that can only run as a task in a 2025 session's list. A collision
+//! is found whichever pages the two items arrive on: when a public name could also belong to
+//! another backend (the [`Namer`](crate::naming::Namer) says
+//! [`Several`](crate::naming::Resolution::Several)) whose whole list is not on this merged page,
+//! that backend is asked whether it lists the item, as a call on the name would ask it
+//! ([`lists_item`]). Nothing is remembered between pages: the check costs list requests only for
+//! such names, which exist only where backend names prefix one another or aliases overlap. A
+//! backend's `allowed_tools` (upstream names) filters its tools.
 //! The first page asks every backend; `nextCursor` is a sealed [`MergedCursor`] over the backends
 //! that have more, so an exhausted backend is never asked again. A backend that fails is left out
 //! and named in the degraded marker; the call still succeeds.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use futures_util::future::join_all;
 use mcp_core::{Era, ErrorObject, Method, RawObject};
@@ -20,7 +26,7 @@ use mcp_fallback::ToolHints;
 
 use crate::cursor::MergedCursor;
 use crate::degraded::{CACHE_SCOPE, Degraded, TtlMin, ttl_of};
-use crate::naming::{ItemKind, check_public_name};
+use crate::naming::{ItemKind, Resolution, check_public_name};
 use crate::scope::{BackendFailure, Scope, final_response, result_of};
 use crate::upstream::{Call, Target, Upstream};
 
@@ -189,22 +195,32 @@ pub(crate) async fn list(
     let mut ttl = TtlMin::default();
     let mut next = MergedCursor::default();
     let mut merged: Vec<(String, String, RawObject<'static>)> = Vec::new();
-    for (backend, page) in pages {
+    // Backends whose whole list is on this page (asked from the start, no more to come).
+    let mut complete: HashSet<String> = HashSet::new();
+    for ((backend, page), (_, cursor)) in pages.into_iter().zip(&pending) {
         match page {
             Ok(page) => {
                 ttl.add(page.ttl_ms);
                 if let Some(age) = page.stale_age {
                     degraded.stale(&page.backend, age);
                 }
-                if let Some(cursor) = &page.next_cursor {
-                    next.pending.push((page.backend.clone(), cursor.clone()));
+                match &page.next_cursor {
+                    Some(next_cursor) => {
+                        next.pending
+                            .push((page.backend.clone(), next_cursor.clone()));
+                    }
+                    None if cursor.is_none() => {
+                        complete.insert(page.backend.clone());
+                    }
+                    None => {}
                 }
                 rename_items(scope, shape, page, &mut merged, &mut degraded);
             }
             Err(failure) => degraded.backend(backend, failure.reason()),
         }
     }
-    let items = drop_collisions(merged, &mut degraded);
+    let elsewhere = listed_elsewhere(scope, method, shape, &merged, &complete).await;
+    let items = drop_collisions(merged, &elsewhere, &mut degraded);
 
     let mut result = RawObject::new();
     result.set_str("resultType", "complete");
@@ -317,9 +333,109 @@ fn requires_tasks(tool: &RawObject<'_>) -> bool {
         .is_some_and(|support| support == "required")
 }
 
-/// Leaves out every item whose public name appears for more than one backend.
+/// The public names on this page that another backend lists on a page not merged here: for each
+/// name that could also be another backend's (longer or shorter prefix, or an alias), and whose
+/// other candidate backend's whole list is not on this page, that backend is asked. Each
+/// (backend, upstream name) is asked once, concurrently; a backend that cannot be asked counts as
+/// not listing it (as for a call on the name).
+async fn listed_elsewhere(
+    scope: &Scope<'_>,
+    method: Method,
+    shape: ListShape,
+    merged: &[(String, String, RawObject<'static>)],
+    complete: &HashSet<String>,
+) -> HashSet<String> {
+    let namer = scope.namer();
+    // (candidate backend, its upstream name) -> the public names it would make ambiguous.
+    let mut questions: HashMap<(String, String), BTreeSet<String>> = HashMap::new();
+    for (public, owner, _) in merged {
+        let Resolution::Several(candidates) = namer.resolve(public, shape.kind) else {
+            continue;
+        };
+        for candidate in candidates {
+            if candidate.backend == owner.as_str() || complete.contains(candidate.backend) {
+                continue;
+            }
+            questions
+                .entry((
+                    candidate.backend.to_owned(),
+                    candidate.upstream.into_owned(),
+                ))
+                .or_default()
+                .insert(public.clone());
+        }
+    }
+    let answers = join_all(
+        questions
+            .into_iter()
+            .map(|((backend, upstream), names)| async move {
+                lists_item(scope, method, shape, &backend, &upstream)
+                    .await
+                    .then_some(names)
+            }),
+    )
+    .await;
+    answers.into_iter().flatten().flatten().collect()
+}
+
+/// Whether `backend` lists `upstream` in `method` (its first pages only, bounded).
+pub(crate) async fn lists_item(
+    scope: &Scope<'_>,
+    method: Method,
+    shape: ListShape,
+    backend: &str,
+    upstream: &str,
+) -> bool {
+    const MAX_PAGES: usize = 20;
+    let Some(config) = scope.ctx.vhost.backends.get(backend) else {
+        return false;
+    };
+    let target = scope.target(backend, config);
+    let mut cursor: Option<String> = None;
+    for _ in 0..MAX_PAGES {
+        let mut params = RawObject::new();
+        if let Some(c) = &cursor {
+            params.set_str("cursor", c);
+        }
+        let call = Call {
+            method: method.as_str(),
+            params,
+            name: None,
+            progress_token: None,
+            hints: ToolHints::NONE,
+            headers: None,
+        };
+        let Ok(message) =
+            final_response(scope, &target, &call, scope.fanout_deadline(config)).await
+        else {
+            return false;
+        };
+        let Ok(result) = result_of(&message) else {
+            return false;
+        };
+        let items: Vec<Box<RawValue>> = result.get_as(shape.items_key).unwrap_or_default();
+        let found = items.iter().any(|item| {
+            RawObject::parse(item.get())
+                .ok()
+                .and_then(|o| o.get_str(shape.name_key))
+                .is_some_and(|n| n == upstream)
+        });
+        if found {
+            return true;
+        }
+        cursor = result.get_str("nextCursor");
+        if cursor.is_none() {
+            return false;
+        }
+    }
+    false
+}
+
+/// Leaves out every item whose public name appears for more than one backend, on this page or
+/// (`elsewhere`) on another backend's page not merged here.
 fn drop_collisions(
     merged: Vec<(String, String, RawObject<'static>)>,
+    elsewhere: &HashSet<String>,
     degraded: &mut Degraded,
 ) -> Vec<RawObject<'static>> {
     let mut owners: HashMap<&str, Vec<&str>> = HashMap::new();
@@ -331,7 +447,7 @@ fn drop_collisions(
     }
     let mut ambiguous: Vec<String> = owners
         .iter()
-        .filter(|(_, backends)| backends.len() > 1)
+        .filter(|(name, backends)| backends.len() > 1 || elsewhere.contains(**name))
         .map(|(name, _)| (*name).to_owned())
         .collect();
     ambiguous.sort_unstable();

@@ -2,6 +2,7 @@
 
 mod call;
 mod discover;
+pub(crate) mod forward;
 pub(crate) mod list;
 mod parked;
 mod request_state;
@@ -48,6 +49,7 @@ pub(crate) async fn serve(
         meta: Some(request.meta),
         era: Era::Modern,
         session_id: None,
+        primes_streams: false,
     };
     let method = request.method;
     match method.kind() {

@@ -14,7 +14,8 @@
 //! - **Bounded**: at most `max` calls in all and `max_per_owner` per caller (one caller cannot
 //!   take the room of the others); a call not resumed within its lifetime is dropped, which
 //!   cancels the upstream call.
-//! - **Node-local**: a retry that reaches another gateway node cannot resume the call there.
+//! - **Node-local**: a retry that reaches another gateway node cannot resume the call there; with a
+//!   node bus that node passes it on to this one (see [`forward`](super::forward)).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
@@ -141,7 +142,7 @@ impl<T> std::fmt::Debug for ParkedCalls<T> {
 }
 
 /// 128 random bits, hex: tokens of different nodes or of a restarted node never collide.
-fn random_token() -> Option<String> {
+pub(crate) fn random_token() -> Option<String> {
     let mut bytes = [0u8; 16];
     aws_lc_rs::rand::SystemRandom::new().fill(&mut bytes).ok()?;
     Some(bytes.iter().map(|b| format!("{b:02x}")).collect())

@@ -23,6 +23,9 @@ struct Envelope {
     /// The token of a parked call, when the state resumes one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     p: Option<String>,
+    /// The node holding that parked call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    n: Option<String>,
     /// Expiry, Unix seconds.
     e: u64,
 }
@@ -32,8 +35,8 @@ struct Envelope {
 pub(crate) enum State {
     /// A backend's own `requestState`, to forward on the retry.
     Backend(String),
-    /// A call parked on this gateway, to resume.
-    Parked(String),
+    /// A call parked on a gateway node, to resume: its token and the node holding it.
+    Parked { token: String, node: Option<String> },
 }
 
 /// Wraps a backend's `requestState`.
@@ -41,21 +44,30 @@ pub(crate) fn wrap(sealer: &Sealer, binding: &[&str], inner: &str, ttl_secs: u64
     seal(sealer, binding, inner.to_owned(), None, ttl_secs)
 }
 
-/// A `requestState` that resumes the call parked under `token`.
-pub(crate) fn wrap_parked(sealer: &Sealer, binding: &[&str], token: &str, ttl_secs: u64) -> String {
-    seal(
-        sealer,
-        binding,
-        String::new(),
-        Some(token.to_owned()),
-        ttl_secs,
-    )
+/// A `requestState` that resumes the call parked under `token` on `node`.
+pub(crate) fn wrap_parked(
+    sealer: &Sealer,
+    binding: &[&str],
+    token: &str,
+    node: &str,
+    ttl_secs: u64,
+) -> String {
+    let parked = Some((token.to_owned(), node.to_owned()));
+    seal(sealer, binding, String::new(), parked, ttl_secs)
 }
 
-fn seal(sealer: &Sealer, binding: &[&str], s: String, p: Option<String>, ttl_secs: u64) -> String {
+fn seal(
+    sealer: &Sealer,
+    binding: &[&str],
+    s: String,
+    parked: Option<(String, String)>,
+    ttl_secs: u64,
+) -> String {
+    let (p, n) = parked.map_or((None, None), |(p, n)| (Some(p), Some(n)));
     let envelope = Envelope {
         s,
         p,
+        n,
         e: unix_now().saturating_add(ttl_secs),
     };
     let payload = serde_json::to_vec(&envelope).unwrap_or_default();
@@ -70,7 +82,10 @@ pub(crate) fn unwrap(sealer: &Sealer, binding: &[&str], handle: &str) -> Result<
         return Err(SealError::Expired);
     }
     Ok(match envelope.p {
-        Some(token) => State::Parked(token),
+        Some(token) => State::Parked {
+            token,
+            node: envelope.n,
+        },
         None => State::Backend(envelope.s),
     })
 }
@@ -88,10 +103,13 @@ mod tests {
             unwrap(&sealer, &bind, &handle),
             Ok(State::Backend("backend-state".into()))
         );
-        let parked = wrap_parked(&sealer, &bind, "p7", 60);
+        let parked = wrap_parked(&sealer, &bind, "p7", "n1", 60);
         assert_eq!(
             unwrap(&sealer, &bind, &parked),
-            Ok(State::Parked("p7".into()))
+            Ok(State::Parked {
+                token: "p7".into(),
+                node: Some("n1".into())
+            })
         );
         let other_tool = ["iss", "alice", "vh", "a", "tools/call", "echo"];
         assert_eq!(
@@ -102,6 +120,7 @@ mod tests {
             let payload = serde_json::to_vec(&Envelope {
                 s: "x".into(),
                 p: None,
+                n: None,
                 e: unix_now() - 1,
             })
             .expect("json");

@@ -1,17 +1,22 @@
 //! `subscriptions/listen` (2026-07-28): one long-lived stream for the client, fed by every backend.
 //!
 //! The gateway acknowledges first with the subset it honours: the list-change flags the client
-//! asked for, and the `resourceSubscriptions` URIs that belong to a configured backend (task ids
-//! are not routed yet and never acknowledged). Modern backends get their own `subscriptions/listen`
-//! (with their share of the URIs, un-prefixed); legacy backends are followed through the caller's
-//! upstream session: its GET stream for list changes and updates, and `resources/subscribe` for
-//! each URI. Every message the client gets carries
-//! `_meta["io.modelcontextprotocol/subscriptionId"]` = the id of its listen request, and
-//! `notifications/resources/updated` carries the public URI. Closing the stream ends everything.
+//! asked for, the `resourceSubscriptions` URIs that belong to a configured backend, and the
+//! `taskIds` (tasks extension) that are gateway task ids minted for this caller and virtual host
+//! whose backend is configured and speaks 2026-07-28. Modern backends get their own
+//! `subscriptions/listen` (with their share of the URIs, un-prefixed, and of the task ids, raw);
+//! legacy backends are followed through the caller's upstream session: its GET stream for list
+//! changes and updates, and `resources/subscribe` for each URI (they have no tasks: the extension
+//! is not bridged across eras). Every message the client gets carries
+//! `_meta["io.modelcontextprotocol/subscriptionId"]` = the id of its listen request,
+//! `notifications/resources/updated` carries the public URI and `notifications/tasks` the gateway
+//! task id the client named (only for the tasks it named: a backend's notification about any
+//! other task is dropped). Closing the stream ends everything.
 //!
-//! Bounds: more than `max_subscriptions` URIs in one listen get JSON-RPC error `-32600`; a
-//! principal holding `max_streams_per_principal` notification streams (listens and 2025 GET
-//! streams) gets `429` with `-32600`.
+//! Bounds: more than `max_subscriptions` URIs, or more than `max_subscriptions` task ids, in one
+//! listen get JSON-RPC error `-32600`; `taskIds` from a client that did not declare the tasks
+//! extension get `-32021`; a principal holding `max_streams_per_principal` notification streams
+//! (listens and 2025 GET streams) gets `429` with `-32600`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -28,7 +33,9 @@ use mcp_core::{
 use mcp_fallback::ToolHints;
 use serde_json::json;
 
+use super::task_id;
 use crate::body::{self, McpBody};
+use crate::legacy::TASKS_EXTENSION;
 use crate::naming::{ItemKind, Namer, Resolution};
 use crate::respond;
 use crate::scope::Scope;
@@ -52,6 +59,21 @@ struct Filter {
     uris: Vec<String>,
     /// backend -> its upstream URIs.
     per_backend: BTreeMap<String, Vec<String>>,
+    /// Gateway task ids honoured, in the client's order.
+    task_ids: Vec<String>,
+    /// backend -> the tasks watched there.
+    tasks: BTreeMap<String, Vec<Watched>>,
+}
+
+/// A task a listen watches.
+struct Watched {
+    /// The backend's own id.
+    raw: String,
+    /// The gateway task id the client named it by.
+    public: String,
+    /// A plugin post hook governs the call that created the task: its `result` reaches the client
+    /// only through `tasks/get`, where the hook runs, never unfiltered in a notification.
+    withhold_result: bool,
 }
 
 fn filter(scope: &Scope<'_>, params: &RawObject<'_>) -> Result<Filter, ErrorObject> {
@@ -69,6 +91,19 @@ fn filter(scope: &Scope<'_>, params: &RawObject<'_>) -> Result<Filter, ErrorObje
             requested.len()
         )));
     }
+    let task_ids = asked.get_as::<Vec<String>>("taskIds").unwrap_or_default();
+    if task_ids.len() > max {
+        return Err(ErrorObject::invalid_request(format!(
+            "Too many task ids: {} in one subscriptions/listen, at most {max}",
+            task_ids.len()
+        )));
+    }
+    if !task_ids.is_empty() && !declares_tasks(scope) {
+        return Err(ErrorObject::missing_required_client_capability(
+            &json!({ "extensions": { TASKS_EXTENSION: {} } }),
+        ));
+    }
+    let (task_ids, tasks) = tasks_of(scope, task_ids);
     let flags = LIST_FLAGS
         .iter()
         .filter(|(key, _)| asked.get_as::<bool>(key) == Some(true))
@@ -95,7 +130,58 @@ fn filter(scope: &Scope<'_>, params: &RawObject<'_>) -> Result<Filter, ErrorObje
         flags,
         uris,
         per_backend,
+        task_ids,
+        tasks,
     })
+}
+
+/// Whether the client declared the tasks extension (task notifications need it, as every task
+/// request does).
+fn declares_tasks(scope: &Scope<'_>) -> bool {
+    RawObject::from_raw(scope.client_caps)
+        .ok()
+        .and_then(|caps| caps.get("extensions").map(|e| e.get().to_owned()))
+        .and_then(|extensions| {
+            RawObject::parse(&extensions)
+                .ok()
+                .map(RawObject::into_owned)
+        })
+        .is_some_and(|extensions| extensions.contains(TASKS_EXTENSION))
+}
+
+/// The task ids honoured and their split per backend: a gateway task id minted for this caller and
+/// virtual host (anything else, a raw or foreign id included, is simply not honoured, as an
+/// unknown URI is not) whose backend is still configured. Duplicates count once.
+fn tasks_of(
+    scope: &Scope<'_>,
+    requested: Vec<String>,
+) -> (Vec<String>, BTreeMap<String, Vec<Watched>>) {
+    let binding = scope.binding(&[]);
+    let mut honoured = Vec::new();
+    let mut per_backend: BTreeMap<String, Vec<Watched>> = BTreeMap::new();
+    for public in requested {
+        if honoured.contains(&public) {
+            continue;
+        }
+        let Ok(task) = task_id::open(&scope.inner.sealer, &binding, &public) else {
+            continue;
+        };
+        if !scope.ctx.vhost.backends.contains_key(&task.backend) {
+            continue;
+        }
+        // A failed plugin runtime counts as governed: fail closed, as `tasks/get` does.
+        let withhold_result = !matches!(
+            crate::plugins::task_post(scope, &task.origin, &task.backend),
+            Ok(None)
+        );
+        per_backend.entry(task.backend).or_default().push(Watched {
+            raw: task.raw,
+            public: public.clone(),
+            withhold_result,
+        });
+        honoured.push(public);
+    }
+    (honoured, per_backend)
 }
 
 /// One backend's notifications, tagged with the backend's name.
@@ -109,24 +195,57 @@ pub(crate) async fn listen(
 ) -> Response<McpBody> {
     let filter = match filter(scope, params) {
         Ok(filter) => filter,
-        Err(error) => return respond::error(StatusCode::OK, Some(id), &error),
+        Err(error) => {
+            let status = super::call::modern_status(error.code);
+            return respond::error(status, Some(id), &error);
+        }
     };
     let Some(slot) = scope.inner.streams.take(&scope.ctx.principal) else {
         return respond::too_many_streams(scope.inner.streams.max());
     };
     let mut feeds: Vec<Feed> = Vec::new();
+    let mut tasks = filter.tasks;
     for (name, config) in &scope.ctx.vhost.backends {
         let uris = filter.per_backend.get(name).cloned().unwrap_or_default();
-        if let Some(feed) = backend_feed(scope, name, config, &filter.flags, uris).await {
-            feeds.push(feed);
+        let asked = Asked {
+            flags: &filter.flags,
+            uris,
+            tasks: tasks
+                .get(name)
+                .map(|t| t.iter().map(|w| w.raw.clone()).collect())
+                .unwrap_or_default(),
+        };
+        match backend_feed(scope, name, config, asked).await {
+            Some((feed, era)) => {
+                if era == Era::Legacy {
+                    // No tasks on a 2025 backend: nothing would ever come for these ids.
+                    tasks.remove(name);
+                }
+                feeds.push(feed);
+            }
+            None => {
+                tasks.remove(name);
+            }
         }
     }
+    let task_ids: Vec<&String> = filter
+        .task_ids
+        .iter()
+        .filter(|public| {
+            tasks
+                .values()
+                .any(|t| t.iter().any(|w| w.public == **public))
+        })
+        .collect();
     let mut honoured = serde_json::Map::new();
     for flag in &filter.flags {
         honoured.insert((*flag).to_owned(), json!(true));
     }
     if !filter.uris.is_empty() {
         honoured.insert("resourceSubscriptions".to_owned(), json!(filter.uris));
+    }
+    if !task_ids.is_empty() {
+        honoured.insert("taskIds".to_owned(), json!(task_ids));
     }
     let subscription = id.to_json().into_owned();
     let ack = tagged(
@@ -140,7 +259,10 @@ pub(crate) async fn listen(
         .map(|(_, method)| *method)
         .collect();
     let vhost = Arc::clone(&scope.ctx.vhost);
-    let subscribed = filter.per_backend;
+    let subscribed = Subscribed {
+        uris: filter.per_backend,
+        tasks,
+    };
     let live = futures_util::stream::select_all(feeds).filter_map(move |(backend, message)| {
         // The principal's stream slot is held as long as the stream is.
         let _alive = &slot;
@@ -162,15 +284,36 @@ pub(crate) async fn listen(
     res
 }
 
-/// A `subscriptions/listen` to a backend for the list-change `flags` and the resource `uris`
-/// (upstream URIs; none: no resource subscription).
-pub(crate) fn listen_call(flags: &[&str], uris: &[String]) -> Call<'static> {
+/// What one backend's listen asks for.
+struct Asked<'f> {
+    flags: &'f [&'static str],
+    /// Upstream URIs.
+    uris: Vec<String>,
+    /// Raw task ids.
+    tasks: Vec<String>,
+}
+
+/// What the client's listen was acknowledged for, per backend.
+struct Subscribed {
+    /// backend -> its upstream URIs.
+    uris: BTreeMap<String, Vec<String>>,
+    /// backend -> the tasks watched there.
+    tasks: BTreeMap<String, Vec<Watched>>,
+}
+
+/// A `subscriptions/listen` to a backend for the list-change `flags`, the resource `uris`
+/// (upstream URIs; none: no resource subscription) and the `tasks` (raw task ids; none: no task
+/// notifications).
+pub(crate) fn listen_call(flags: &[&str], uris: &[String], tasks: &[String]) -> Call<'static> {
     let mut notifications = RawObject::new();
     for flag in flags {
         notifications.set_json(flag, &true);
     }
     if !uris.is_empty() {
         notifications.set_json("resourceSubscriptions", &uris);
+    }
+    if !tasks.is_empty() {
+        notifications.set_json("taskIds", &tasks);
     }
     let mut params = RawObject::new();
     params.set_raw("notifications", notifications.to_raw());
@@ -184,22 +327,23 @@ pub(crate) fn listen_call(flags: &[&str], uris: &[String]) -> Call<'static> {
     }
 }
 
-/// The notifications of one backend for this subscription; `None` when it offers nothing.
+/// The notifications of one backend for this subscription, and the backend's era; `None` when
+/// it offers nothing.
 async fn backend_feed(
     scope: &Scope<'_>,
     name: &str,
     config: &mcp_config_store::BackendConfig,
-    flags: &[&'static str],
-    uris: Vec<String>,
-) -> Option<Feed> {
+    asked: Asked<'_>,
+) -> Option<(Feed, Era)> {
+    let Asked { flags, uris, tasks } = asked;
     let target = scope.target(name, config);
     let description = scope.inner.upstream.describe(&target).await.ok()?;
     let backend = name.to_owned();
     match description.era {
         Era::Modern => {
-            let call = listen_call(flags, &uris);
+            let call = listen_call(flags, &uris, &tasks);
             let reply = scope.inner.upstream.send(&target, &call).await.ok()?;
-            Some(
+            Some((
                 reply
                     .messages
                     .filter_map(move |m| {
@@ -207,7 +351,8 @@ async fn backend_feed(
                         async move { m.ok().map(|m| (backend, m)) }
                     })
                     .boxed(),
-            )
+                Era::Modern,
+            ))
         }
         Era::Legacy => {
             let url = description.session.as_ref().map(|s| s.url.clone())?;
@@ -241,17 +386,17 @@ async fn backend_feed(
                     }
                 }
             });
-            Some(feed.boxed())
+            Some((feed.boxed(), Era::Legacy))
         }
     }
 }
 
 /// A backend notification as the subscriber sees it; `None` when it was not asked for.
-/// `subscribed` holds the honoured upstream URIs per backend.
+/// `subscribed` holds the honoured upstream URIs and task ids per backend.
 fn translate(
     vhost: &VirtualHostConfig,
     wanted: &[&str],
-    subscribed: &BTreeMap<String, Vec<String>>,
+    subscribed: &Subscribed,
     subscription: &str,
     backend: &str,
     message: &[u8],
@@ -272,6 +417,7 @@ fn translate(
         // that another listen (or a 2025 session) of the same caller subscribed to; relaying
         // those broke "MUST NOT send types the client did not request".
         if !subscribed
+            .uris
             .get(backend)
             .is_some_and(|uris| uris.contains(&uri))
         {
@@ -281,6 +427,19 @@ fn translate(
             .public(backend, &uri, ItemKind::Resource)
             .into_owned();
         params.set_str("uri", &public);
+    } else if method == "notifications/tasks" {
+        // Only the tasks this listen named, under the gateway id the client knows: never a raw
+        // backend id, nor news of a task the client did not ask about.
+        let raw = params.get_str("taskId")?;
+        let watched = subscribed
+            .tasks
+            .get(backend)?
+            .iter()
+            .find(|w| w.raw == raw)?;
+        params.set_str("taskId", &watched.public);
+        if watched.withhold_result {
+            params.remove("result");
+        }
     } else if !wanted.contains(&method) {
         return None;
     }

@@ -10,7 +10,7 @@ mod prompts;
 mod resources;
 mod sample;
 mod slow;
-mod tasks;
+pub(crate) mod tasks;
 mod tools;
 
 use std::{

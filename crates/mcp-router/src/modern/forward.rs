@@ -1,0 +1,253 @@
+//! A parked call resumed from any node: a 2026-07-28 client's retry (`inputResponses` and the
+//! gateway's `requestState`) that reaches a node not holding the parked call is passed on to the
+//! node that holds it, over the [`NodeBus`], and that node's answer comes back the same way.
+//!
+//! The `requestState` names the holding node (sealed, as everything in it). The receiving node
+//! publishes a [`BusMessage::Resume`] on the holder's channel with a fresh ticket and waits on its
+//! own channel: the holder checks the parked call's binding (caller, virtual host, backend,
+//! method, name) as for a local retry, resumes it, and publishes its answer as
+//! [`BusMessage::ResumePart`]s: the HTTP status and content type, the body's chunks (a JSON answer,
+//! or the SSE events of the rest of the call), an end mark; or that it does not hold the call.
+//! The parts of one answer are published one after another from one task, so Redis delivers them
+//! in order. The receiving node answers the client with them as they come.
+//!
+//! Bounds and failures: the holder must answer within [`HEAD_WAIT`] (the retry is published again
+//! while nobody listens on the holder's channel; without an answer by then, and when it does not
+//! hold the call, the client gets the same `-32602` as without a bus); a node waits for at most
+//! [`MAX_WAITING`] forwarded answers at once (more get that error too). Pub/sub delivery is at
+//! most once: a part lost between the nodes ends the client's stream early (the call itself runs
+//! to its end on the holder). Closing the client's stream does not cancel the call on the holder.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{HeaderValue, Response, StatusCode};
+use http_body_util::BodyExt;
+use mcp_core::{Era, RawObject, RequestId};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use tokio::sync::mpsc;
+
+use crate::body::{self, McpBody};
+use crate::bus::{BusMessage, NodeBus};
+use crate::router::RouterInner;
+
+/// How long a node waits for the holder's first part.
+pub(crate) const HEAD_WAIT: Duration = Duration::from_secs(10);
+/// How long a node waits before publishing a retry again when the holder did not listen.
+const REPUBLISH_AFTER: Duration = Duration::from_millis(50);
+/// Forwarded answers one node waits for at once.
+pub(crate) const MAX_WAITING: usize = 10_000;
+
+/// A retry of a parked call: which call, and what the caller's binding is.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Resume {
+    /// The parked call's token.
+    pub(crate) token: String,
+    /// The node holding it.
+    pub(crate) node: Option<String>,
+    /// The binding of the caller's `requestState` (caller, virtual host, backend, method, name).
+    pub(crate) binding: Vec<String>,
+}
+
+/// One part of a forwarded answer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "k", rename_all = "snake_case")]
+pub(crate) enum Part {
+    /// The holder does not hold that call (any more), or not for this caller.
+    Missing,
+    /// The answer's HTTP status and content type.
+    Head { status: u16, content_type: String },
+    /// A chunk of the body.
+    Chunk { data: String },
+    /// The body is complete.
+    End,
+}
+
+/// The forwarded answers this node waits for, by ticket.
+#[derive(Default)]
+pub(crate) struct Waiting {
+    tickets: Mutex<HashMap<String, mpsc::UnboundedSender<Part>>>,
+}
+
+impl Waiting {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, mpsc::UnboundedSender<Part>>> {
+        self.tickets.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A part arrived for `ticket` (dropped when nobody waits for it any more).
+    pub(crate) fn deliver(&self, ticket: &str, part: Part) {
+        let mut tickets = self.lock();
+        let gone = tickets
+            .get(ticket)
+            .is_some_and(|sender| sender.send(part).is_err());
+        if gone {
+            tickets.remove(ticket);
+        }
+    }
+}
+
+/// What the client's retry carries to the holder.
+#[derive(Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Forwarded {
+    /// The node to answer.
+    pub(crate) reply: String,
+    pub(crate) ticket: String,
+    pub(crate) resume: Resume,
+    /// The retry's JSON-RPC id, as JSON.
+    pub(crate) id: String,
+    /// The retry's params (upstream form), as JSON.
+    pub(crate) params: String,
+    /// The retry's `_meta` (progress token, log level), as JSON.
+    pub(crate) meta: Option<String>,
+}
+
+/// Passes the retry on to `node` and answers with what it sends back; `None` when it does not
+/// hold the call, does not answer within [`HEAD_WAIT`], or this node waits for too many answers.
+pub(crate) async fn forward(
+    inner: &Arc<RouterInner>,
+    bus: &NodeBus,
+    node: &str,
+    resume: &Resume,
+    id: &RequestId,
+    params: &RawObject<'_>,
+    meta: Option<&RawValue>,
+) -> Option<Response<McpBody>> {
+    bus.ensure_listening(inner);
+    if !bus.listening(HEAD_WAIT).await {
+        return None;
+    }
+    let ticket = super::parked::random_token()?;
+    let (sender, mut receiver) = mpsc::unbounded_channel();
+    {
+        let mut tickets = inner.forwards.lock();
+        if tickets.len() >= MAX_WAITING {
+            tracing::warn!("too many forwarded retries waiting: answering locally");
+            return None;
+        }
+        tickets.insert(ticket.clone(), sender);
+    }
+    // Leaves the table when the answer is done with (or never comes).
+    let guard = OwnedTicket {
+        inner: Arc::clone(inner),
+        id: ticket.clone(),
+    };
+    let message = BusMessage::Resume(Box::new(Forwarded {
+        reply: bus.node_id().to_owned(),
+        ticket,
+        resume: resume.clone(),
+        id: id.to_json().into_owned(),
+        params: params.to_json(),
+        meta: meta.map(|m| m.get().to_owned()),
+    }));
+    let wait = async {
+        // The holder subscribes when it parks the call; until then (moments, or never: it is
+        // gone) nobody hears the message, so it is sent again for a while.
+        while bus.publish_counted(node, &message).await? == 0 {
+            tokio::time::sleep(REPUBLISH_AFTER).await;
+        }
+        receiver.recv().await
+    };
+    let head = tokio::time::timeout(HEAD_WAIT, wait).await.ok()??;
+    let Part::Head {
+        status,
+        content_type,
+    } = head
+    else {
+        return None;
+    };
+    let chunks =
+        futures_util::stream::unfold((receiver, guard), |(mut receiver, ticket)| async move {
+            match receiver.recv().await? {
+                Part::Chunk { data } => Some((Bytes::from(data), (receiver, ticket))),
+                Part::End | Part::Missing | Part::Head { .. } => None,
+            }
+        });
+    let mut response = Response::new(body::streaming(chunks));
+    *response.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+    if let Ok(value) = HeaderValue::from_str(&content_type) {
+        response
+            .headers_mut()
+            .insert(http::header::CONTENT_TYPE, value);
+    }
+    Some(response)
+}
+
+/// A ticket in the table, removed when dropped.
+struct OwnedTicket {
+    inner: Arc<RouterInner>,
+    id: String,
+}
+
+impl Drop for OwnedTicket {
+    fn drop(&mut self) {
+        self.inner.forwards.lock().remove(&self.id);
+    }
+}
+
+/// On the holder: resumes the forwarded retry and publishes the answer to the asking node.
+pub(crate) async fn serve(inner: Arc<RouterInner>, forwarded: Forwarded) {
+    let Some(bus) = inner.bus.clone() else {
+        return;
+    };
+    let Forwarded {
+        reply,
+        ticket,
+        resume,
+        id,
+        params,
+        meta,
+    } = forwarded;
+    let publish = |part: Part| {
+        let message = BusMessage::ResumePart {
+            ticket: ticket.clone(),
+            part,
+        };
+        let bus = Arc::clone(&bus);
+        let reply = reply.clone();
+        async move { bus.publish(&reply, &message).await }
+    };
+    let (Ok(id), Ok(params)) = (
+        serde_json::from_str::<RequestId>(&id),
+        RawObject::parse(&params),
+    ) else {
+        publish(Part::Missing).await;
+        return;
+    };
+    let meta = meta.and_then(|m| RawValue::from_string(m).ok());
+    let client = super::call::ClientMeta::from_meta(Era::Modern, meta.as_deref());
+    let Some(response) = super::call::resume_here(&inner, &id, &resume, &params, client).await
+    else {
+        publish(Part::Missing).await;
+        return;
+    };
+    let content_type = response
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json")
+        .to_owned();
+    let head = Part::Head {
+        status: response.status().as_u16(),
+        content_type,
+    };
+    if !publish(head).await {
+        return;
+    }
+    let mut body = response.into_body();
+    while let Some(frame) = body.frame().await {
+        let Ok(frame) = frame else { break };
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        let chunk = Part::Chunk {
+            data: String::from_utf8_lossy(&data).into_owned(),
+        };
+        if !publish(chunk).await {
+            return;
+        }
+    }
+    publish(Part::End).await;
+}

@@ -72,6 +72,7 @@ pub(super) async fn to_backend(
         principal: &ctx.principal,
         client_caps: &caps,
         meta: None,
+        era: mcp_core::Era::Legacy,
     };
     if let Err(e) = inner
         .upstream

@@ -45,8 +45,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
-use deadpool_redis::redis::{self, AsyncConnectionConfig, ErrorKind, RedisError, ServerErrorKind};
-use deadpool_redis::{Manager, Pool, PoolError, Runtime};
+use deadpool_redis::PoolError;
+use deadpool_redis::redis::{self, ErrorKind, RedisError, ServerErrorKind};
 use futures_util::StreamExt;
 use futures_util::future::BoxFuture;
 use tokio::sync::broadcast;
@@ -54,6 +54,7 @@ use tokio::task::AbortHandle;
 
 use crate::error::StoreError;
 use crate::model::UserConfig;
+use crate::redis_topology::{PoolSettings, RedisPool, RedisTopology};
 use crate::store::{Invalidation, LoadFuture, UserConfigStore, invalidation_channel};
 
 /// Default key prefix.
@@ -75,7 +76,8 @@ pub const DEFAULT_KEY_PREFIX: &str = "mcpgw";
 /// ```
 #[derive(Clone, PartialEq, Eq)]
 pub struct RedisStoreConfig {
-    /// Redis URL, e.g. `redis://user:pass@host:6379/0`.
+    /// Redis URL, e.g. `redis://user:pass@host:6379/0`, or a Sentinel or Cluster URL
+    /// ([`RedisTopology`]).
     pub url: String,
     /// Key prefix: keys are `<prefix>:user:<sub>`, the channel is `<prefix>:invalidate`.
     pub key_prefix: String,
@@ -191,7 +193,7 @@ pub struct RedisStore {
 }
 
 struct Shared {
-    pool: Pool,
+    pool: RedisPool,
     config: RedisStoreConfig,
     key_prefix: String,
     channel: String,
@@ -236,28 +238,23 @@ impl RedisStore {
         if prefix.is_empty() || prefix.chars().any(|c| c.is_control() || c.is_whitespace()) {
             return Err(RedisStoreError::InvalidPrefix(prefix.clone()));
         }
-        let client = redis::Client::open(config.url.as_str())
+        let topology = RedisTopology::parse(&config.url)
             .map_err(|e| RedisStoreError::InvalidUrl(e.to_string()))?;
-        let db = client.get_connection_info().redis_settings().db();
-        let connection_config = AsyncConnectionConfig::new()
-            .set_connection_timeout(Some(config.connect_timeout))
-            .set_response_timeout(Some(config.response_timeout));
-        let manager = Manager::new_with_config(config.url.as_str(), connection_config)
-            .map_err(|e| RedisStoreError::InvalidUrl(e.to_string()))?;
-        let pool = Pool::builder(manager)
-            .max_size(config.pool_size.max(1))
-            .wait_timeout(Some(config.pool_wait_timeout))
-            .create_timeout(Some(config.connect_timeout))
-            .recycle_timeout(Some(config.response_timeout))
-            .runtime(Runtime::Tokio1)
-            .build()
+        let db = topology.db();
+        let pool = topology
+            .pool(&PoolSettings {
+                max_size: config.pool_size,
+                wait_timeout: config.pool_wait_timeout,
+                connect_timeout: config.connect_timeout,
+                response_timeout: config.response_timeout,
+            })
             .map_err(|e| RedisStoreError::Pool(e.to_string()))?;
 
         let key_prefix = format!("{prefix}:user:");
         let channel = format!("{prefix}:invalidate");
         let keyspace_prefix = format!("__keyspace@{db}__:{key_prefix}");
         let subscription = Subscription {
-            client,
+            topology,
             keyspace_pattern: format!("{}*", glob_escape(&keyspace_prefix)),
             keyspace_prefix,
             channel: channel.clone(),
@@ -308,7 +305,7 @@ impl RedisStore {
     }
 
     /// The connection pool, for operations this type does not offer.
-    pub fn pool(&self) -> &Pool {
+    pub fn pool(&self) -> &RedisPool {
         &self.shared.pool
     }
 
@@ -395,7 +392,7 @@ impl Shared {
         let mut conn = self.pool.get().await.map_err(classify_pool)?;
         redis::cmd("GET")
             .arg(key)
-            .query_async::<Option<Vec<u8>>>(&mut *conn)
+            .query_async::<Option<Vec<u8>>>(&mut conn)
             .await
             .map_err(classify)
     }
@@ -403,7 +400,7 @@ impl Shared {
     async fn ping(&self) -> Result<(), StoreError> {
         let mut conn = self.pool.get().await.map_err(classify_pool)?;
         redis::cmd("PING")
-            .query_async::<redis::Value>(&mut *conn)
+            .query_async::<redis::Value>(&mut conn)
             .await
             .map(drop)
             .map_err(classify)
@@ -411,7 +408,7 @@ impl Shared {
 
     async fn run_pipeline(&self, pipe: &redis::Pipeline) -> Result<(), StoreError> {
         let mut conn = self.pool.get().await.map_err(classify_pool)?;
-        pipe.query_async::<()>(&mut *conn).await.map_err(classify)
+        pipe.query_async::<()>(&mut conn).await.map_err(classify)
     }
 
     /// Marks the store down and starts the single prober (only on the up -> down transition).
@@ -575,7 +572,7 @@ fn glob_escape(s: &str) -> String {
 
 /// Everything the subscriber task needs; it owns no reference to the store, which aborts it on drop.
 struct Subscription {
-    client: redis::Client,
+    topology: RedisTopology,
     channel: String,
     keyspace_pattern: String,
     keyspace_prefix: String,
@@ -607,11 +604,10 @@ impl Subscription {
     /// One connection: subscribe, announce `All`, then forward messages until it breaks.
     async fn session(&self, subscribed: &mut bool) -> Result<(), StoreError> {
         let timeout = self.config.response_timeout;
-        let pubsub =
-            tokio::time::timeout(self.config.connect_timeout, self.client.get_async_pubsub())
-                .await
-                .map_err(|_| StoreError::unavailable("pub/sub connect timeout"))?
-                .map_err(classify)?;
+        let pubsub = tokio::time::timeout(self.config.connect_timeout * 2, self.topology.pubsub())
+            .await
+            .map_err(|_| StoreError::unavailable("pub/sub connect timeout"))?
+            .map_err(classify)?;
         let (mut sink, mut stream) = pubsub.split();
         // Keyspace pattern first, channel second: once a message on the channel arrives, both
         // subscriptions are in place (tests and operators can use a published probe as a

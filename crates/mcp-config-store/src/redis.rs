@@ -309,36 +309,53 @@ impl RedisStore {
         &self.shared.pool
     }
 
-    /// Stores `subject`'s configuration and publishes an invalidation, atomically (`MULTI`).
+    /// Stores `subject`'s configuration and publishes an invalidation, atomically (`MULTI`). In a
+    /// Cluster the `SET` and the `PUBLISH` are two commands (the client routes the channel name
+    /// like a key, to another slot than the key's, and a transaction cannot span slots): the
+    /// write itself is still one atomic command, and a failed publication is an error saying so.
     ///
     /// # Errors
     ///
     /// A key encoding error, or Redis failing.
     pub async fn put(&self, subject: &str, config: &UserConfig) -> Result<(), StoreError> {
         let key = self.key(subject)?;
-        let mut pipe = redis::pipe();
-        pipe.atomic()
-            .set(&key, config.to_json())
-            .ignore()
-            .publish(&self.shared.channel, subject)
-            .ignore();
-        self.shared.run_pipeline(&pipe).await
+        let mut write = redis::pipe();
+        write.set(&key, config.to_json()).ignore();
+        self.write_and_announce(write, subject).await
     }
 
-    /// Deletes `subject`'s configuration and publishes an invalidation, atomically (`MULTI`).
+    /// Deletes `subject`'s configuration and publishes an invalidation, atomically (`MULTI`; in a
+    /// Cluster two commands, as for [`put`](Self::put)).
     ///
     /// # Errors
     ///
     /// A key encoding error, or Redis failing.
     pub async fn delete(&self, subject: &str) -> Result<(), StoreError> {
         let key = self.key(subject)?;
-        let mut pipe = redis::pipe();
-        pipe.atomic()
-            .del(&key)
-            .ignore()
-            .publish(&self.shared.channel, subject)
-            .ignore();
-        self.shared.run_pipeline(&pipe).await
+        let mut write = redis::pipe();
+        write.del(&key).ignore();
+        self.write_and_announce(write, subject).await
+    }
+
+    async fn write_and_announce(
+        &self,
+        mut write: redis::Pipeline,
+        subject: &str,
+    ) -> Result<(), StoreError> {
+        if !self.shared.pool.is_cluster() {
+            write
+                .atomic()
+                .publish(&self.shared.channel, subject)
+                .ignore();
+            return self.shared.run_pipeline(&write).await;
+        }
+        self.shared.run_pipeline(&write).await?;
+        self.publish_invalidation(subject).await.map_err(|e| {
+            StoreError::unavailable(format!(
+                "written, but the invalidation was not published (other nodes see the change when their cache entry expires): {}",
+                e.message()
+            ))
+        })
     }
 
     /// Tells every node's cache that `subject`'s configuration changed (after writing the key by

@@ -420,6 +420,12 @@ impl fmt::Debug for RedisPool {
 }
 
 impl RedisPool {
+    /// Whether the pool talks to a Redis Cluster (some commands, like `SCAN`, need per-node
+    /// handling there).
+    pub fn is_cluster(&self) -> bool {
+        matches!(*self.inner, Inner::Cluster { .. })
+    }
+
     /// A connection (a pooled one; in a Cluster a clone of the shared multiplexed one).
     ///
     /// # Errors

@@ -394,6 +394,8 @@ pub struct RedisPool {
     inner: Arc<Inner>,
 }
 
+// One value per pool, behind an `Arc`: boxing the cluster variant would buy nothing.
+#[allow(clippy::large_enum_variant)]
 enum Inner {
     Standalone(deadpool_redis::Pool),
     Sentinel(deadpool_redis::sentinel::Pool),

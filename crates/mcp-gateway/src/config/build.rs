@@ -364,10 +364,10 @@ impl EffectiveConfig {
             r.fail("config_store.path", "the file store needs a path");
         }
         let redis_url = r.str("config_store.url").to_owned();
-        if kind == StoreKind::Redis {
-            if let Err(e) = RedisTopology::parse(&redis_url) {
-                r.fail("config_store.url", format!("{REDIS_URL_EXPECTED}: {e}"));
-            }
+        if kind == StoreKind::Redis
+            && let Err(e) = RedisTopology::parse(&redis_url)
+        {
+            r.fail("config_store.url", format!("{REDIS_URL_EXPECTED}: {e}"));
         }
         let key_prefix = r.str("config_store.key_prefix").to_owned();
         if kind == StoreKind::Redis

@@ -9,6 +9,10 @@
 //! a key (empty, control characters, longer than [`RedisStoreConfig::max_subject_len`] bytes) is a
 //! key encoding error, [`Other`](crate::StoreErrorKind::Other) (500).
 //!
+//! The URL may name one server, a Sentinel-monitored primary or a Cluster
+//! ([`RedisTopology`](crate::redis_topology::RedisTopology)); a configuration is one key, so in a
+//! Cluster it lives in one hash slot.
+//!
 //! ## Invalidation (so an edit is visible on every node within a second)
 //!
 //! A background subscriber listens on two sources and emits [`Invalidation`]s:
@@ -21,7 +25,9 @@
 //!   `CONFIG SET notify-keyspace-events K$gx` (or `notify-keyspace-events K$gx` in `redis.conf`);
 //!   `K` = keyspace channel, `$` = string commands (`SET`), `g` = generic commands (`DEL`,
 //!   `RENAME`, `EXPIRE`), `x` = expirations (only needed when keys carry a TTL). At least `K$g` is
-//!   required; without it, use the helpers above or rely on the cache TTL.
+//!   required; without it, use the helpers above or rely on the cache TTL. In a Cluster these
+//!   notifications stay on the node holding the key, and the subscriber listens on one node:
+//!   there, rely on the publications.
 //!
 //! The subscriber reconnects with bounded exponential backoff and emits [`Invalidation::All`] every
 //! time it (re)subscribes, because messages sent while it was disconnected are lost. It also pings

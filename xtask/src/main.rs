@@ -71,6 +71,7 @@ fn main() -> ExitCode {
 /// Runs the whole test suite; extra arguments go to nextest / cargo test as a filter.
 fn test(extra: &[String]) -> Result<(), String> {
     prerequisites::ensure_redis_server()?;
+    prerequisites::ensure_haproxy()?;
     interop::ensure_interop_peers()?;
     if run::has_nextest() {
         let mut args = vec![

@@ -33,6 +33,31 @@ pub(crate) fn ensure_redis_server() -> Result<(), String> {
     }
 }
 
+/// Makes sure `haproxy` exists for the failover test (two gateway nodes behind HAProxy): installed
+/// with apt-get like `redis-server` when missing and we are root; an error under `CI=true`, a loud
+/// warning elsewhere (the test then skips loudly).
+pub(crate) fn ensure_haproxy() -> Result<(), String> {
+    if run::on_path("haproxy") {
+        return Ok(());
+    }
+    if is_root() && run::on_path("apt-get") {
+        println!("xtask: haproxy not found; installing Debian's haproxy");
+        run::program("apt-get", &["update", "-q"])?;
+        run::program("apt-get", &["install", "-y", "-q", "haproxy"])?;
+        if run::on_path("haproxy") {
+            return Ok(());
+        }
+    }
+    let message =
+        "haproxy is not installed and could not be installed: install it (apt-get install haproxy)";
+    if in_ci() {
+        Err(message.to_owned())
+    } else {
+        println!("xtask: WARNING: {message}; the failover test will skip");
+        Ok(())
+    }
+}
+
 fn redis_server_available() -> bool {
     match std::env::var("REDIS_SERVER_BIN") {
         Ok(bin) => std::path::Path::new(&bin).is_file(),

@@ -98,7 +98,8 @@
 //! ## Features
 //!
 //! - `file` (default): [`FileStore`] and TOML parsing.
-//! - `redis` (default): [`RedisStore`] (deadpool-redis 0.23, redis 1.x).
+//! - `redis` (default): [`RedisStore`] (deadpool-redis 0.23, redis 1.x), and [`RedisTopology`]:
+//!   one server, Sentinel or Cluster, chosen by the URL scheme, for every Redis user of the gateway.
 
 pub mod cache;
 pub mod config_layer;
@@ -111,6 +112,8 @@ pub mod model;
 pub mod parse;
 #[cfg(feature = "redis")]
 pub mod redis;
+#[cfg(feature = "redis")]
+pub mod redis_topology;
 pub mod store;
 pub mod validate;
 pub mod vhost_layer;
@@ -129,6 +132,8 @@ pub use model::{
 pub use parse::DocumentFormat;
 #[cfg(feature = "redis")]
 pub use redis::{RedisStore, RedisStoreConfig, RedisStoreError};
+#[cfg(feature = "redis")]
+pub use redis_topology::{PoolSettings, RedisConnection, RedisPool, RedisTopology, TopologyError};
 pub use store::{Invalidation, LoadFuture, LoadResult, UserConfigStore};
 pub use validate::{ConfigWarning, is_valid_backend_name, is_valid_virtual_host_id};
 pub use vhost_layer::{VirtualHost, VirtualHostConfigLayer, VirtualHostConfigService};

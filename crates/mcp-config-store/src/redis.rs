@@ -9,6 +9,10 @@
 //! a key (empty, control characters, longer than [`RedisStoreConfig::max_subject_len`] bytes) is a
 //! key encoding error, [`Other`](crate::StoreErrorKind::Other) (500).
 //!
+//! The URL may name one server, a Sentinel-monitored primary or a Cluster
+//! ([`RedisTopology`](crate::redis_topology::RedisTopology)); a configuration is one key, so in a
+//! Cluster it lives in one hash slot.
+//!
 //! ## Invalidation (so an edit is visible on every node within a second)
 //!
 //! A background subscriber listens on two sources and emits [`Invalidation`]s:
@@ -21,7 +25,9 @@
 //!   `CONFIG SET notify-keyspace-events K$gx` (or `notify-keyspace-events K$gx` in `redis.conf`);
 //!   `K` = keyspace channel, `$` = string commands (`SET`), `g` = generic commands (`DEL`,
 //!   `RENAME`, `EXPIRE`), `x` = expirations (only needed when keys carry a TTL). At least `K$g` is
-//!   required; without it, use the helpers above or rely on the cache TTL.
+//!   required; without it, use the helpers above or rely on the cache TTL. In a Cluster these
+//!   notifications stay on the node holding the key, and the subscriber listens on one node:
+//!   there, rely on the publications.
 //!
 //! The subscriber reconnects with bounded exponential backoff and emits [`Invalidation::All`] every
 //! time it (re)subscribes, because messages sent while it was disconnected are lost. It also pings
@@ -45,8 +51,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
-use deadpool_redis::redis::{self, AsyncConnectionConfig, ErrorKind, RedisError, ServerErrorKind};
-use deadpool_redis::{Manager, Pool, PoolError, Runtime};
+use deadpool_redis::PoolError;
+use deadpool_redis::redis::{self, ErrorKind, RedisError, ServerErrorKind};
 use futures_util::StreamExt;
 use futures_util::future::BoxFuture;
 use tokio::sync::broadcast;
@@ -54,6 +60,7 @@ use tokio::task::AbortHandle;
 
 use crate::error::StoreError;
 use crate::model::UserConfig;
+use crate::redis_topology::{PoolSettings, RedisPool, RedisTopology};
 use crate::store::{Invalidation, LoadFuture, UserConfigStore, invalidation_channel};
 
 /// Default key prefix.
@@ -75,7 +82,8 @@ pub const DEFAULT_KEY_PREFIX: &str = "mcpgw";
 /// ```
 #[derive(Clone, PartialEq, Eq)]
 pub struct RedisStoreConfig {
-    /// Redis URL, e.g. `redis://user:pass@host:6379/0`.
+    /// Redis URL, e.g. `redis://user:pass@host:6379/0`, or a Sentinel or Cluster URL
+    /// ([`RedisTopology`]).
     pub url: String,
     /// Key prefix: keys are `<prefix>:user:<sub>`, the channel is `<prefix>:invalidate`.
     pub key_prefix: String,
@@ -191,7 +199,7 @@ pub struct RedisStore {
 }
 
 struct Shared {
-    pool: Pool,
+    pool: RedisPool,
     config: RedisStoreConfig,
     key_prefix: String,
     channel: String,
@@ -236,28 +244,23 @@ impl RedisStore {
         if prefix.is_empty() || prefix.chars().any(|c| c.is_control() || c.is_whitespace()) {
             return Err(RedisStoreError::InvalidPrefix(prefix.clone()));
         }
-        let client = redis::Client::open(config.url.as_str())
+        let topology = RedisTopology::parse(&config.url)
             .map_err(|e| RedisStoreError::InvalidUrl(e.to_string()))?;
-        let db = client.get_connection_info().redis_settings().db();
-        let connection_config = AsyncConnectionConfig::new()
-            .set_connection_timeout(Some(config.connect_timeout))
-            .set_response_timeout(Some(config.response_timeout));
-        let manager = Manager::new_with_config(config.url.as_str(), connection_config)
-            .map_err(|e| RedisStoreError::InvalidUrl(e.to_string()))?;
-        let pool = Pool::builder(manager)
-            .max_size(config.pool_size.max(1))
-            .wait_timeout(Some(config.pool_wait_timeout))
-            .create_timeout(Some(config.connect_timeout))
-            .recycle_timeout(Some(config.response_timeout))
-            .runtime(Runtime::Tokio1)
-            .build()
+        let db = topology.db();
+        let pool = topology
+            .pool(&PoolSettings {
+                max_size: config.pool_size,
+                wait_timeout: config.pool_wait_timeout,
+                connect_timeout: config.connect_timeout,
+                response_timeout: config.response_timeout,
+            })
             .map_err(|e| RedisStoreError::Pool(e.to_string()))?;
 
         let key_prefix = format!("{prefix}:user:");
         let channel = format!("{prefix}:invalidate");
         let keyspace_prefix = format!("__keyspace@{db}__:{key_prefix}");
         let subscription = Subscription {
-            client,
+            topology,
             keyspace_pattern: format!("{}*", glob_escape(&keyspace_prefix)),
             keyspace_prefix,
             channel: channel.clone(),
@@ -308,40 +311,57 @@ impl RedisStore {
     }
 
     /// The connection pool, for operations this type does not offer.
-    pub fn pool(&self) -> &Pool {
+    pub fn pool(&self) -> &RedisPool {
         &self.shared.pool
     }
 
-    /// Stores `subject`'s configuration and publishes an invalidation, atomically (`MULTI`).
+    /// Stores `subject`'s configuration and publishes an invalidation, atomically (`MULTI`). In a
+    /// Cluster the `SET` and the `PUBLISH` are two commands (the client routes the channel name
+    /// like a key, to another slot than the key's, and a transaction cannot span slots): the
+    /// write itself is still one atomic command, and a failed publication is an error saying so.
     ///
     /// # Errors
     ///
     /// A key encoding error, or Redis failing.
     pub async fn put(&self, subject: &str, config: &UserConfig) -> Result<(), StoreError> {
         let key = self.key(subject)?;
-        let mut pipe = redis::pipe();
-        pipe.atomic()
-            .set(&key, config.to_json())
-            .ignore()
-            .publish(&self.shared.channel, subject)
-            .ignore();
-        self.shared.run_pipeline(&pipe).await
+        let mut write = redis::pipe();
+        write.set(&key, config.to_json()).ignore();
+        self.write_and_announce(write, subject).await
     }
 
-    /// Deletes `subject`'s configuration and publishes an invalidation, atomically (`MULTI`).
+    /// Deletes `subject`'s configuration and publishes an invalidation, atomically (`MULTI`; in a
+    /// Cluster two commands, as for [`put`](Self::put)).
     ///
     /// # Errors
     ///
     /// A key encoding error, or Redis failing.
     pub async fn delete(&self, subject: &str) -> Result<(), StoreError> {
         let key = self.key(subject)?;
-        let mut pipe = redis::pipe();
-        pipe.atomic()
-            .del(&key)
-            .ignore()
-            .publish(&self.shared.channel, subject)
-            .ignore();
-        self.shared.run_pipeline(&pipe).await
+        let mut write = redis::pipe();
+        write.del(&key).ignore();
+        self.write_and_announce(write, subject).await
+    }
+
+    async fn write_and_announce(
+        &self,
+        mut write: redis::Pipeline,
+        subject: &str,
+    ) -> Result<(), StoreError> {
+        if !self.shared.pool.is_cluster() {
+            write
+                .atomic()
+                .publish(&self.shared.channel, subject)
+                .ignore();
+            return self.shared.run_pipeline(&write).await;
+        }
+        self.shared.run_pipeline(&write).await?;
+        self.publish_invalidation(subject).await.map_err(|e| {
+            StoreError::unavailable(format!(
+                "written, but the invalidation was not published (other nodes see the change when their cache entry expires): {}",
+                e.message()
+            ))
+        })
     }
 
     /// Tells every node's cache that `subject`'s configuration changed (after writing the key by
@@ -395,7 +415,7 @@ impl Shared {
         let mut conn = self.pool.get().await.map_err(classify_pool)?;
         redis::cmd("GET")
             .arg(key)
-            .query_async::<Option<Vec<u8>>>(&mut *conn)
+            .query_async::<Option<Vec<u8>>>(&mut conn)
             .await
             .map_err(classify)
     }
@@ -403,7 +423,7 @@ impl Shared {
     async fn ping(&self) -> Result<(), StoreError> {
         let mut conn = self.pool.get().await.map_err(classify_pool)?;
         redis::cmd("PING")
-            .query_async::<redis::Value>(&mut *conn)
+            .query_async::<redis::Value>(&mut conn)
             .await
             .map(drop)
             .map_err(classify)
@@ -411,7 +431,7 @@ impl Shared {
 
     async fn run_pipeline(&self, pipe: &redis::Pipeline) -> Result<(), StoreError> {
         let mut conn = self.pool.get().await.map_err(classify_pool)?;
-        pipe.query_async::<()>(&mut *conn).await.map_err(classify)
+        pipe.query_async::<()>(&mut conn).await.map_err(classify)
     }
 
     /// Marks the store down and starts the single prober (only on the up -> down transition).
@@ -575,7 +595,7 @@ fn glob_escape(s: &str) -> String {
 
 /// Everything the subscriber task needs; it owns no reference to the store, which aborts it on drop.
 struct Subscription {
-    client: redis::Client,
+    topology: RedisTopology,
     channel: String,
     keyspace_pattern: String,
     keyspace_prefix: String,
@@ -607,11 +627,10 @@ impl Subscription {
     /// One connection: subscribe, announce `All`, then forward messages until it breaks.
     async fn session(&self, subscribed: &mut bool) -> Result<(), StoreError> {
         let timeout = self.config.response_timeout;
-        let pubsub =
-            tokio::time::timeout(self.config.connect_timeout, self.client.get_async_pubsub())
-                .await
-                .map_err(|_| StoreError::unavailable("pub/sub connect timeout"))?
-                .map_err(classify)?;
+        let pubsub = tokio::time::timeout(self.config.connect_timeout * 2, self.topology.pubsub())
+            .await
+            .map_err(|_| StoreError::unavailable("pub/sub connect timeout"))?
+            .map_err(classify)?;
         let (mut sink, mut stream) = pubsub.split();
         // Keyspace pattern first, channel second: once a message on the channel arrives, both
         // subscriptions are in place (tests and operators can use a published probe as a

@@ -88,7 +88,7 @@ async fn wait_subscribed(store: &RedisStore) {
 /// Runs a raw command on the store's pool (a plain `SET`, as an operator's `redis-cli` would).
 async fn raw(store: &RedisStore, cmd: &mut redis::Cmd) {
     let mut conn = store.pool().get().await.unwrap();
-    cmd.query_async::<()>(&mut *conn).await.unwrap();
+    cmd.query_async::<()>(&mut conn).await.unwrap();
 }
 
 struct Answer {

@@ -219,6 +219,8 @@ fn session_store(
         SessionsKind::Redis { url } => {
             let mut redis = RedisSessionStoreConfig::new(url.clone());
             redis.ttl = s.idle_timeout;
+            redis.wait_replicas = s.wait_replicas;
+            redis.wait_timeout = s.wait_timeout;
             let refused = |e| GatewayError::Store(format!("sessions.url: {e}"));
             let bus = NodeBus::redis(&redis).map_err(refused)?;
             let store = RedisSessionStore::new(redis).map_err(refused)?;

@@ -184,6 +184,7 @@ mod store;
 mod telemetry;
 mod tls;
 pub mod token;
+pub mod user_admin;
 pub mod users;
 
 pub use admin::AdminService;

@@ -201,7 +201,7 @@ async fn open_file(config: &GatewayConfig) -> Result<FileStore, ConfigError> {
     })
 }
 
-async fn open_redis(config: &GatewayConfig) -> Result<RedisStore, GatewayError> {
+pub(crate) async fn open_redis(config: &GatewayConfig) -> Result<RedisStore, GatewayError> {
     let c = &config.config_store;
     let redis_config = RedisStoreConfig {
         key_prefix: c.key_prefix.clone(),
@@ -341,34 +341,14 @@ async fn check_redis(config: &GatewayConfig) -> Result<DocumentReport, GatewayEr
         .check()
         .await
         .map_err(|e| GatewayError::Store(format!("Redis is not reachable: {}", e.message())))?;
+    let key_prefix = format!("{}:user:", config.config_store.key_prefix);
+    let keys = redis_user_keys(&store, &key_prefix).await?;
     let mut conn = store
         .pool()
         .get()
         .await
         .map_err(|e| GatewayError::Store(format!("Redis is not reachable: {e}")))?;
-    let key_prefix = format!("{}:user:", config.config_store.key_prefix);
-    let pattern = format!("{}*", glob_escape(&key_prefix));
     let redis_err = |e: redis::RedisError| GatewayError::Store(format!("Redis: {e}"));
-    let mut keys: Vec<String> = Vec::new();
-    let mut cursor: u64 = 0;
-    loop {
-        let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
-            .arg(cursor)
-            .arg("MATCH")
-            .arg(&pattern)
-            .arg("COUNT")
-            .arg(200)
-            .query_async(&mut conn)
-            .await
-            .map_err(redis_err)?;
-        keys.extend(batch);
-        cursor = next;
-        if cursor == 0 {
-            break;
-        }
-    }
-    keys.sort();
-    keys.dedup();
     let rules = OperatorRules::from_config(config);
     let mut report = DocumentReport::default();
     let mut problems = Vec::new();
@@ -431,7 +411,7 @@ async fn check_redis(config: &GatewayConfig) -> Result<DocumentReport, GatewayEr
 /// issuer, so that one issuer's `alice` never gets a configuration written for another's), or an
 /// issuer that is not in `auth.jwt.issuers`. Nothing with one issuer.
 /// `prefix` starts each finding's path (`users.` in a document, nothing for a Redis key).
-fn unreachable_entries<'a>(
+pub(crate) fn unreachable_entries<'a>(
     config: &GatewayConfig,
     prefix: &str,
     keys: impl IntoIterator<Item = &'a str>,
@@ -458,6 +438,51 @@ fn unreachable_entries<'a>(
             })
         })
         .collect()
+}
+
+/// Every key starting with `key_prefix`, sorted: `SCAN` on one server or the Sentinel primary;
+/// in a Cluster `KEYS`, which the client sends to every master and merges (a cluster-wide `SCAN`
+/// needs one cursor per node; this administrative listing accepts `KEYS`' cost instead).
+pub(crate) async fn redis_user_keys(
+    store: &RedisStore,
+    key_prefix: &str,
+) -> Result<Vec<String>, GatewayError> {
+    let mut conn = store
+        .pool()
+        .get()
+        .await
+        .map_err(|e| GatewayError::Store(format!("Redis is not reachable: {e}")))?;
+    let pattern = format!("{}*", glob_escape(key_prefix));
+    let redis_err = |e: redis::RedisError| GatewayError::Store(format!("Redis: {e}"));
+    let mut keys: Vec<String> = Vec::new();
+    if store.pool().is_cluster() {
+        keys = redis::cmd("KEYS")
+            .arg(&pattern)
+            .query_async(&mut conn)
+            .await
+            .map_err(redis_err)?;
+    } else {
+        let mut cursor: u64 = 0;
+        loop {
+            let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
+                .arg(cursor)
+                .arg("MATCH")
+                .arg(&pattern)
+                .arg("COUNT")
+                .arg(200)
+                .query_async(&mut conn)
+                .await
+                .map_err(redis_err)?;
+            keys.extend(batch);
+            cursor = next;
+            if cursor == 0 {
+                break;
+            }
+        }
+    }
+    keys.sort();
+    keys.dedup();
+    Ok(keys)
 }
 
 fn glob_escape(text: &str) -> String {

@@ -161,7 +161,7 @@ fn unsupported_features_and_incomplete_session_stores_are_rejected_with_their_me
         (
             "\n[sessions]\nkind = \"redis\"\n",
             vec![
-                "sessions.url: must be a redis:// (or rediss://) URL when sessions.kind = \"redis\"",
+                "sessions.url: must be a redis:// (or rediss://, redis+sentinel://, redis+cluster://) URL when sessions.kind = \"redis\": not a URL (scheme:// missing)",
             ],
         ),
         (
@@ -180,7 +180,7 @@ fn unsupported_features_and_incomplete_session_stores_are_rejected_with_their_me
             "\n[sessions]\nkind = \"sealed\"\nkeys_env = \"MCP_GATEWAY_TEST_NO_SUCH_VAR\"\nurl = \"http://bus\"\n",
             vec![
                 "sessions.keys_env: the environment variable MCP_GATEWAY_TEST_NO_SUCH_VAR is not set",
-                "sessions.url: must be a redis:// (or rediss://) URL (the node bus) when set with sessions.kind = \"sealed\"",
+                "sessions.url: must be a redis:// (or rediss://, redis+sentinel://, redis+cluster://) URL (the node bus) when set with sessions.kind = \"sealed\": unsupported scheme `http`",
             ],
         ),
         (
@@ -199,7 +199,9 @@ fn unsupported_features_and_incomplete_session_stores_are_rejected_with_their_me
         ),
         (
             "\n[plugins]\nredis_url = \"http://x\"\nredis_key = \"k\"\n",
-            vec!["plugins.redis_url: must be a redis:// (or rediss://) URL"],
+            vec![
+                "plugins.redis_url: must be a redis:// (or rediss://, redis+sentinel://, redis+cluster://) URL: unsupported scheme `http`",
+            ],
         ),
     ];
     for (extra, needles) in cases {

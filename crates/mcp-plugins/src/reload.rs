@@ -19,6 +19,7 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
 use deadpool_redis::redis;
+use mcp_config_store::redis_topology::{PoolSettings, RedisPool, RedisTopology};
 use tokio::task::JoinHandle;
 
 use crate::{ConfigError, Format, PluginRuntime};
@@ -44,7 +45,8 @@ impl Drop for ReloadHandle {
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct RedisSource {
-    /// Server URL, e.g. `redis://127.0.0.1:6379`.
+    /// Server URL, e.g. `redis://127.0.0.1:6379`, or a Sentinel or Cluster URL
+    /// ([`RedisTopology`]: `redis+sentinel://…`, `redis+cluster://…`).
     pub url: String,
     /// The key, e.g. `mcpgw:plugins`.
     pub key: String,
@@ -69,15 +71,16 @@ impl RedisSource {
         self
     }
 
-    fn pool(&self) -> Result<deadpool_redis::Pool, ConfigError> {
-        let mut config = deadpool_redis::Config::from_url(self.url.as_str());
-        let mut pool = deadpool_redis::PoolConfig::new(1);
-        pool.timeouts.create = Some(REDIS_TIMEOUT);
-        pool.timeouts.wait = Some(REDIS_TIMEOUT);
-        pool.timeouts.recycle = Some(REDIS_TIMEOUT);
-        config.pool = Some(pool);
-        config
-            .create_pool(Some(deadpool_redis::Runtime::Tokio1))
+    fn pool(&self) -> Result<RedisPool, ConfigError> {
+        RedisTopology::parse(&self.url)
+            .and_then(|topology| {
+                topology.pool(&PoolSettings {
+                    max_size: 1,
+                    wait_timeout: REDIS_TIMEOUT,
+                    connect_timeout: REDIS_TIMEOUT,
+                    response_timeout: REDIS_TIMEOUT,
+                })
+            })
             .map_err(|e| {
                 ConfigError::new("", format!("invalid Redis URL: {e}")).with_source(self.source())
             })
@@ -88,7 +91,7 @@ impl RedisSource {
     }
 
     /// `Ok(None)`: the key does not exist. `Err`: Redis could not be asked.
-    async fn read(&self, pool: &deadpool_redis::Pool) -> Result<Option<String>, String> {
+    async fn read(&self, pool: &RedisPool) -> Result<Option<String>, String> {
         let read = async {
             let mut conn = pool.get().await.map_err(|e| e.to_string())?;
             redis::cmd("GET")

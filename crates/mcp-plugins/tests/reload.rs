@@ -260,3 +260,45 @@ async fn redis_reload_applies_changes_and_fails_closed_on_invalid_or_missing_doc
     assert_eq!(names(&runtime), ["sizes", "no-rm"]);
     assert_eq!(runtime.state(), RuntimeState::Ready);
 }
+
+/// The plugin document through a Sentinel URL (the poller follows a promotion) and a Cluster URL
+/// (the key on whichever master holds its slot).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_documents_are_read_through_sentinel_and_cluster_urls() {
+    let key = "mcpgw:plugins";
+    if let Some(mut sentinel) = mcp_test_support::RedisSentinelSet::start().await {
+        let primary = sentinel.primary_port().await;
+        sentinel
+            .cli(primary, &["SET", key, TWO])
+            .await
+            .expect("SET");
+        sentinel
+            .cli(primary, &["WAIT", "1", "5000"])
+            .await
+            .expect("WAIT");
+        let source = RedisSource::new(sentinel.url(), key).poll_interval(POLL);
+        let runtime = PluginRuntime::builder()
+            .load_redis(&source)
+            .await
+            .expect("through the sentinels");
+        assert_eq!(names(&runtime), ["sizes", "no-rm"]);
+        let mut rx = runtime.subscribe();
+        let _watch = runtime.watch_redis(source).expect("watcher");
+        let old = sentinel.kill_primary().await;
+        let new = sentinel.wait_for_promotion(old).await;
+        sentinel.cli(new, &["SET", key, ONE]).await.expect("SET");
+        while names(&runtime) != ["only"] {
+            next_apply(&mut rx).await;
+        }
+    }
+    let Some(cluster) = mcp_test_support::RedisClusterSet::start().await else {
+        return;
+    };
+    let port = cluster.ports()[0];
+    cluster.cli(port, &["SET", key, ONE]).await.expect("SET");
+    let runtime = PluginRuntime::builder()
+        .load_redis(&RedisSource::new(cluster.url(), key))
+        .await
+        .expect("through the cluster");
+    assert_eq!(names(&runtime), ["only"]);
+}

@@ -30,9 +30,9 @@ use std::fmt;
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
-use deadpool_redis::Pool;
 use deadpool_redis::redis;
 use futures_util::StreamExt;
+use mcp_config_store::redis_topology::{RedisPool, RedisTopology};
 use serde::{Deserialize, Serialize};
 
 use crate::router::RouterInner;
@@ -86,8 +86,8 @@ pub(crate) enum BusMessage {
 /// ```
 pub struct NodeBus {
     node: String,
-    client: redis::Client,
-    pool: Pool,
+    topology: RedisTopology,
+    pool: RedisPool,
     prefix: String,
     timeout: Duration,
     /// The subscriber task, started by the first 2025 request (checked on every one: lock-free).
@@ -122,13 +122,11 @@ impl NodeBus {
     ///
     /// An invalid URL or key prefix.
     pub fn redis(config: &RedisSessionStoreConfig) -> Result<Self, RedisSessionStoreError> {
-        let pool = crate::session::redis::pool(config, 4)?;
-        let client = redis::Client::open(config.url.as_str())
-            .map_err(|e| RedisSessionStoreError::InvalidUrl(e.to_string()))?;
+        let (topology, pool) = crate::session::redis::pool(config, 4)?;
         let node = crate::pending::new_node_id();
         Ok(Self {
             node,
-            client,
+            topology,
             pool,
             prefix: config.key_prefix.clone(),
             timeout: config.connect_timeout + config.response_timeout,
@@ -150,7 +148,7 @@ impl NodeBus {
     pub(crate) fn ensure_listening(&self, inner: &Arc<RouterInner>) {
         self.listener.get_or_init(|| {
             let subscription = Subscription {
-                client: self.client.clone(),
+                topology: self.topology.clone(),
                 channels: vec![self.channel(&self.node), self.channel("all")],
                 timeout: self.timeout,
                 router: Arc::downgrade(inner),
@@ -199,7 +197,7 @@ impl NodeBus {
 
 /// The subscriber task of one node.
 struct Subscription {
-    client: redis::Client,
+    topology: RedisTopology,
     channels: Vec<String>,
     timeout: Duration,
     router: Weak<RouterInner>,
@@ -225,7 +223,7 @@ impl Subscription {
 
     /// Listens until the connection fails (`Err`) or the router is dropped (`Ok`).
     async fn listen(&self) -> Result<(), String> {
-        let pubsub = tokio::time::timeout(self.timeout, self.client.get_async_pubsub())
+        let pubsub = tokio::time::timeout(self.timeout, self.topology.pubsub())
             .await
             .map_err(|_| "connect timeout".to_owned())?
             .map_err(|e| e.to_string())?;

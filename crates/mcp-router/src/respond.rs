@@ -57,6 +57,19 @@ pub(crate) fn method_not_allowed(message: &str) -> Response<McpBody> {
     res
 }
 
+/// `503` with JSON-RPC error `-32603` and `Retry-After: 1`: the session store cannot be reached
+/// (a Redis outage or failover); the client retries, the session itself is not lost.
+pub(crate) fn store_unavailable(id: Option<&RequestId>, message: String) -> Response<McpBody> {
+    let mut res = error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        id,
+        &ErrorObject::internal(message),
+    );
+    res.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    res
+}
+
 /// `429` with JSON-RPC error `-32600`: the principal holds its share of notification streams.
 pub(crate) fn too_many_streams(max: usize) -> Response<McpBody> {
     let mut res = error(

@@ -5,6 +5,7 @@
 //! | item | what it is for |
 //! |---|---|
 //! | [`RedisServer`] | a private `redis-server` on a free loopback port, which tests can stop and restart to simulate outages |
+//! | [`RedisSentinelSet`], [`RedisClusterSet`] | a primary, a replica and three sentinels; a three-master cluster: kill, promote, restart |
 //! | [`TempDir`] | a unique temporary directory removed on drop (no extra dependency) |
 //! | [`exchange`], [`EventStream`] | one plain-HTTP request: the response with its body unread, or its SSE answer read event by event while it stays open |
 //! | [`PortedChild`] | a test server child process that reports `PORT <n>` on stdout, killed on drop |
@@ -31,9 +32,11 @@
 mod event_stream;
 mod ported_child;
 mod redis_server;
+mod redis_topologies;
 mod temp_dir;
 
 pub use event_stream::{EventStream, exchange};
 pub use ported_child::PortedChild;
 pub use redis_server::RedisServer;
+pub use redis_topologies::{RedisClusterSet, RedisSentinelSet, SENTINEL_MASTER};
 pub use temp_dir::TempDir;

@@ -235,7 +235,7 @@ impl Drop for RedisServer {
 }
 
 /// `$REDIS_SERVER_BIN` if set, else the first `redis-server` on `PATH`.
-fn find_binary() -> Option<PathBuf> {
+pub(crate) fn find_binary() -> Option<PathBuf> {
     if let Some(bin) = std::env::var_os("REDIS_SERVER_BIN").filter(|b| !b.is_empty()) {
         let bin = PathBuf::from(bin);
         return bin.is_file().then_some(bin);
@@ -246,7 +246,7 @@ fn find_binary() -> Option<PathBuf> {
         .find(|candidate| candidate.is_file())
 }
 
-fn report_missing_binary() {
+pub(crate) fn report_missing_binary() {
     let ci = std::env::var("CI").is_ok_and(|v| v.eq_ignore_ascii_case("true") || v == "1");
     let msg =
         "redis-server not found (set REDIS_SERVER_BIN, put redis-server on PATH, or set REDIS_URL)";
@@ -259,12 +259,12 @@ fn report_missing_binary() {
 // Test support is a library, so printing needs an explicit allow: a skipped Redis test must be
 // visible in the test output, and stderr is the only channel cargo test shows for passing tests.
 #[allow(clippy::print_stderr)]
-fn skipped(reason: &str) {
+pub(crate) fn skipped(reason: &str) {
     eprintln!("\n*** SKIPPING REDIS TEST: {reason} ***\n");
 }
 
 /// A port that was free a moment ago (bound to port 0, then released).
-async fn free_port() -> std::io::Result<u16> {
+pub(crate) async fn free_port() -> std::io::Result<u16> {
     let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
     Ok(listener.local_addr()?.port())
 }
@@ -315,7 +315,7 @@ async fn spawn_and_wait(bin: &Path, port: u16, dir: &Path) -> Result<Child, Stri
 }
 
 /// Raw RESP inline `PING`; no Redis client needed. `true` on `+PONG`.
-async fn ping(port: u16) -> bool {
+pub(crate) async fn ping(port: u16) -> bool {
     let attempt = async {
         let mut stream = TcpStream::connect(("127.0.0.1", port)).await.ok()?;
         stream.write_all(b"PING\r\n").await.ok()?;

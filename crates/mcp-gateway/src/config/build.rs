@@ -7,6 +7,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use jsonwebtoken::Algorithm;
+use mcp_config_store::RedisTopology;
 use url::Url;
 
 use super::error::{ConfigError, Problems, Source};
@@ -363,11 +364,10 @@ impl EffectiveConfig {
             r.fail("config_store.path", "the file store needs a path");
         }
         let redis_url = r.str("config_store.url").to_owned();
-        if kind == StoreKind::Redis {
-            match Url::parse(&redis_url) {
-                Ok(u) if matches!(u.scheme(), "redis" | "rediss" | "redis+unix" | "unix") => {}
-                _ => r.fail("config_store.url", "must be a redis:// (or rediss://) URL"),
-            }
+        if kind == StoreKind::Redis
+            && let Err(e) = RedisTopology::parse(&redis_url)
+        {
+            r.fail("config_store.url", format!("{REDIS_URL_EXPECTED}: {e}"));
         }
         let key_prefix = r.str("config_store.key_prefix").to_owned();
         if kind == StoreKind::Redis
@@ -399,10 +399,10 @@ impl EffectiveConfig {
             "local" => SessionsKind::Local,
             "redis" => {
                 let url = r.opt_str("sessions.url").unwrap_or("").to_owned();
-                if !is_redis_url(&url) {
+                if let Err(e) = RedisTopology::parse(&url) {
                     r.fail(
                         "sessions.url",
-                        "must be a redis:// (or rediss://) URL when sessions.kind = \"redis\"",
+                        format!("{REDIS_URL_EXPECTED} when sessions.kind = \"redis\": {e}"),
                     );
                 }
                 SessionsKind::Redis { url }
@@ -435,10 +435,10 @@ impl EffectiveConfig {
                 // Optional with sealed ids: the Redis of the node bus (revocations, answers and
                 // cancellations reach every node).
                 let bus_url = r.opt_str("sessions.url").map(str::to_owned);
-                if bus_url.as_deref().is_some_and(|url| !is_redis_url(url)) {
+                if let Some(Err(e)) = bus_url.as_deref().map(RedisTopology::parse) {
                     r.fail(
                         "sessions.url",
-                        "must be a redis:// (or rediss://) URL (the node bus) when set with sessions.kind = \"sealed\"",
+                        format!("{REDIS_URL_EXPECTED} (the node bus) when set with sessions.kind = \"sealed\": {e}"),
                     );
                 }
                 SessionsKind::Sealed { keys, bus_url }
@@ -456,6 +456,8 @@ impl EffectiveConfig {
             idle_timeout: Duration::from_secs(r.positive("sessions.idle_timeout_s")),
             max_sessions: r.usize("sessions.max_sessions", 1),
             max_per_principal: r.usize("sessions.max_per_principal", 1),
+            wait_replicas: u32::try_from(r.int("sessions.wait_replicas")).unwrap_or(u32::MAX),
+            wait_timeout: Duration::from_millis(r.positive("sessions.wait_timeout_ms")),
         };
 
         // [breaker]
@@ -528,11 +530,8 @@ impl EffectiveConfig {
             (None, None, None) => None,
             (Some(path), None, None) => Some(PluginSource::File(path)),
             (None, Some(url), Some(key)) => {
-                if !matches!(
-                    Url::parse(&url).map(|u| u.scheme().to_owned()).as_deref(),
-                    Ok("redis" | "rediss")
-                ) {
-                    r.fail("plugins.redis_url", "must be a redis:// (or rediss://) URL");
+                if let Err(e) = RedisTopology::parse(&url) {
+                    r.fail("plugins.redis_url", format!("{REDIS_URL_EXPECTED}: {e}"));
                 }
                 Some(PluginSource::Redis { url, key })
             }
@@ -633,13 +632,9 @@ impl EffectiveConfig {
     }
 }
 
-/// Whether `url` parses as a Redis URL (`redis://` or `rediss://`).
-fn is_redis_url(url: &str) -> bool {
-    matches!(
-        Url::parse(url).map(|u| u.scheme().to_owned()).as_deref(),
-        Ok("redis" | "rediss")
-    )
-}
+/// The start of every "not a Redis URL" message (the rest says why, never repeating the URL).
+const REDIS_URL_EXPECTED: &str =
+    "must be a redis:// (or rediss://, redis+sentinel://, redis+cluster://) URL";
 
 #[cfg(test)]
 mod tests {

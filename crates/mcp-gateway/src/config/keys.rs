@@ -432,7 +432,7 @@ pub static KEYS: &[KeySpec] = &[
         "config_store.url",
         S,
         Str("redis://127.0.0.1:6379"),
-        "redis store: server URL (a password in it is redacted by --print-config)",
+        "redis store: server URL; redis+sentinel://host:26379,host2:26379/<master>[/db] for Sentinel, redis+cluster://host:7000,host2:7001 for a Cluster (a password in it is redacted by --print-config)",
     )),
     key(
         "config_store.key_prefix",
@@ -499,8 +499,20 @@ pub static KEYS: &[KeySpec] = &[
         "sessions.url",
         S,
         Unset,
-        "redis store: Redis URL (sessions under `mcpgw:session:<id>`, refreshed on use, idle_timeout_s TTL); sealed store (optional): Redis of the node bus, so a DELETE revokes the id on every node",
+        "redis store: Redis URL, Sentinel or Cluster URLs as config_store.url (sessions under `mcpgw:session:<id>`, refreshed on use, idle_timeout_s TTL); sealed store (optional): Redis of the node bus, so a DELETE revokes the id on every node",
     )),
+    key(
+        "sessions.wait_replicas",
+        I,
+        Int(0),
+        "redis store: replicas that must confirm every session write (`WAIT`) before it is answered; fewer within wait_timeout_ms is a 503 the client retries; 0: do not wait (a failover can lose the last writes)",
+    ),
+    key(
+        "sessions.wait_timeout_ms",
+        I,
+        Int(100),
+        "redis store: how long a session write waits for sessions.wait_replicas confirmations",
+    ),
     key(
         "sessions.keys_env",
         S,

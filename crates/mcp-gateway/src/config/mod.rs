@@ -241,6 +241,10 @@ pub struct SessionsConfig {
     pub max_sessions: usize,
     /// `max_per_principal`.
     pub max_per_principal: usize,
+    /// `wait_replicas`: replicas that must confirm each Redis session write (0: none).
+    pub wait_replicas: u32,
+    /// `wait_timeout_ms`: how long a Redis session write waits for them.
+    pub wait_timeout: Duration,
 }
 
 /// Where 2025 clients' sessions live (`sessions.kind`).

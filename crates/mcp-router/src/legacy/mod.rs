@@ -87,11 +87,7 @@ pub(crate) async fn serve(
         Ok(_) => return session_not_found(id),
         Err(e) => {
             tracing::warn!(error = %e, "session store failure");
-            return respond::error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                id,
-                &ErrorObject::internal("Session store unavailable"),
-            );
+            return respond::store_unavailable(id, "Session store unavailable".to_owned());
         }
     };
     if let Some(version) = parts.headers.get(MCP_PROTOCOL_VERSION) {
@@ -184,10 +180,9 @@ async fn initialize(
         Ok(session_id) => session_id,
         Err(e) => {
             tracing::warn!(error = %e, "cannot create a session");
-            return respond::error(
-                StatusCode::SERVICE_UNAVAILABLE,
+            return respond::store_unavailable(
                 Some(id),
-                &ErrorObject::internal(format!("Cannot create a session: {}", e.client_message())),
+                format!("Cannot create a session: {}", e.client_message()),
             );
         }
     };
@@ -254,11 +249,7 @@ async fn end_session(
         }
         Err(e) => {
             tracing::warn!(error = %e, "session store failure on DELETE");
-            return respond::error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                None,
-                &ErrorObject::internal("Session store unavailable"),
-            );
+            return respond::store_unavailable(None, "Session store unavailable".to_owned());
         }
     };
     // Its GET streams, replay buffers (and the SSE bridge session on them) go with it.

@@ -13,6 +13,18 @@
 //! An id that is not 43 base64url characters is unknown without asking Redis. A value that is not a
 //! session record is [`SessionStoreError::Other`].
 //!
+//! ## Topology and consistency
+//!
+//! The URL chooses one server, Sentinel or Cluster ([`RedisTopology`]). A record is one key, so
+//! in a Cluster each session lives in one hash slot whatever its id. Redis replicates
+//! asynchronously: a write the primary acknowledged can be lost when the primary dies before a
+//! replica got it and that replica is promoted. With [`RedisSessionStoreConfig::wait_replicas`]
+//! `= n > 0` every write (`create`, `update`, `remove`) is followed by `WAIT n timeout`; when fewer
+//! than `n` replicas confirmed it within [`RedisSessionStoreConfig::wait_timeout`], the operation
+//! fails with [`SessionStoreError::Unavailable`] (503: the client retries; the write itself may
+//! or may not survive a failover). Idle-timer refreshes (`GETEX`) never wait: losing one only
+//! shortens a session's idle time by one request.
+//!
 //! ## Outages
 //!
 //! No request waits on retries: pool waits, connection setup and commands have short timeouts
@@ -25,10 +37,11 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use deadpool_redis::redis::{self, AsyncConnectionConfig, RedisError};
-use deadpool_redis::{Connection, Manager, Pool, PoolError, Runtime};
+use deadpool_redis::PoolError;
+use deadpool_redis::redis::{self, RedisError};
 
 use mcp_config_store::redis::{is_transient, is_transient_pool_error};
+use mcp_config_store::redis_topology::{PoolSettings, RedisConnection, RedisPool, RedisTopology};
 
 use super::local::new_session_id;
 use super::record::SessionRecord;
@@ -52,7 +65,8 @@ pub const DEFAULT_SESSION_KEY_PREFIX: &str = "mcpgw";
 /// ```
 #[derive(Clone, PartialEq, Eq)]
 pub struct RedisSessionStoreConfig {
-    /// Redis URL, e.g. `redis://user:pass@host:6379/0`.
+    /// Redis URL, e.g. `redis://user:pass@host:6379/0`, or a Sentinel or Cluster URL
+    /// ([`RedisTopology`]).
     pub url: String,
     /// Key prefix: sessions are `<prefix>:session:<id>`.
     pub key_prefix: String,
@@ -66,6 +80,10 @@ pub struct RedisSessionStoreConfig {
     pub connect_timeout: Duration,
     /// Timeout of one command (also the pool's recycle timeout).
     pub response_timeout: Duration,
+    /// Replicas that must confirm each session write (`WAIT`); 0 (default): do not wait.
+    pub wait_replicas: u32,
+    /// How long a write waits for [`wait_replicas`](Self::wait_replicas) confirmations.
+    pub wait_timeout: Duration,
 }
 
 impl RedisSessionStoreConfig {
@@ -88,6 +106,8 @@ impl Default for RedisSessionStoreConfig {
             pool_wait_timeout: Duration::from_millis(250),
             connect_timeout: Duration::from_millis(250),
             response_timeout: Duration::from_millis(500),
+            wait_replicas: 0,
+            wait_timeout: Duration::from_millis(100),
         }
     }
 }
@@ -103,6 +123,8 @@ impl fmt::Debug for RedisSessionStoreConfig {
             .field("pool_wait_timeout", &self.pool_wait_timeout)
             .field("connect_timeout", &self.connect_timeout)
             .field("response_timeout", &self.response_timeout)
+            .field("wait_replicas", &self.wait_replicas)
+            .field("wait_timeout", &self.wait_timeout)
             .finish()
     }
 }
@@ -139,9 +161,11 @@ pub enum RedisSessionStoreError {
 /// ```
 #[derive(Clone)]
 pub struct RedisSessionStore {
-    pool: Pool,
+    pool: RedisPool,
     key_prefix: Arc<str>,
     ttl_ms: u64,
+    wait_replicas: u32,
+    wait_timeout_ms: u64,
 }
 
 impl fmt::Debug for RedisSessionStore {
@@ -149,6 +173,7 @@ impl fmt::Debug for RedisSessionStore {
         f.debug_struct("RedisSessionStore")
             .field("key_prefix", &self.key_prefix)
             .field("ttl_ms", &self.ttl_ms)
+            .field("wait_replicas", &self.wait_replicas)
             .finish_non_exhaustive()
     }
 }
@@ -166,11 +191,16 @@ impl RedisSessionStore {
         if ttl_ms == 0 {
             return Err(RedisSessionStoreError::InvalidTtl);
         }
-        let pool = pool(&config, config.pool_size)?;
+        let (_, pool) = pool(&config, config.pool_size)?;
         Ok(Self {
             pool,
             key_prefix: format!("{}:session:", config.key_prefix).into(),
             ttl_ms,
+            wait_replicas: config.wait_replicas,
+            // `WAIT n 0` blocks forever: a zero timeout means the shortest one, 1 ms.
+            wait_timeout_ms: u64::try_from(config.wait_timeout.as_millis())
+                .unwrap_or(u64::MAX)
+                .max(1),
         })
     }
 
@@ -191,8 +221,30 @@ impl RedisSessionStore {
         format!("{}{id}", self.key_prefix)
     }
 
-    async fn conn(&self) -> Result<Connection, SessionStoreError> {
+    async fn conn(&self) -> Result<RedisConnection, SessionStoreError> {
         self.pool.get().await.map_err(classify_pool)
+    }
+
+    /// After a write on `conn`: `WAIT` for the configured replicas (a no-op when none are asked).
+    async fn replicate(&self, conn: &mut RedisConnection) -> Result<(), SessionStoreError> {
+        if self.wait_replicas == 0 {
+            return Ok(());
+        }
+        let acked: i64 = redis::cmd("WAIT")
+            .arg(self.wait_replicas)
+            .arg(self.wait_timeout_ms)
+            .query_async(conn)
+            .await
+            .map_err(classify)?;
+        if acked < i64::from(self.wait_replicas) {
+            tracing::warn!(
+                acked,
+                wanted = self.wait_replicas,
+                "session write not confirmed by enough Redis replicas; answering 503"
+            );
+            return Err(SessionStoreError::Unavailable);
+        }
+        Ok(())
     }
 
     async fn create_now(&self, record: SessionRecord) -> Result<String, SessionStoreError> {
@@ -213,6 +265,7 @@ impl RedisSessionStore {
             // 256 random bits collided: the randomness source is broken.
             return Err(SessionStoreError::Other("session id collision".to_owned()));
         }
+        self.replicate(&mut conn).await?;
         Ok(id)
     }
 
@@ -246,7 +299,11 @@ impl RedisSessionStore {
             .query_async(&mut conn)
             .await
             .map_err(classify)?;
-        Ok(!matches!(reply, redis::Value::Nil))
+        let updated = !matches!(reply, redis::Value::Nil);
+        if updated {
+            self.replicate(&mut conn).await?;
+        }
+        Ok(updated)
     }
 
     async fn remove_now(&self, id: &str) -> Result<Option<SessionRecord>, SessionStoreError> {
@@ -259,6 +316,9 @@ impl RedisSessionStore {
             .query_async(&mut conn)
             .await
             .map_err(classify)?;
+        if value.is_some() {
+            self.replicate(&mut conn).await?;
+        }
         // The key is gone either way; an undecodable value is simply not returned.
         Ok(value.and_then(|v| decode(&v).ok()))
     }
@@ -284,24 +344,22 @@ fn decode(value: &str) -> Result<SessionRecord, SessionStoreError> {
 pub(crate) fn pool(
     config: &RedisSessionStoreConfig,
     max_size: usize,
-) -> Result<Pool, RedisSessionStoreError> {
+) -> Result<(RedisTopology, RedisPool), RedisSessionStoreError> {
     let prefix = &config.key_prefix;
     if prefix.is_empty() || prefix.chars().any(|c| c.is_control() || c.is_whitespace()) {
         return Err(RedisSessionStoreError::InvalidPrefix(prefix.clone()));
     }
-    let connection_config = AsyncConnectionConfig::new()
-        .set_connection_timeout(Some(config.connect_timeout))
-        .set_response_timeout(Some(config.response_timeout));
-    let manager = Manager::new_with_config(config.url.as_str(), connection_config)
+    let topology = RedisTopology::parse(&config.url)
         .map_err(|e| RedisSessionStoreError::InvalidUrl(e.to_string()))?;
-    Pool::builder(manager)
-        .max_size(max_size.max(1))
-        .wait_timeout(Some(config.pool_wait_timeout))
-        .create_timeout(Some(config.connect_timeout))
-        .recycle_timeout(Some(config.response_timeout))
-        .runtime(Runtime::Tokio1)
-        .build()
-        .map_err(|e| RedisSessionStoreError::Pool(e.to_string()))
+    let pool = topology
+        .pool(&PoolSettings {
+            max_size,
+            wait_timeout: config.pool_wait_timeout,
+            connect_timeout: config.connect_timeout,
+            response_timeout: config.response_timeout,
+        })
+        .map_err(|e| RedisSessionStoreError::Pool(e.to_string()))?;
+    Ok((topology, pool))
 }
 
 fn classify_pool(err: PoolError) -> SessionStoreError {

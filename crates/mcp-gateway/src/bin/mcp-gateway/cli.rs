@@ -77,6 +77,41 @@ pub(crate) enum Command {
     Token(TokenArgs),
     /// Print every configuration key with its type, default and environment variable.
     ConfigKeys,
+    /// Manage user configurations in the configured store (file or Redis): checked like
+    /// check-config before writing, written atomically, announced to every node.
+    #[command(subcommand)]
+    Users(UsersCommand),
+}
+
+/// `mcp-gateway users ...`. KEY is what the gateway looks up: `<sub>`, or `<issuer>#<sub>` when
+/// several issuers are trusted.
+#[derive(Debug, Subcommand)]
+pub(crate) enum UsersCommand {
+    /// Check a user configuration (JSON) and store it as KEY's; refused as check-config would.
+    Put(DocumentArgs),
+    /// Print KEY's stored configuration (JSON); exit 1 when there is none.
+    Get(KeyArgs),
+    /// Print every key that has a configuration, one per line.
+    List,
+    /// Delete KEY's configuration; exit 1 when there is none.
+    Delete(KeyArgs),
+    /// Check a user configuration (JSON) as KEY's without storing it.
+    Check(DocumentArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct KeyArgs {
+    /// `<sub>` or `<issuer>#<sub>`.
+    pub(crate) key: String,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct DocumentArgs {
+    /// `<sub>` or `<issuer>#<sub>`.
+    pub(crate) key: String,
+    /// The JSON document ("-" or absent: standard input).
+    #[arg(long, value_name = "PATH")]
+    pub(crate) file: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

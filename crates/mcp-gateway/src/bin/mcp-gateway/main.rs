@@ -5,6 +5,7 @@
 //! mcp-gateway check-config --config gateway.toml   # validate process + user config, exit 2 on error
 //! mcp-gateway token --config gateway.toml --sub alice [--ttl 1h]   # mint a dev token
 //! mcp-gateway config-keys                          # every key, default and environment variable
+//! mcp-gateway users put|get|list|delete|check ...  # user configurations in the configured store
 //! mcp-gateway --print-config [--config ...]        # effective configuration, secrets redacted
 //! ```
 //!
@@ -24,7 +25,7 @@ use mcp_gateway::config::{EffectiveConfig, GatewayConfig};
 use mcp_gateway::token::{TokenRequest, mint};
 use mcp_gateway::{Gateway, GatewayError, check_config, hs256_secret};
 
-use crate::cli::{Cli, Command, TokenArgs};
+use crate::cli::{Cli, Command, DocumentArgs, TokenArgs, UsersCommand};
 
 /// Invalid configuration or usage.
 const EXIT_CONFIG: u8 = 2;
@@ -68,7 +69,76 @@ fn run(cli: Cli) -> Result<(), u8> {
         Command::CheckConfig => check(&config, file),
         Command::Token(args) => token(&config, &args),
         Command::ConfigKeys => Ok(()),
+        Command::Users(users_command) => users(&config, users_command),
     }
+}
+
+fn users(config: &GatewayConfig, command: UsersCommand) -> Result<(), u8> {
+    use mcp_gateway::user_admin::UserAdmin;
+    runtime()?.block_on(async move {
+        let admin = UserAdmin::open(config).await.map_err(|e| failure(&e))?;
+        match command {
+            UsersCommand::Put(args) => {
+                let text = read_document(&args)?;
+                let report = admin.put(&args.key, &text).await.map_err(|e| failure(&e))?;
+                for (source, finding) in &report.warnings {
+                    eprintln!("mcp-gateway: warning: {source}: {finding}");
+                }
+                println!("stored the configuration of {}", args.key);
+            }
+            UsersCommand::Check(args) => {
+                let text = read_document(&args)?;
+                let report = admin
+                    .check(&args.key, &text)
+                    .await
+                    .map_err(|e| failure(&e))?;
+                for (source, finding) in &report.warnings {
+                    eprintln!("mcp-gateway: warning: {source}: {finding}");
+                }
+                println!("configuration of {} OK", args.key);
+            }
+            UsersCommand::Get(args) => match admin.get(&args.key).await.map_err(|e| failure(&e))? {
+                Some(json) => println!("{json}"),
+                None => {
+                    eprintln!("mcp-gateway: no configuration for {}", args.key);
+                    return Err(EXIT_RUNTIME);
+                }
+            },
+            UsersCommand::List => {
+                for key in admin.list().await.map_err(|e| failure(&e))? {
+                    println!("{key}");
+                }
+            }
+            UsersCommand::Delete(args) => {
+                if !admin.delete(&args.key).await.map_err(|e| failure(&e))? {
+                    eprintln!("mcp-gateway: no configuration for {}", args.key);
+                    return Err(EXIT_RUNTIME);
+                }
+                println!("deleted the configuration of {}", args.key);
+            }
+        }
+        Ok(())
+    })
+}
+
+/// The document of `users put|check`: `--file PATH`, or standard input (`--file -` or none).
+fn read_document(args: &DocumentArgs) -> Result<String, u8> {
+    use std::io::Read as _;
+    let read = match args.file.as_deref() {
+        Some(path) if path.as_os_str() != "-" => std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display())),
+        _ => {
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .map(|_| text)
+                .map_err(|e| format!("cannot read standard input: {e}"))
+        }
+    };
+    read.map_err(|e| {
+        eprintln!("mcp-gateway: {e}");
+        EXIT_CONFIG
+    })
 }
 
 /// `--config`, else `$MCP_GATEWAY_CONFIG`, else `./gateway.toml` when it exists.

@@ -34,9 +34,13 @@ use mcp_core::headers::{
 };
 use mcp_core::{Envelope, Era, MessageKind, Principal, ProtocolVersion, RawObject, RequestId};
 use mcp_fallback::{ToolHints, may_replay};
+use opentelemetry::KeyValue;
+use opentelemetry::context::FutureExt as _;
 use serde_json::value::RawValue;
 use tokio::sync::OnceCell;
 use url::Url;
+
+use crate::telemetry::{self, ClientOp};
 
 pub use error::UpstreamError;
 pub(crate) use meta::{CLIENT_CAPABILITIES, PROGRESS_TOKEN, PROTOCOL_VERSION};
@@ -348,6 +352,35 @@ impl Upstream {
         target: &Target<'_>,
         call: &Call<'_>,
     ) -> Result<Reply, UpstreamError> {
+        let mut op = ClientOp::start(call.method, call.name, target.name);
+        let cx = op.context();
+        let sent = self.send_to_any(target, call);
+        let result = match &cx {
+            Some(cx) => sent.with_context(cx.clone()).await,
+            None => sent.await,
+        };
+        match result {
+            Ok(mut reply) => {
+                ClientOp::annotate(
+                    cx.as_ref(),
+                    vec![KeyValue::new("jsonrpc.request.id", reply.id.to_string())],
+                );
+                reply.messages = finishing(reply.messages, reply.id.clone(), op, cx);
+                Ok(reply)
+            }
+            Err(e) => {
+                op.finish(cx.as_ref(), Some(e.error_type()));
+                Err(e)
+            }
+        }
+    }
+
+    /// [`Self::send`] without its span and metric.
+    async fn send_to_any(
+        &self,
+        target: &Target<'_>,
+        call: &Call<'_>,
+    ) -> Result<Reply, UpstreamError> {
         if let Some(command) = stdio::label(target.config) {
             return self.send_stdio(target, call, &command).await;
         }
@@ -380,11 +413,12 @@ impl Upstream {
     ) -> Result<Reply, UpstreamError> {
         let scope = Self::scope(target, &format!("stdio:{command}"));
         let permit = match self.breaker(target, &scope) {
-            Some(breaker) => Some(
-                breaker
-                    .try_acquire()
-                    .map_err(|open| UpstreamError::CircuitOpen(open.retry_after()))?,
-            ),
+            Some(breaker) => Some(breaker.try_acquire().map_err(|open| {
+                telemetry::annotate_current(|| {
+                    KeyValue::new(telemetry::ATTR_BREAKER_STATE, "open")
+                });
+                UpstreamError::CircuitOpen(open.retry_after())
+            })?),
             None => None,
         };
         match self.stdio.send(target, call).await {
@@ -416,11 +450,12 @@ impl Upstream {
     ) -> Result<Reply, UpstreamError> {
         let scope = Self::scope(target, url.as_str());
         let permit = match self.breaker(target, &scope) {
-            Some(breaker) => Some(
-                breaker
-                    .try_acquire()
-                    .map_err(|open| UpstreamError::CircuitOpen(open.retry_after()))?,
-            ),
+            Some(breaker) => Some(breaker.try_acquire().map_err(|open| {
+                telemetry::annotate_current(|| {
+                    KeyValue::new(telemetry::ATTR_BREAKER_STATE, "open")
+                });
+                UpstreamError::CircuitOpen(open.retry_after())
+            })?),
             None => None,
         };
         match self.send_at(target, url, &scope, call).await {
@@ -597,6 +632,9 @@ impl Upstream {
         };
         let mut request = request::build(out, target.downstream, &target.config.headers);
         request::add_headers(&mut request, call.headers);
+        telemetry::annotate_current(|| {
+            KeyValue::new("mcp.protocol.version", ProtocolVersion::LATEST.as_str())
+        });
         // A subscription stream may idle for as long as nothing changes.
         let timeout = Self::timeout(target);
         let gap = (call.method != "subscriptions/listen").then_some(timeout);
@@ -629,6 +667,9 @@ impl Upstream {
         };
         let mut request = request::build(out, target.downstream, &target.config.headers);
         request::add_headers(&mut request, call.headers);
+        telemetry::annotate_current(|| {
+            KeyValue::new("mcp.protocol.version", session.version.clone())
+        });
         let answer = transport::exchange(&self.http, request, Self::timeout(target)).await?;
         if answer.status == StatusCode::NOT_FOUND && session.id.is_some() {
             self.sessions.forget(&key, &session, true);
@@ -1056,6 +1097,55 @@ fn recording(messages: MessageStream, id: RequestId, permit: Option<Permit>) -> 
                 && let Some(permit) = permit.take()
             {
                 permit.record_elapsed(outcome);
+            }
+        }
+        item
+    }))
+}
+
+/// Ends the client span and records the duration of an upstream call when its answer is known
+/// (the response or error response with the call's id, or the first stream error); a stream
+/// dropped before either (the client went away) ends it as `cancelled`.
+fn finishing(
+    messages: MessageStream,
+    id: RequestId,
+    op: ClientOp,
+    cx: Option<opentelemetry::Context>,
+) -> MessageStream {
+    struct Pending(Option<(ClientOp, Option<opentelemetry::Context>)>);
+    impl Pending {
+        fn finish(&mut self, error: Option<&'static str>) {
+            if let Some((op, cx)) = self.0.take() {
+                op.finish(cx.as_ref(), error);
+            }
+        }
+    }
+    impl Drop for Pending {
+        fn drop(&mut self) {
+            self.finish(Some("cancelled"));
+        }
+    }
+    let mut pending = Pending(Some((op, cx)));
+    Box::pin(messages.map(move |item| {
+        if pending.0.is_some() {
+            match &item {
+                Err(e) => pending.finish(Some(e.error_type())),
+                Ok(bytes) => {
+                    if let Ok(env) = Envelope::parse(bytes)
+                        && env.id() == Some(&id)
+                    {
+                        match env.kind() {
+                            MessageKind::Response => pending.finish(None),
+                            MessageKind::Error => {
+                                pending
+                                    .finish(Some(env.error().map_or("jsonrpc_error", |e| {
+                                        telemetry::error_type(e.code)
+                                    })))
+                            }
+                            _ => {}
+                        }
+                    }
+                }
             }
         }
         item

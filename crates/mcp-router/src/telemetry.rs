@@ -146,18 +146,26 @@ impl ServerOp {
         vhost: Option<&str>,
     ) -> Self {
         let label = method_label(method);
-        // Without spans, only the names the access log shows (and `initialize`'s version) are read.
-        let facts = if tracing_on() || named_target(label) || label == "initialize" {
+        let header = |name: http::HeaderName| headers.get(name).and_then(|v| v.to_str().ok());
+        // A 2026-07-28 request names its tool or prompt in `Mcp-Name` (the engine rejects one
+        // that differs from the body). Without spans, `params` is only read for what the access
+        // log shows and the headers do not say (a 2025 request's name, `initialize`'s version).
+        let header_name = named_target(label)
+            .then(|| header(mcp_core::headers::MCP_NAME))
+            .flatten();
+        let facts = if tracing_on()
+            || label == "initialize"
+            || (named_target(label) && header_name.is_none())
+        {
             ParamFacts::read(params)
         } else {
             ParamFacts::default()
         };
         let target = if named_target(label) {
-            facts.name.as_deref().map(Box::from)
+            facts.name.as_deref().or(header_name).map(Box::from)
         } else {
             None
         };
-        let header = |name: http::HeaderName| headers.get(name).and_then(|v| v.to_str().ok());
         let protocol_version: Option<Box<str>> = facts
             .meta
             .as_ref()
@@ -468,5 +476,70 @@ impl Durations {
             labels.push(metrics::Label::new("error_type", error));
         }
         metrics::histogram!(self.name, labels)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_are_bounded() {
+        assert_eq!(method_label(Some("tools/call")), "tools/call");
+        assert_eq!(method_label(Some("x/anything-a-client-says")), "other");
+        assert_eq!(method_label(None), "other");
+        assert_eq!(error_type(mcp_core::error_code::INVALID_PARAMS), "-32602");
+        assert_eq!(error_type(-31999), "jsonrpc_error");
+    }
+
+    #[test]
+    fn span_names_use_the_tool_or_prompt_never_a_uri() {
+        let call = Operation {
+            method: "tools/call",
+            target: Some("alpha-echo".into()),
+        };
+        assert_eq!(call.span_name(), "tools/call alpha-echo");
+        let list = Operation {
+            method: "tools/list",
+            target: None,
+        };
+        assert_eq!(list.span_name(), "tools/list");
+        assert!(named_target("prompts/get"));
+        assert!(!named_target("resources/read"));
+    }
+
+    #[test]
+    fn params_facts_read_only_names_and_trace_context() {
+        let raw = RawValue::from_string(
+            r#"{"name":"a-echo","arguments":{"token":"s"},"_meta":{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01","tracestate":"k=v","io.modelcontextprotocol/protocolVersion":"2026-07-28"}}"#
+                .to_owned(),
+        )
+        .expect("raw");
+        let facts = ParamFacts::read(Some(&raw));
+        assert_eq!(facts.name.as_deref(), Some("a-echo"));
+        let meta = facts.meta.expect("meta");
+        assert_eq!(meta.tracestate.as_deref(), Some("k=v"));
+        assert_eq!(meta.protocol_version.as_deref(), Some("2026-07-28"));
+        // Params that are not an object give no facts rather than an error.
+        let odd = RawValue::from_string("[1]".to_owned()).expect("raw");
+        assert!(ParamFacts::read(Some(&odd)).name.is_none());
+    }
+
+    #[test]
+    fn only_the_w3c_trace_context_is_injected() {
+        let mut carrier = Carrier::default();
+        carrier.set("traceparent", "tp".to_owned());
+        carrier.set("tracestate", "ts".to_owned());
+        carrier.set("baggage", "user=alice".to_owned());
+        assert_eq!(
+            carrier.0,
+            [
+                ("traceparent", "tp".to_owned()),
+                ("tracestate", "ts".to_owned())
+            ]
+        );
+        // Without enable_tracing() nothing is made or injected.
+        assert!(!tracing_on());
+        assert!(current_trace_context().is_none());
     }
 }

@@ -771,6 +771,35 @@ mod tests {
     }
 
     #[test]
+    fn telemetry_trace_keys_are_validated() {
+        let joined = errors(
+            "[telemetry]\notlp_endpoint = \"collector:4318\"\ntraces_sampler = \"sometimes\"\ntraces_sampler_arg = \"1.5\"\n",
+        )
+        .join("\n");
+        for needle in [
+            "telemetry.otlp_endpoint: `collector:4318` is not an http(s) URL",
+            "telemetry.traces_sampler: unknown sampler `sometimes` (one of always_on, always_off",
+            "telemetry.traces_sampler_arg: `1.5` is not a ratio from 0.0 to 1.0",
+        ] {
+            assert!(joined.contains(needle), "missing {needle:?} in\n{joined}");
+        }
+        let c = GatewayConfig::from_toml_str(
+            "[telemetry]\notlp_endpoint = \"http://collector:4318\"\ntraces_sampler = \"parentbased_traceidratio\"\ntraces_sampler_arg = \"0.25\"\n",
+        )
+        .expect("valid");
+        assert_eq!(
+            c.telemetry.otlp_endpoint.as_deref(),
+            Some("http://collector:4318")
+        );
+        assert_eq!(c.telemetry.traces_sampler_arg.as_deref(), Some("0.25"));
+        assert_eq!(c.telemetry.service_name, "mcp-gateway");
+        // Off by default.
+        let c = GatewayConfig::from_toml_str("").expect("valid");
+        assert_eq!(c.telemetry.otlp_endpoint, None);
+        assert_eq!(c.telemetry.traces_sampler, "parentbased_always_on");
+    }
+
+    #[test]
     fn empty_admin_addr_disables_and_localhost_resolves() {
         let c =
             GatewayConfig::from_toml_str("[listen]\naddr = \"localhost:0\"\nadmin_addr = \"\"\n")

@@ -360,12 +360,12 @@ impl Upstream {
             None => sent.await,
         };
         match result {
-            Ok(mut reply) => {
+            Ok((mut reply, permit)) => {
                 ClientOp::annotate(
                     cx.as_ref(),
                     vec![KeyValue::new("jsonrpc.request.id", reply.id.to_string())],
                 );
-                reply.messages = finishing(reply.messages, reply.id.clone(), op, cx);
+                reply.messages = recording(reply.messages, reply.id.clone(), permit, op, cx);
                 Ok(reply)
             }
             Err(e) => {
@@ -375,12 +375,13 @@ impl Upstream {
         }
     }
 
-    /// [`Self::send`] without its span and metric.
+    /// [`Self::send`] without its span and metric; the reply comes with the breaker permit to
+    /// record when the backend's answer is known.
     async fn send_to_any(
         &self,
         target: &Target<'_>,
         call: &Call<'_>,
-    ) -> Result<Reply, UpstreamError> {
+    ) -> Result<(Reply, Option<Permit>), UpstreamError> {
         if let Some(command) = stdio::label(target.config) {
             return self.send_stdio(target, call, &command).await;
         }
@@ -410,7 +411,7 @@ impl Upstream {
         target: &Target<'_>,
         call: &Call<'_>,
         command: &str,
-    ) -> Result<Reply, UpstreamError> {
+    ) -> Result<(Reply, Option<Permit>), UpstreamError> {
         let scope = Self::scope(target, &format!("stdio:{command}"));
         let permit = match self.breaker(target, &scope) {
             Some(breaker) => Some(breaker.try_acquire().map_err(|open| {
@@ -422,10 +423,7 @@ impl Upstream {
             None => None,
         };
         match self.stdio.send(target, call).await {
-            Ok(mut reply) => {
-                reply.messages = recording(reply.messages, reply.id.clone(), permit);
-                Ok(reply)
-            }
+            Ok(reply) => Ok((reply, permit)),
             Err(e) => {
                 if let Some(permit) = permit {
                     permit.record_elapsed(outcome_of(&e));
@@ -447,7 +445,7 @@ impl Upstream {
         target: &Target<'_>,
         url: &Url,
         call: &Call<'_>,
-    ) -> Result<Reply, UpstreamError> {
+    ) -> Result<(Reply, Option<Permit>), UpstreamError> {
         let scope = Self::scope(target, url.as_str());
         let permit = match self.breaker(target, &scope) {
             Some(breaker) => Some(breaker.try_acquire().map_err(|open| {
@@ -459,10 +457,7 @@ impl Upstream {
             None => None,
         };
         match self.send_at(target, url, &scope, call).await {
-            Ok(mut reply) => {
-                reply.messages = recording(reply.messages, reply.id.clone(), permit);
-                Ok(reply)
-            }
+            Ok(reply) => Ok((reply, permit)),
             Err(e) => {
                 if let Some(permit) = permit {
                     permit.record_elapsed(outcome_of(&e));
@@ -1073,42 +1068,15 @@ fn outcome_of(error: &UpstreamError) -> Outcome {
     }
 }
 
-/// Records the breaker outcome of a call when its answer is known: the first stream error is a
-/// failure, the response (or error response) with the call's id a success. A stream dropped
-/// before either (the client cancelled) records nothing.
-fn recording(messages: MessageStream, id: RequestId, permit: Option<Permit>) -> MessageStream {
-    let Some(permit) = permit else {
-        return messages;
-    };
-    let mut permit = Some(permit);
-    Box::pin(messages.map(move |item| {
-        if permit.is_some() {
-            let outcome = match &item {
-                Err(e) => Some(outcome_of(e)),
-                Ok(bytes) => Envelope::parse(bytes)
-                    .ok()
-                    .filter(|env| {
-                        matches!(env.kind(), MessageKind::Response | MessageKind::Error)
-                            && env.id() == Some(&id)
-                    })
-                    .map(|_| Outcome::Success),
-            };
-            if let Some(outcome) = outcome
-                && let Some(permit) = permit.take()
-            {
-                permit.record_elapsed(outcome);
-            }
-        }
-        item
-    }))
-}
-
-/// Ends the client span and records the duration of an upstream call when its answer is known
-/// (the response or error response with the call's id, or the first stream error); a stream
-/// dropped before either (the client went away) ends it as `cancelled`.
-fn finishing(
+/// Records the breaker outcome, the client span and the duration of a call when its answer is
+/// known (one parse of each message serves both): the first stream error is a failure, the
+/// response (or error response) with the call's id a success for the breaker. A stream dropped
+/// before either (the client cancelled) records nothing for the breaker and ends the span as
+/// `cancelled`.
+fn recording(
     messages: MessageStream,
     id: RequestId,
+    permit: Option<Permit>,
     op: ClientOp,
     cx: Option<opentelemetry::Context>,
 ) -> MessageStream {
@@ -1126,24 +1094,29 @@ fn finishing(
         }
     }
     let mut pending = Pending(Some((op, cx)));
+    let mut permit = permit;
     Box::pin(messages.map(move |item| {
         if pending.0.is_some() {
             match &item {
-                Err(e) => pending.finish(Some(e.error_type())),
+                Err(e) => {
+                    if let Some(permit) = permit.take() {
+                        permit.record_elapsed(outcome_of(e));
+                    }
+                    pending.finish(Some(e.error_type()));
+                }
                 Ok(bytes) => {
                     if let Ok(env) = Envelope::parse(bytes)
                         && env.id() == Some(&id)
+                        && matches!(env.kind(), MessageKind::Response | MessageKind::Error)
                     {
-                        match env.kind() {
-                            MessageKind::Response => pending.finish(None),
-                            MessageKind::Error => {
-                                pending
-                                    .finish(Some(env.error().map_or("jsonrpc_error", |e| {
-                                        telemetry::error_type(e.code)
-                                    })))
-                            }
-                            _ => {}
+                        if let Some(permit) = permit.take() {
+                            permit.record_elapsed(Outcome::Success);
                         }
+                        let error = (env.kind() == MessageKind::Error).then(|| {
+                            env.error()
+                                .map_or("jsonrpc_error", |e| telemetry::error_type(e.code))
+                        });
+                        pending.finish(error);
                     }
                 }
             }

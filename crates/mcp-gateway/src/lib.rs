@@ -140,6 +140,7 @@
 //! | `mcp_gateway_background_relays` | gauge, read at each scrape: 2025 POST response streams being relayed | |
 //! | `mcp_server_operation_duration_seconds` | histogram, `mcp.server.operation.duration` of the MCP semantic conventions: MCP messages the router served, to the answer's head | `mcp_method_name`, `mcp_protocol_version`, `error_type` |
 //! | `mcp_client_operation_duration_seconds` | histogram, `mcp.client.operation.duration`: upstream MCP requests, to the backend's answer | `mcp_method_name`, `error_type` |
+//! | `mcp_client_session_duration_seconds` | histogram, `mcp.client.session.duration`: upstream 2025 sessions this node opened, until it let go of them (ended with the last downstream session using it, forgotten after a 404, evicted) | `mcp_protocol_version` |
 //! | `mcp_breaker_state`, `mcp_breaker_calls_total`, `mcp_breaker_rejections_total`, `mcp_breaker_transitions_total`, ... | the router's per-backend circuit breakers (`mcp-breaker`) | `breaker`, ... |
 //!
 //! ## Logs

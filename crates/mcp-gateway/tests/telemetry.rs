@@ -20,8 +20,8 @@ use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
 use prost::Message;
 use serde_json::{Value, json};
 use support::{
-    AnyBody, GatewayProcess, HandMadeServer, admin_get, base_config, legacy_initialize,
-    legacy_post, modern, poll_until, users_json, workdir,
+    AnyBody, GatewayProcess, HandMadeServer, admin_get, base_config, legacy_delete,
+    legacy_initialize, legacy_post, modern, poll_until, users_json, workdir,
 };
 
 const CLIENT_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -346,15 +346,21 @@ async fn routed_tools_call_continues_the_meta_trace_context_into_the_backend() {
 
 /// `RUST_LOG` wins over `telemetry.log_level` (with `warn`, the `listening` and access lines,
 /// both info, would be missing); a 2025 `tools/call` (no `Mcp-Method` header) is logged with its
-/// method and tool; the MCP operation histograms are on `/metrics` next to the gateway's own.
+/// method and tool; the MCP operation histograms are on `/metrics` next to the gateway's own, and
+/// the upstream session's duration once the downstream session that used it ended.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rust_log_wins_and_the_access_line_names_a_2025_tool_call() {
     let alpha = TestBackend::start(BackendSpec::modern("alpha")).await;
+    let beta = TestBackend::start(BackendSpec::legacy("beta")).await;
     let dir = workdir("gw-otel-logs");
     support::write(
         dir.path(),
         "users.json",
-        &users_json(&[("alice", "vh1", &[("alpha", alpha.url())])]),
+        &users_json(&[(
+            "alice",
+            "vh1",
+            &[("alpha", alpha.url()), ("beta", beta.url())],
+        )]),
     );
     let config = base_config("log_level = \"warn\"\n");
     let gw = GatewayProcess::start(dir.path(), &config, &[("RUST_LOG", "info")]).await;
@@ -391,6 +397,34 @@ async fn rust_log_wins_and_the_access_line_names_a_2025_tool_call() {
                 && line.contains("\"mcp.method\":\"initialize\"")),
         "{}",
         gw.logs()
+    );
+
+    let session_series =
+        r#"mcp_client_session_duration_seconds_count{mcp_protocol_version="2025-11-25"}"#;
+    let scrape = || async { admin_get(&gw, "/metrics").await.text().to_owned() };
+    assert!(
+        !scrape().await.contains(session_series),
+        "no upstream session has ended yet"
+    );
+    let on_beta = legacy_post(
+        gw.addr,
+        "alice",
+        "vh1",
+        Some(&session),
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                "params": {"name": "beta-echo", "arguments": {"text": "hi"}}}),
+    )
+    .await;
+    assert_eq!(on_beta.status, 200, "{}", on_beta.text());
+    let ended = legacy_delete(gw.addr, "alice", "vh1", &session).await;
+    assert!(ended.status.is_success(), "{}", ended.text());
+    assert!(
+        poll_until(Duration::from_secs(30), || async {
+            scrape().await.contains(session_series)
+        })
+        .await,
+        "the upstream session's duration was not recorded:\n{}",
+        scrape().await
     );
 
     let metrics = admin_get(&gw, "/metrics").await;

@@ -1,8 +1,9 @@
 //! OpenTelemetry spans and metrics after the semantic conventions for MCP (status Development):
 //! a server span per downstream MCP message, a client span per upstream request, and the
-//! `mcp.server.operation.duration` and `mcp.client.operation.duration` histograms. (The session
-//! duration histograms are not recorded: a 2025 session may end on another node than the one
-//! that opened it, and its record keeps no start time.)
+//! `mcp.server.operation.duration`, `mcp.client.operation.duration` and
+//! `mcp.client.session.duration` histograms. (`mcp.server.session.duration` is not recorded: a
+//! downstream 2025 session may end on another node than the one that opened it, and its record
+//! keeps no start time.)
 //!
 //! Spans are made only after [`enable_tracing`] (the gateway calls it once it installed a tracer
 //! provider): until then no span, attribute or context is built, so a gateway without a collector
@@ -34,6 +35,8 @@ use serde_json::value::RawValue;
 pub const SERVER_OPERATION_DURATION: &str = "mcp_server_operation_duration_seconds";
 /// `mcp.client.operation.duration`, in Prometheus naming.
 pub const CLIENT_OPERATION_DURATION: &str = "mcp_client_operation_duration_seconds";
+/// `mcp.client.session.duration` (upstream 2025 sessions this node opened), in Prometheus naming.
+pub const CLIENT_SESSION_DURATION: &str = "mcp_client_session_duration_seconds";
 
 /// The span attribute naming the virtual host (the gateway's own).
 pub const ATTR_VHOST: &str = "mcp_gateway.vhost";
@@ -396,6 +399,36 @@ impl Injector for Carrier {
     }
 }
 
+/// Records `mcp.client.session.duration` when an upstream 2025 session this node opened is let
+/// go of (ended, forgotten after the backend lost it, evicted): dropped with the session. A
+/// session adopted from another node's record has no clock (its start is not known here).
+#[derive(Debug)]
+pub(crate) struct SessionClock(Option<(Instant, Option<&'static str>)>);
+
+impl SessionClock {
+    /// A session initialised just now, in protocol `version`.
+    pub(crate) fn opened(version: &str) -> Self {
+        let version = version
+            .parse::<mcp_core::ProtocolVersion>()
+            .ok()
+            .map(mcp_core::ProtocolVersion::as_str);
+        Self(Some((Instant::now(), version)))
+    }
+
+    /// A session whose start is not known on this node.
+    pub(crate) fn unknown() -> Self {
+        Self(None)
+    }
+}
+
+impl Drop for SessionClock {
+    fn drop(&mut self) {
+        if let Some((started, version)) = self.0.take() {
+            CLIENT_SESSIONS.record("", version, None, started);
+        }
+    }
+}
+
 /// The `error.type` of a JSON-RPC error code: the code itself for the codes MCP and JSON-RPC
 /// define, `jsonrpc_error` for any other (a backend's own codes would be unbounded labels).
 pub(crate) fn error_type(code: i64) -> &'static str {
@@ -428,6 +461,7 @@ type SeriesKey = (&'static str, Option<&'static str>, Option<&'static str>);
 
 static SERVER_METRICS: Durations = Durations::new(SERVER_OPERATION_DURATION);
 static CLIENT_METRICS: Durations = Durations::new(CLIENT_OPERATION_DURATION);
+static CLIENT_SESSIONS: Durations = Durations::new(CLIENT_SESSION_DURATION);
 
 impl Durations {
     const fn new(name: &'static str) -> Self {
@@ -468,7 +502,9 @@ impl Durations {
 
     fn register(&self, (method, version, error): SeriesKey) -> Histogram {
         let mut labels = Vec::with_capacity(3);
-        labels.push(metrics::Label::new("mcp_method_name", method));
+        if !method.is_empty() {
+            labels.push(metrics::Label::new("mcp_method_name", method));
+        }
         if let Some(version) = version {
             labels.push(metrics::Label::new("mcp_protocol_version", version));
         }

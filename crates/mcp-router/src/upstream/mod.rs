@@ -776,6 +776,7 @@ impl Upstream {
             version: version.to_owned(),
             // Unknown here; `describe` initialises a session of its own when it needs one.
             initialize_result: Bytes::new(),
+            clock: telemetry::SessionClock::unknown(),
         };
         if self
             .sessions
@@ -893,14 +894,17 @@ impl Upstream {
             .ok_or(UpstreamError::Malformed(
                 "initialize result without protocolVersion",
             ))?;
-        let session = LegacySession {
+        let mut session = LegacySession {
             url: url.clone(),
             id: session_id,
             version,
             initialize_result: result,
+            clock: telemetry::SessionClock::unknown(),
         };
         let initialized = mcp_core::encode_notification("notifications/initialized", None);
         self.post_to_session(target, &session, initialized).await?;
+        // Counted from here: a session whose initialisation failed never was one.
+        session.clock = telemetry::SessionClock::opened(&session.version);
         Ok(session)
     }
 

@@ -90,9 +90,10 @@ async fn main() -> Result<(), Box<dyn Error>> {
         &overrides,
     )?;
     let config = effective.build()?;
-    if let Err(e) = mcp_gateway::init_tracing(&config.telemetry) {
-        eprintln!("logging: {e}");
-    }
+    // Kept to the end: dropping it flushes the last spans (with an OTLP endpoint configured).
+    let _telemetry = mcp_gateway::init_tracing(&config.telemetry)
+        .inspect_err(|e| eprintln!("logging: {e}"))
+        .ok();
     let secret = match std::env::var("MCP_GATEWAY_JWT_SECRET") {
         Ok(s) if !s.is_empty() => s.into_bytes(),
         _ => random_secret(),

@@ -138,14 +138,26 @@
 //! | `mcp_gateway_replay_bytes` | gauge, read at each scrape: bytes of events kept for 2025 sessions' `Last-Event-ID` replay | |
 //! | `mcp_gateway_notification_streams_open` | gauge, read at each scrape: open 2025 GET streams and 2026-07-28 `subscriptions/listen` streams | |
 //! | `mcp_gateway_background_relays` | gauge, read at each scrape: 2025 POST response streams being relayed | |
+//! | `mcp_server_operation_duration_seconds` | histogram, `mcp.server.operation.duration` of the MCP semantic conventions: MCP messages the router served, to the answer's head | `mcp_method_name`, `mcp_protocol_version`, `error_type` |
+//! | `mcp_client_operation_duration_seconds` | histogram, `mcp.client.operation.duration`: upstream MCP requests, to the backend's answer | `mcp_method_name`, `error_type` |
+//! | `mcp_client_session_duration_seconds` | histogram, `mcp.client.session.duration`: upstream 2025 sessions this node opened, until it let go of them (ended with the last downstream session using it, forgotten after a 404, evicted) | `mcp_protocol_version` |
 //! | `mcp_breaker_state`, `mcp_breaker_calls_total`, `mcp_breaker_rejections_total`, `mcp_breaker_transitions_total`, ... | the router's per-backend circuit breakers (`mcp-breaker`) | `breaker`, ... |
 //!
 //! ## Logs
 //!
-//! [`init_tracing`]: stderr, `telemetry.log_format` `pretty` or `json`, `telemetry.log_level`
-//! (default `info`). Each request runs in a `request` span (HTTP method, path, MCP method) and,
-//! with `telemetry.access_log`, ends with one `request` event carrying the virtual host, status and
-//! latency. Tokens, secrets and bodies are never logged.
+//! [`init_tracing`]: stderr, `telemetry.log_format` `pretty` or `json`, `RUST_LOG` when set, else
+//! `telemetry.log_level` (default `info`). Each request runs in a `request` span (HTTP method,
+//! path, MCP method header) and, with `telemetry.access_log`, ends with one `request` event
+//! carrying the MCP method and tool or prompt the router served (`mcp.method`, `mcp.name`, of
+//! either era), the virtual host, status and latency. Tokens, secrets and bodies are never logged.
+//!
+//! ## Traces
+//!
+//! With `telemetry.otlp_endpoint` (or the standard `OTEL_EXPORTER_OTLP_*` variables),
+//! [`init_tracing`] also installs an OpenTelemetry tracer provider exporting OTLP/HTTP protobuf
+//! and turns on the router's spans (`mcp_router::telemetry`): a server span per MCP message, a
+//! client span per upstream request, trace context from and into `params._meta` and the
+//! `traceparent` header. Keep the returned [`Telemetry`] until shutdown: dropping it flushes.
 //!
 //! ## Modules
 //!
@@ -161,7 +173,7 @@
 //! | `admin` | [`AdminService`] |
 //! | `auth` | [`build_validator`], [`hs256_secret`] |
 //! | `store` | [`check_documents`] |
-//! | `telemetry`, `shutdown` | [`init_tracing`], [`shutdown_signal`] |
+//! | `telemetry`, `shutdown` | [`init_tracing`], [`Telemetry`], [`shutdown_signal`] |
 
 mod admin;
 mod auth;
@@ -201,4 +213,4 @@ pub use limits::{
 pub use service::{GatewayService, McpStack, ResponseFuture, StackBody};
 pub use shutdown::shutdown_signal;
 pub use store::{DocumentReport, check_documents};
-pub use telemetry::init_tracing;
+pub use telemetry::{Telemetry, init_tracing};

@@ -31,6 +31,11 @@ const BUCKETS: &[f64] = &[
     60.0,
 ];
 
+/// Session buckets in seconds: from a session ended at once to a day.
+const SESSION_BUCKETS: &[f64] = &[
+    1.0, 10.0, 60.0, 300.0, 900.0, 1800.0, 3600.0, 7200.0, 14400.0, 43200.0, 86400.0,
+];
+
 static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
 
 /// The process's Prometheus handle, installing the recorder on first use; `None` when another
@@ -38,8 +43,21 @@ static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
 pub(crate) fn handle() -> Option<PrometheusHandle> {
     HANDLE
         .get_or_init(|| {
-            let builder = PrometheusBuilder::new();
-            let builder = match builder.set_buckets_for_metric(Matcher::Full(DURATION.to_owned()), BUCKETS) {
+            let histograms = [
+                DURATION,
+                mcp_router::telemetry::SERVER_OPERATION_DURATION,
+                mcp_router::telemetry::CLIENT_OPERATION_DURATION,
+            ];
+            let builder = histograms.iter().try_fold(PrometheusBuilder::new(), |builder, name| {
+                builder.set_buckets_for_metric(Matcher::Full((*name).to_owned()), BUCKETS)
+            });
+            let builder = builder.and_then(|builder| {
+                builder.set_buckets_for_metric(
+                    Matcher::Full(mcp_router::telemetry::CLIENT_SESSION_DURATION.to_owned()),
+                    SESSION_BUCKETS,
+                )
+            });
+            let builder = match builder {
                 Ok(b) => b,
                 Err(e) => {
                     tracing::warn!(error = %e, "invalid histogram buckets; using summaries");
@@ -70,6 +88,21 @@ fn describe() {
         DURATION,
         metrics::Unit::Seconds,
         "Time from request to response head"
+    );
+    metrics::describe_histogram!(
+        mcp_router::telemetry::SERVER_OPERATION_DURATION,
+        metrics::Unit::Seconds,
+        "mcp.server.operation.duration: MCP messages served, to the answer's head, by mcp_method_name, mcp_protocol_version and error_type"
+    );
+    metrics::describe_histogram!(
+        mcp_router::telemetry::CLIENT_OPERATION_DURATION,
+        metrics::Unit::Seconds,
+        "mcp.client.operation.duration: upstream MCP requests, to the backend's answer, by mcp_method_name and error_type"
+    );
+    metrics::describe_histogram!(
+        mcp_router::telemetry::CLIENT_SESSION_DURATION,
+        metrics::Unit::Seconds,
+        "mcp.client.session.duration: upstream 2025 sessions this node opened, until it let go of them, by mcp_protocol_version"
     );
     metrics::describe_gauge!(IN_FLIGHT, "Requests whose response head is not sent yet");
     metrics::describe_gauge!(CONNECTIONS, "Open client connections by listener");

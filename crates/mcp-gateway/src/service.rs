@@ -17,6 +17,7 @@ use mcp_claims::ClaimsService;
 use mcp_config_store::{ConfigStoreService, PrincipalKey, VirtualHostConfigService};
 use mcp_core::{Method, ResponseBody};
 use mcp_router::sse_bridge::{SseBridge, SseBridgeBody};
+use mcp_router::telemetry::Operation;
 use mcp_router::{McpBody, McpRouter};
 use mcp_vhost::Vhost;
 use pin_project_lite::pin_project;
@@ -163,11 +164,17 @@ impl Log {
         let latency = self.started.elapsed();
         self.metrics.record(self.mcp_method, vhost, status, latency);
         if self.access_log {
+            // The router names what it served, of either era (a 2025 request has no
+            // `Mcp-Method` header); the header's method stands for answers before the router.
+            let operation = response.extensions().get::<Operation>();
+            let mcp_method = operation.map_or(self.mcp_method, |op| op.method);
+            let mcp_name = operation.and_then(|op| op.target.as_deref()).unwrap_or("-");
             tracing::info!(
                 parent: &self.span,
                 http.method = %self.http_method,
                 path = %self.uri.path(),
-                mcp.method = self.mcp_method,
+                mcp.method = mcp_method,
+                mcp.name = mcp_name,
                 vhost,
                 status,
                 latency_ms = latency.as_secs_f64() * 1000.0,

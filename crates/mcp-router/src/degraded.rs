@@ -77,6 +77,26 @@ impl Degraded {
         });
     }
 
+    /// Names the backends left out or answered stale on the current span (the fan-out's server
+    /// span), with spans on.
+    pub(crate) fn annotate_span(&self) {
+        if self.backends.is_empty() && self.stale.is_empty() {
+            return;
+        }
+        crate::telemetry::annotate_current(|| {
+            let names: Vec<opentelemetry::StringValue> = self
+                .backends
+                .iter()
+                .map(|b| b.name.clone().into())
+                .chain(self.stale.iter().map(|s| s.name.clone().into()))
+                .collect();
+            opentelemetry::KeyValue::new(
+                crate::telemetry::ATTR_DEGRADED,
+                opentelemetry::Value::Array(names.into()),
+            )
+        });
+    }
+
     /// The result `_meta`: server info, plus the marker when something is missing.
     pub(crate) fn to_meta(&self, server_info: &RawValue) -> Box<RawValue> {
         let mut meta = mcp_core::RawObject::new();

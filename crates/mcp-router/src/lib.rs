@@ -145,6 +145,7 @@ pub mod session;
 mod session_ends;
 pub mod sse_bridge;
 mod stale_answers;
+pub mod telemetry;
 mod tool_hints;
 mod upstream;
 

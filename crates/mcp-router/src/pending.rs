@@ -299,6 +299,7 @@ impl PendingRequests {
             id: s.as_deref().and_then(|s| HeaderValue::from_str(s).ok()),
             version: v,
             initialize_result: Bytes::new(),
+            clock: crate::telemetry::SessionClock::unknown(),
         };
         Some(Pending {
             route: Route::Backend {
@@ -368,6 +369,7 @@ mod tests {
             id: Some(HeaderValue::from_static("up-1")),
             version: "2025-11-25".into(),
             initialize_result: Bytes::new(),
+            clock: crate::telemetry::SessionClock::unknown(),
         })
     }
 

@@ -18,13 +18,19 @@ pub(crate) fn json(status: StatusCode, bytes: impl Into<Bytes>) -> Response<McpB
     res
 }
 
+/// The JSON-RPC error code of an error response the router made itself (for `error.type`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct JsonRpcErrorCode(pub(crate) i64);
+
 /// A JSON-RPC error response with an HTTP status.
 pub(crate) fn error(
     status: StatusCode,
     id: Option<&RequestId>,
     error: &ErrorObject,
 ) -> Response<McpBody> {
-    json(status, encode_error(id, error))
+    let mut res = json(status, encode_error(id, error));
+    res.extensions_mut().insert(JsonRpcErrorCode(error.code));
+    res
 }
 
 /// `202 Accepted` with no body (an accepted notification).

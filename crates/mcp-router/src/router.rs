@@ -13,6 +13,7 @@ use http::{Method as HttpMethod, Request, Response, StatusCode, header};
 use http_body::Body;
 use http_body_util::{BodyExt, Limited};
 use mcp_core::{Envelope, ErrorObject, MessageKind};
+use opentelemetry::context::FutureExt as _;
 use pin_project_lite::pin_project;
 use serde_json::value::RawValue;
 use tower_service::Service;
@@ -24,10 +25,12 @@ use crate::origin::OriginPolicy;
 use crate::pending::PendingRequests;
 use crate::principal_slots::PrincipalSlots;
 use crate::replay::{ReplayBuffers, ReplayLimits};
+use crate::respond::JsonRpcErrorCode;
 use crate::seal::Sealer;
 use crate::session::{LocalSessionStore, SessionStore};
 use crate::session_ends::SessionEnds;
 use crate::stale_answers::StaleAnswers;
+use crate::telemetry::{self, ServerOp};
 use crate::tool_hints::ToolHintsTable;
 use crate::upstream::{DestinationPolicy, StdioServer, Upstream, UpstreamOptions};
 use crate::{legacy, modern, respond};
@@ -622,11 +625,46 @@ where
         Ok(env) => env,
         Err(e) => return respond::error(StatusCode::BAD_REQUEST, None, &e.to_error_object()),
     };
+    let op = ServerOp::start(
+        env.method(),
+        env.id(),
+        env.params(),
+        &parts.headers,
+        parts
+            .extensions
+            .get::<mcp_core::VirtualHostId>()
+            .map(mcp_core::VirtualHostId::as_str),
+    );
+    let served = serve_message(&inner, &parts, &env);
+    let mut response = match op.context() {
+        Some(cx) => served.with_context(cx.clone()).await,
+        None => served.await,
+    };
+    let error = response
+        .extensions()
+        .get::<JsonRpcErrorCode>()
+        .map(|code| telemetry::error_type(code.0))
+        .or_else(|| {
+            let status = response.status();
+            (status.is_client_error() || status.is_server_error())
+                .then(|| status.canonical_reason().unwrap_or("http_error"))
+        });
+    response.extensions_mut().insert(op.operation().clone());
+    op.finish(error);
+    response
+}
+
+/// Serves one parsed message in its era's engine.
+async fn serve_message(
+    inner: &Arc<RouterInner>,
+    parts: &http::request::Parts,
+    env: &Envelope<'_>,
+) -> Response<McpBody> {
     // The engines' futures are boxed: they are large, and held inline they would make every
     // request's future as large as the largest of them, copied in full on each move before it
     // is first polled.
-    if is_legacy(&parts, &env) {
-        return Box::pin(legacy::serve(&inner, &parts, Some(&env))).await;
+    if is_legacy(parts, env) {
+        return Box::pin(legacy::serve(inner, parts, Some(env))).await;
     }
     match env.kind() {
         MessageKind::Notification => respond::accepted(),
@@ -643,7 +681,7 @@ where
                     &ErrorObject::invalid_request("Missing id"),
                 );
             };
-            Box::pin(modern::serve(&inner, &parts, &env, &id)).await
+            Box::pin(modern::serve(inner, parts, env, &id)).await
         }
     }
 }

@@ -601,10 +601,46 @@ impl EffectiveConfig {
                 format!("`{log_level}` is not a tracing filter: {e}"),
             );
         }
+        let otlp_endpoint = r.opt_str("telemetry.otlp_endpoint").map(str::to_owned);
+        if let Some(endpoint) = &otlp_endpoint
+            && !matches!(url::Url::parse(endpoint), Ok(u) if matches!(u.scheme(), "http" | "https"))
+        {
+            r.fail(
+                "telemetry.otlp_endpoint",
+                format!("`{endpoint}` is not an http(s) URL"),
+            );
+        }
+        let traces_sampler = r.str("telemetry.traces_sampler").to_owned();
+        if !crate::telemetry::SAMPLERS.contains(&traces_sampler.as_str()) {
+            r.fail(
+                "telemetry.traces_sampler",
+                format!(
+                    "unknown sampler `{traces_sampler}` (one of {})",
+                    crate::telemetry::SAMPLERS.join(", ")
+                ),
+            );
+        }
+        let traces_sampler_arg =
+            r.opt_str("telemetry.traces_sampler_arg").and_then(|arg| {
+                match arg.trim().parse::<f64>() {
+                    Ok(ratio) if (0.0..=1.0).contains(&ratio) => Some(arg.trim().to_owned()),
+                    _ => {
+                        r.fail(
+                            "telemetry.traces_sampler_arg",
+                            format!("`{arg}` is not a ratio from 0.0 to 1.0"),
+                        );
+                        None
+                    }
+                }
+            });
         let telemetry = TelemetryConfig {
             log_format,
             log_level,
             access_log: r.bool("telemetry.access_log"),
+            otlp_endpoint,
+            service_name: r.str("telemetry.service_name").to_owned(),
+            traces_sampler,
+            traces_sampler_arg,
         };
 
         let shutdown_drain = r.secs("shutdown_drain_s");
@@ -727,6 +763,35 @@ mod tests {
             c.auth.public_url.as_ref().map(Url::as_str),
             Some("https://gw.example/base")
         );
+    }
+
+    #[test]
+    fn telemetry_trace_keys_are_validated() {
+        let joined = errors(
+            "[telemetry]\notlp_endpoint = \"collector:4318\"\ntraces_sampler = \"sometimes\"\ntraces_sampler_arg = \"1.5\"\n",
+        )
+        .join("\n");
+        for needle in [
+            "telemetry.otlp_endpoint: `collector:4318` is not an http(s) URL",
+            "telemetry.traces_sampler: unknown sampler `sometimes` (one of always_on, always_off",
+            "telemetry.traces_sampler_arg: `1.5` is not a ratio from 0.0 to 1.0",
+        ] {
+            assert!(joined.contains(needle), "missing {needle:?} in\n{joined}");
+        }
+        let c = GatewayConfig::from_toml_str(
+            "[telemetry]\notlp_endpoint = \"http://collector:4318\"\ntraces_sampler = \"parentbased_traceidratio\"\ntraces_sampler_arg = \"0.25\"\n",
+        )
+        .expect("valid");
+        assert_eq!(
+            c.telemetry.otlp_endpoint.as_deref(),
+            Some("http://collector:4318")
+        );
+        assert_eq!(c.telemetry.traces_sampler_arg.as_deref(), Some("0.25"));
+        assert_eq!(c.telemetry.service_name, "mcp-gateway");
+        // Off by default.
+        let c = GatewayConfig::from_toml_str("").expect("valid");
+        assert_eq!(c.telemetry.otlp_endpoint, None);
+        assert_eq!(c.telemetry.traces_sampler, "parentbased_always_on");
     }
 
     #[test]

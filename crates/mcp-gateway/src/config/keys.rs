@@ -685,7 +685,31 @@ pub static KEYS: &[KeySpec] = &[
         "telemetry.access_log",
         B,
         Bool(true),
-        "log one info line per request (method, virtual host, status, latency)",
+        "log one info line per request (method, tool or prompt, virtual host, status, latency)",
+    ),
+    key(
+        "telemetry.otlp_endpoint",
+        S,
+        Unset,
+        "base URL of an OpenTelemetry collector's OTLP/HTTP receiver (e.g. \"http://collector:4318\"; spans go to /v1/traces); set (or OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT) to export traces",
+    ),
+    key(
+        "telemetry.service_name",
+        S,
+        Str("mcp-gateway"),
+        "service.name of the exported spans (OTEL_SERVICE_NAME overrides)",
+    ),
+    key(
+        "telemetry.traces_sampler",
+        S,
+        Str("parentbased_always_on"),
+        "always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off or parentbased_traceidratio (OTEL_TRACES_SAMPLER overrides)",
+    ),
+    key(
+        "telemetry.traces_sampler_arg",
+        S,
+        Unset,
+        "the ratio of the traceidratio samplers, 0.0 to 1.0 (OTEL_TRACES_SAMPLER_ARG overrides)",
     ),
 ];
 

@@ -399,6 +399,15 @@ pub struct TelemetryConfig {
     pub log_level: String,
     /// `access_log`: one info line per request.
     pub access_log: bool,
+    /// `otlp_endpoint`: the collector's OTLP/HTTP base URL (traces are off without it and
+    /// without the `OTEL_EXPORTER_OTLP_*` endpoint variables).
+    pub otlp_endpoint: Option<String>,
+    /// `service_name`.
+    pub service_name: String,
+    /// `traces_sampler` (validated).
+    pub traces_sampler: String,
+    /// `traces_sampler_arg` (validated: a ratio from 0.0 to 1.0).
+    pub traces_sampler_arg: Option<String>,
 }
 
 impl GatewayConfig {

@@ -118,6 +118,7 @@ pub(crate) async fn discover(scope: &Scope<'_>) -> RawObject<'static> {
     }
     result.set_json("ttlMs", &ttl.get());
     result.set_str("cacheScope", CACHE_SCOPE);
+    degraded.annotate_span();
     result.set_raw("_meta", degraded.to_meta(&scope.inner.server_info));
     result
 }

@@ -233,6 +233,7 @@ pub(crate) async fn list(
     }
     result.set_json("ttlMs", &ttl.get());
     result.set_str("cacheScope", CACHE_SCOPE);
+    degraded.annotate_span();
     result.set_raw("_meta", degraded.to_meta(&scope.inner.server_info));
     Ok(result)
 }

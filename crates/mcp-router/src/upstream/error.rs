@@ -59,6 +59,26 @@ pub enum UpstreamError {
 impl UpstreamError {
     /// Why a backend's answer ended without the call's response: it held a message that is not
     /// JSON-RPC (`saw_invalid`), or it simply stopped.
+    /// The `error.type` of the failure in spans and metrics (a bounded set).
+    pub(crate) fn error_type(&self) -> &'static str {
+        match self {
+            Self::Connect => "connect",
+            Self::Timeout(_) => "timeout",
+            Self::Status(_) => "http_status",
+            Self::Malformed(_) => "malformed",
+            Self::Disconnected => "disconnected",
+            Self::NoResponse => "no_response",
+            Self::SessionExpired => "session_expired",
+            Self::NoUrl => "no_url",
+            Self::NotAllowed => "not_allowed",
+            Self::ProcessFailed => "process_failed",
+            Self::TooManyConnections => "too_many_connections",
+            Self::TooManySessions => "too_many_sessions",
+            Self::DestinationNotAllowed => "destination_not_allowed",
+            Self::CircuitOpen(_) => "circuit_open",
+        }
+    }
+
     pub(crate) fn ended(saw_invalid: bool) -> Self {
         if saw_invalid {
             Self::Malformed("invalid JSON-RPC message")

@@ -29,6 +29,7 @@ pub(crate) fn modern(
     meta.set_borrowed(CLIENT_CAPABILITIES, client_caps);
     meta.set_borrowed(CLIENT_INFO, client_info);
     set_progress(&mut meta, progress_token);
+    set_trace_context(&mut meta);
     meta.to_raw()
 }
 
@@ -50,7 +51,19 @@ pub(crate) fn legacy(
         meta.remove(&key);
     }
     set_progress(&mut meta, progress_token);
+    set_trace_context(&mut meta);
     (meta.keys().next().is_some()).then(|| meta.to_raw())
+}
+
+/// With spans on, `traceparent`/`tracestate` of the gateway's client span (the semantic
+/// conventions' `params._meta` propagation), replacing the client's.
+fn set_trace_context(meta: &mut RawObject<'_>) {
+    if let Some(context) = crate::telemetry::current_trace_context() {
+        meta.remove("tracestate");
+        for (key, value) in context {
+            meta.set_str(key, &value);
+        }
+    }
 }
 
 fn set_progress(meta: &mut RawObject<'_>, token: Option<&str>) {

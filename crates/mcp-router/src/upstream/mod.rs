@@ -35,9 +35,13 @@ use mcp_core::headers::{
 };
 use mcp_core::{Envelope, Era, MessageKind, Principal, ProtocolVersion, RawObject, RequestId};
 use mcp_fallback::{ToolHints, may_replay};
+use opentelemetry::KeyValue;
+use opentelemetry::context::FutureExt as _;
 use serde_json::value::RawValue;
 use tokio::sync::OnceCell;
 use url::Url;
+
+use crate::telemetry::{self, ClientOp};
 
 pub use error::UpstreamError;
 pub(crate) use meta::{CLIENT_CAPABILITIES, PROGRESS_TOKEN, PROTOCOL_VERSION};
@@ -449,6 +453,36 @@ impl Upstream {
         target: &Target<'_>,
         call: &Call<'_>,
     ) -> Result<Reply, UpstreamError> {
+        let mut op = ClientOp::start(call.method, call.name, target.name);
+        let cx = op.context();
+        let sent = self.send_to_any(target, call);
+        let result = match &cx {
+            Some(cx) => sent.with_context(cx.clone()).await,
+            None => sent.await,
+        };
+        match result {
+            Ok((mut reply, permit)) => {
+                ClientOp::annotate(
+                    cx.as_ref(),
+                    vec![KeyValue::new("jsonrpc.request.id", reply.id.to_string())],
+                );
+                reply.messages = recording(reply.messages, reply.id.clone(), permit, op, cx);
+                Ok(reply)
+            }
+            Err(e) => {
+                op.finish(cx.as_ref(), Some(e.error_type()));
+                Err(e)
+            }
+        }
+    }
+
+    /// [`Self::send`] without its span and metric; the reply comes with the breaker permit to
+    /// record when the backend's answer is known.
+    async fn send_to_any(
+        &self,
+        target: &Target<'_>,
+        call: &Call<'_>,
+    ) -> Result<(Reply, Option<Permit>), UpstreamError> {
         if let Some(command) = stdio::label(target.config) {
             return self.send_stdio(target, call, &command).await;
         }
@@ -478,21 +512,19 @@ impl Upstream {
         target: &Target<'_>,
         call: &Call<'_>,
         command: &str,
-    ) -> Result<Reply, UpstreamError> {
+    ) -> Result<(Reply, Option<Permit>), UpstreamError> {
         let scope = Self::scope(target, &format!("stdio:{command}"));
         let permit = match self.breaker(target, &scope) {
-            Some(breaker) => Some(
-                breaker
-                    .try_acquire()
-                    .map_err(|open| UpstreamError::CircuitOpen(open.retry_after()))?,
-            ),
+            Some(breaker) => Some(breaker.try_acquire().map_err(|open| {
+                telemetry::annotate_current(|| {
+                    KeyValue::new(telemetry::ATTR_BREAKER_STATE, "open")
+                });
+                UpstreamError::CircuitOpen(open.retry_after())
+            })?),
             None => None,
         };
         match self.stdio.send(target, call).await {
-            Ok(mut reply) => {
-                reply.messages = recording(reply.messages, reply.id.clone(), permit);
-                Ok(reply)
-            }
+            Ok(reply) => Ok((reply, permit)),
             Err(e) => {
                 if let Some(permit) = permit {
                     permit.record_elapsed(outcome_of(&e));
@@ -514,21 +546,19 @@ impl Upstream {
         target: &Target<'_>,
         url: &Url,
         call: &Call<'_>,
-    ) -> Result<Reply, UpstreamError> {
+    ) -> Result<(Reply, Option<Permit>), UpstreamError> {
         let scope = Self::scope(target, url.as_str());
         let permit = match self.breaker(target, &scope) {
-            Some(breaker) => Some(
-                breaker
-                    .try_acquire()
-                    .map_err(|open| UpstreamError::CircuitOpen(open.retry_after()))?,
-            ),
+            Some(breaker) => Some(breaker.try_acquire().map_err(|open| {
+                telemetry::annotate_current(|| {
+                    KeyValue::new(telemetry::ATTR_BREAKER_STATE, "open")
+                });
+                UpstreamError::CircuitOpen(open.retry_after())
+            })?),
             None => None,
         };
         match self.send_at(target, url, &scope, call).await {
-            Ok(mut reply) => {
-                reply.messages = recording(reply.messages, reply.id.clone(), permit);
-                Ok(reply)
-            }
+            Ok(reply) => Ok((reply, permit)),
             Err(e) => {
                 if let Some(permit) = permit {
                     permit.record_elapsed(outcome_of(&e));
@@ -699,6 +729,9 @@ impl Upstream {
         };
         let mut request = request::build(out, target.downstream, &target.config.headers);
         request::add_headers(&mut request, call.headers);
+        telemetry::annotate_current(|| {
+            KeyValue::new("mcp.protocol.version", ProtocolVersion::LATEST.as_str())
+        });
         // A subscription stream may idle for as long as nothing changes.
         let timeout = Self::timeout(target);
         let gap = (call.method != "subscriptions/listen").then_some(timeout);
@@ -731,6 +764,9 @@ impl Upstream {
         };
         let mut request = request::build(out, target.downstream, &target.config.headers);
         request::add_headers(&mut request, call.headers);
+        telemetry::annotate_current(|| {
+            KeyValue::new("mcp.protocol.version", session.version.clone())
+        });
         let answer = transport::exchange(&self.http, request, Self::timeout(target)).await?;
         if answer.status == StatusCode::NOT_FOUND && session.id.is_some() {
             self.sessions.forget(&key, &session, true);
@@ -842,6 +878,7 @@ impl Upstream {
             version: version.to_owned(),
             // Unknown here; `describe` initialises a session of its own when it needs one.
             initialize_result: Bytes::new(),
+            clock: telemetry::SessionClock::unknown(),
         };
         if self
             .sessions
@@ -959,14 +996,17 @@ impl Upstream {
             .ok_or(UpstreamError::Malformed(
                 "initialize result without protocolVersion",
             ))?;
-        let session = LegacySession {
+        let mut session = LegacySession {
             url: url.clone(),
             id: session_id,
             version,
             initialize_result: result,
+            clock: telemetry::SessionClock::unknown(),
         };
         let initialized = mcp_core::encode_notification("notifications/initialized", None);
         self.post_to_session(target, &session, initialized).await?;
+        // Counted from here: a session whose initialisation failed never was one.
+        session.clock = telemetry::SessionClock::opened(&session.version);
         Ok(session)
     }
 
@@ -1135,30 +1175,57 @@ fn outcome_of(error: &UpstreamError) -> Outcome {
     }
 }
 
-/// Records the breaker outcome of a call when its answer is known: the first stream error is a
-/// failure, the response (or error response) with the call's id a success. A stream dropped
-/// before either (the client cancelled) records nothing.
-fn recording(messages: MessageStream, id: RequestId, permit: Option<Permit>) -> MessageStream {
-    let Some(permit) = permit else {
-        return messages;
-    };
-    let mut permit = Some(permit);
+/// Records the breaker outcome, the client span and the duration of a call when its answer is
+/// known (one parse of each message serves both): the first stream error is a failure, the
+/// response (or error response) with the call's id a success for the breaker. A stream dropped
+/// before either (the client cancelled) records nothing for the breaker and ends the span as
+/// `cancelled`.
+fn recording(
+    messages: MessageStream,
+    id: RequestId,
+    permit: Option<Permit>,
+    op: ClientOp,
+    cx: Option<opentelemetry::Context>,
+) -> MessageStream {
+    struct Pending(Option<(ClientOp, Option<opentelemetry::Context>)>);
+    impl Pending {
+        fn finish(&mut self, error: Option<&'static str>) {
+            if let Some((op, cx)) = self.0.take() {
+                op.finish(cx.as_ref(), error);
+            }
+        }
+    }
+    impl Drop for Pending {
+        fn drop(&mut self) {
+            self.finish(Some("cancelled"));
+        }
+    }
+    let mut pending = Pending(Some((op, cx)));
+    let mut permit = permit;
     Box::pin(messages.map(move |item| {
-        if permit.is_some() {
-            let outcome = match &item {
-                Err(e) => Some(outcome_of(e)),
-                Ok(bytes) => Envelope::parse(bytes)
-                    .ok()
-                    .filter(|env| {
-                        matches!(env.kind(), MessageKind::Response | MessageKind::Error)
-                            && env.id() == Some(&id)
-                    })
-                    .map(|_| Outcome::Success),
-            };
-            if let Some(outcome) = outcome
-                && let Some(permit) = permit.take()
-            {
-                permit.record_elapsed(outcome);
+        if pending.0.is_some() {
+            match &item {
+                Err(e) => {
+                    if let Some(permit) = permit.take() {
+                        permit.record_elapsed(outcome_of(e));
+                    }
+                    pending.finish(Some(e.error_type()));
+                }
+                Ok(bytes) => {
+                    if let Ok(env) = Envelope::parse(bytes)
+                        && env.id() == Some(&id)
+                        && matches!(env.kind(), MessageKind::Response | MessageKind::Error)
+                    {
+                        if let Some(permit) = permit.take() {
+                            permit.record_elapsed(Outcome::Success);
+                        }
+                        let error = (env.kind() == MessageKind::Error).then(|| {
+                            env.error()
+                                .map_or("jsonrpc_error", |e| telemetry::error_type(e.code))
+                        });
+                        pending.finish(error);
+                    }
+                }
             }
         }
         item

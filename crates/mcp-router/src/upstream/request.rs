@@ -100,6 +100,15 @@ pub(crate) fn build(
             headers.insert(name.clone(), value.clone());
         }
     }
+    // With spans on, the backend's parent is the gateway's client span, not the client's span.
+    if let Some(context) = crate::telemetry::current_trace_context() {
+        headers.remove(&TRACE_CONTEXT[1]);
+        for (name, value) in context {
+            if let Ok(value) = HeaderValue::from_str(&value) {
+                headers.insert(HeaderName::from_static(name), value);
+            }
+        }
+    }
     if out.forward_param_headers {
         for (name, value) in downstream {
             if name

@@ -13,6 +13,7 @@ use tokio::sync::OnceCell;
 use super::UpstreamError;
 use super::scope::CredentialScope;
 use super::scoped_table::ScopedTable;
+use crate::telemetry::SessionClock;
 
 /// One initialized session with a legacy backend.
 #[derive(Debug)]
@@ -25,6 +26,8 @@ pub(crate) struct LegacySession {
     pub(crate) version: String,
     /// The backend's `InitializeResult`, raw (capabilities, serverInfo, instructions).
     pub(crate) initialize_result: Bytes,
+    /// Records the session's duration when this node lets go of it.
+    pub(crate) clock: SessionClock,
 }
 
 /// Which upstream session a call uses: its credential scope and a digest of the client
@@ -236,6 +239,7 @@ mod tests {
             id: None,
             version: "2025-11-25".into(),
             initialize_result: Bytes::new(),
+            clock: SessionClock::unknown(),
         });
         slot.set(Arc::clone(&session)).expect("empty slot");
         let other = Arc::new(LegacySession {
@@ -243,6 +247,7 @@ mod tests {
             id: None,
             version: "x".into(),
             initialize_result: Bytes::new(),
+            clock: SessionClock::unknown(),
         });
         table.forget(&key(9), &other, false);
         assert!(
@@ -281,6 +286,7 @@ mod tests {
             id: Some(HeaderValue::from_str(id).expect("header value")),
             version: "2025-11-25".into(),
             initialize_result: Bytes::new(),
+            clock: SessionClock::unknown(),
         }
     }
 
@@ -325,6 +331,7 @@ mod tests {
             id: None,
             version: "2025-11-25".into(),
             initialize_result: Bytes::new(),
+            clock: SessionClock::unknown(),
         });
         slot(&table, &key(1))
             .set(Arc::clone(&session))

@@ -178,10 +178,14 @@ fn runtime() -> Result<tokio::runtime::Runtime, u8> {
 }
 
 fn serve(config: GatewayConfig, file: Option<PathBuf>) -> Result<(), u8> {
-    if let Err(e) = mcp_gateway::init_tracing(&config.telemetry) {
-        eprintln!("mcp-gateway: {e}");
-        return Err(EXIT_CONFIG);
-    }
+    // Kept until the end of `serve`: dropping it flushes the last spans.
+    let _telemetry = match mcp_gateway::init_tracing(&config.telemetry) {
+        Ok(telemetry) => telemetry,
+        Err(e) => {
+            eprintln!("mcp-gateway: {e}");
+            return Err(EXIT_CONFIG);
+        }
+    };
     match &file {
         Some(path) => {
             tracing::info!(config = %path.display(), version = env!("CARGO_PKG_VERSION"), "starting")

@@ -141,6 +141,7 @@
 //! | `mcp_server_operation_duration_seconds` | histogram, `mcp.server.operation.duration` of the MCP semantic conventions: MCP messages the router served, to the answer's head | `mcp_method_name`, `mcp_protocol_version`, `error_type` |
 //! | `mcp_client_operation_duration_seconds` | histogram, `mcp.client.operation.duration`: upstream MCP requests, to the backend's answer | `mcp_method_name`, `error_type` |
 //! | `mcp_client_session_duration_seconds` | histogram, `mcp.client.session.duration`: upstream 2025 sessions this node opened, until it let go of them (ended with the last downstream session using it, forgotten after a 404, evicted) | `mcp_protocol_version` |
+//! | `mcp_server_session_duration_seconds` | histogram, `mcp.server.session.duration`: downstream 2025 sessions, from `initialize` to the DELETE that ended them (recorded by the node that served the DELETE, from the start time kept in the session record; a session that expires without a DELETE is not recorded) | `mcp_protocol_version` |
 //! | `mcp_breaker_state`, `mcp_breaker_calls_total`, `mcp_breaker_rejections_total`, `mcp_breaker_transitions_total`, ... | the router's per-backend circuit breakers (`mcp-breaker`) | `breaker`, ... |
 //!
 //! ## Logs

@@ -51,11 +51,18 @@ pub(crate) fn handle() -> Option<PrometheusHandle> {
             let builder = histograms.iter().try_fold(PrometheusBuilder::new(), |builder, name| {
                 builder.set_buckets_for_metric(Matcher::Full((*name).to_owned()), BUCKETS)
             });
-            let builder = builder.and_then(|builder| {
-                builder.set_buckets_for_metric(
-                    Matcher::Full(mcp_router::telemetry::CLIENT_SESSION_DURATION.to_owned()),
-                    SESSION_BUCKETS,
-                )
+            let builder = [
+                mcp_router::telemetry::CLIENT_SESSION_DURATION,
+                mcp_router::telemetry::SERVER_SESSION_DURATION,
+            ]
+            .iter()
+            .fold(builder, |builder, name| {
+                builder.and_then(|builder| {
+                    builder.set_buckets_for_metric(
+                        Matcher::Full((*name).to_owned()),
+                        SESSION_BUCKETS,
+                    )
+                })
             });
             let builder = match builder {
                 Ok(b) => b,
@@ -103,6 +110,11 @@ fn describe() {
         mcp_router::telemetry::CLIENT_SESSION_DURATION,
         metrics::Unit::Seconds,
         "mcp.client.session.duration: upstream 2025 sessions this node opened, until it let go of them, by mcp_protocol_version"
+    );
+    metrics::describe_histogram!(
+        mcp_router::telemetry::SERVER_SESSION_DURATION,
+        metrics::Unit::Seconds,
+        "mcp.server.session.duration: downstream 2025 sessions, from initialize to the DELETE that ended them (on whichever node), by mcp_protocol_version"
     );
     metrics::describe_gauge!(IN_FLIGHT, "Requests whose response head is not sent yet");
     metrics::describe_gauge!(CONNECTIONS, "Open client connections by listener");

@@ -401,10 +401,13 @@ async fn rust_log_wins_and_the_access_line_names_a_2025_tool_call() {
 
     let session_series =
         r#"mcp_client_session_duration_seconds_count{mcp_protocol_version="2025-11-25"}"#;
+    let downstream_series =
+        r#"mcp_server_session_duration_seconds_count{mcp_protocol_version="2025-11-25"}"#;
     let scrape = || async { admin_get(&gw, "/metrics").await.text().to_owned() };
+    let before = scrape().await;
     assert!(
-        !scrape().await.contains(session_series),
-        "no upstream session has ended yet"
+        !before.contains(session_series) && !before.contains(downstream_series),
+        "no session has ended yet:\n{before}"
     );
     let on_beta = legacy_post(
         gw.addr,
@@ -426,6 +429,17 @@ async fn rust_log_wins_and_the_access_line_names_a_2025_tool_call() {
         "the upstream session's duration was not recorded:\n{}",
         scrape().await
     );
+    // The downstream session's duration is recorded by the DELETE itself.
+    let after = scrape().await;
+    assert!(
+        after.contains(
+            &downstream_series
+                .replace("_count", "_bucket")
+                .replace("\"}", "\",le=")
+        ),
+        "the downstream session's duration was not recorded:\n{after}"
+    );
+    assert!(after.contains(&format!("{downstream_series} 1")), "{after}");
 
     let metrics = admin_get(&gw, "/metrics").await;
     let text = metrics.text();

@@ -61,6 +61,7 @@ fn record() -> SessionRecord {
             url: Some("http://127.0.0.1:9/mcp".into()),
         }],
         subscriptions: vec![],
+        created_at_ms: None,
     }
 }
 

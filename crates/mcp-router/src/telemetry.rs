@@ -37,6 +37,9 @@ pub const SERVER_OPERATION_DURATION: &str = "mcp_server_operation_duration_secon
 pub const CLIENT_OPERATION_DURATION: &str = "mcp_client_operation_duration_seconds";
 /// `mcp.client.session.duration` (upstream 2025 sessions this node opened), in Prometheus naming.
 pub const CLIENT_SESSION_DURATION: &str = "mcp_client_session_duration_seconds";
+/// `mcp.server.session.duration` (downstream 2025 sessions, from `initialize` to the DELETE that
+/// ended them), in Prometheus naming.
+pub const SERVER_SESSION_DURATION: &str = "mcp_server_session_duration_seconds";
 
 /// The span attribute naming the virtual host (the gateway's own).
 pub const ATTR_VHOST: &str = "mcp_gateway.vhost";
@@ -462,6 +465,26 @@ type SeriesKey = (&'static str, Option<&'static str>, Option<&'static str>);
 static SERVER_METRICS: Durations = Durations::new(SERVER_OPERATION_DURATION);
 static CLIENT_METRICS: Durations = Durations::new(CLIENT_OPERATION_DURATION);
 static CLIENT_SESSIONS: Durations = Durations::new(CLIENT_SESSION_DURATION);
+static SERVER_SESSIONS: Durations = Durations::new(SERVER_SESSION_DURATION);
+
+/// Now in Unix milliseconds (0 before 1970): a session's start must survive in its record, read
+/// by whichever node ends it, so it cannot be an `Instant`.
+pub(crate) fn unix_millis() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// Records `mcp.server.session.duration` for a downstream session of protocol `version` that was
+/// initialised at `created_at_ms` (Unix milliseconds) and ended now. A clock that went back
+/// records zero rather than nothing.
+pub(crate) fn server_session_ended(version: &str, created_at_ms: u64) {
+    let millis = unix_millis().saturating_sub(created_at_ms);
+    // Precision: f64 holds every millisecond count below 2^53 exactly.
+    #[allow(clippy::cast_precision_loss)]
+    let seconds = millis as f64 / 1000.0;
+    SERVER_SESSIONS.record_seconds("", Some(version), None, seconds);
+}
 
 impl Durations {
     const fn new(name: &'static str) -> Self {
@@ -478,7 +501,16 @@ impl Durations {
         error: Option<&'static str>,
         started: Instant,
     ) {
-        let seconds = started.elapsed().as_secs_f64();
+        self.record_seconds(method, version, error, started.elapsed().as_secs_f64());
+    }
+
+    fn record_seconds(
+        &self,
+        method: &'static str,
+        version: Option<&str>,
+        error: Option<&'static str>,
+        seconds: f64,
+    ) {
         let version = version
             .and_then(|v| v.parse::<mcp_core::ProtocolVersion>().ok())
             .map(mcp_core::ProtocolVersion::as_str);

@@ -67,7 +67,10 @@ fn record() -> impl Strategy<Value = SessionRecord> {
         (any::<String>(), any::<String>()),
         proptest::option::of(any::<String>()),
         proptest::collection::vec(backend(), 0..4),
-        proptest::collection::vec(any::<String>(), 0..3),
+        (
+            proptest::collection::vec(any::<String>(), 0..3),
+            any::<Option<u64>>(),
+        ),
     )
         .prop_map(
             |(
@@ -75,7 +78,7 @@ fn record() -> impl Strategy<Value = SessionRecord> {
                 (protocol_version, client_capabilities),
                 log_level,
                 backends,
-                subscriptions,
+                (subscriptions, created_at_ms),
             )| SessionRecord {
                 issuer,
                 subject,
@@ -85,6 +88,7 @@ fn record() -> impl Strategy<Value = SessionRecord> {
                 log_level,
                 backends,
                 subscriptions,
+                created_at_ms,
             },
         )
 }
@@ -188,6 +192,7 @@ proptest! {
             log_level: None,
             backends: vec![],
             subscriptions: vec![],
+            created_at_ms: None,
         };
         let id = ready(store.create(record)).expect("seal");
         let mut bytes = id.into_bytes();

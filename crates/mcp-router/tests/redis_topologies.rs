@@ -20,6 +20,7 @@ fn record(subject: &str) -> SessionRecord {
         log_level: None,
         backends: vec![],
         subscriptions: vec![],
+        created_at_ms: None,
     }
 }
 

@@ -30,6 +30,7 @@ fn record(subject: &str) -> SessionRecord {
             url: Some("http://127.0.0.1:9/mcp".into()),
         }],
         subscriptions: vec![],
+        created_at_ms: None,
     }
 }
 

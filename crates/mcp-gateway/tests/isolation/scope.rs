@@ -278,8 +278,10 @@ fn requests_with_key(backend: &TestBackend, method: &str, key: &str) -> usize {
         .count()
 }
 
-/// A tenant whose own settings make every call fail (`timeout_ms = 1` on the same backend name
-/// and URL) trips its own breaker only: Alice's calls all succeed while Bob gets `circuit open`,
+/// A tenant whose own settings make every call fail (`timeout_ms = 500` on the same backend name
+/// and URL, against a tool that is silent for 3 s: a bound a fast backend cannot beat, unlike
+/// `timeout_ms = 1` against an echo, which an idle machine answered in time) trips its own
+/// breaker only: Alice's calls all succeed while Bob gets `circuit open`,
 /// and Bob's failures (which forget his era) never make the backend be probed again for Alice.
 /// Control: Bob's breaker does open, so the setup can trip a breaker.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -290,7 +292,7 @@ async fn a_tenants_settings_and_failures_never_trip_another_tenants_breaker() {
         &backend.url(),
         &[
             ("alice", "alice-key", json!({})),
-            ("bob", "bob-key", json!({"timeout_ms": 1})),
+            ("bob", "bob-key", json!({"timeout_ms": 500})),
         ],
         "[breaker]\nconsecutive_failures = 2\nopen_ms = 60000\n",
     )
@@ -300,17 +302,24 @@ async fn a_tenants_settings_and_failures_never_trip_another_tenants_breaker() {
     assert!(call.text().contains("alpha: hi"), "{}", call.text());
     let probes_before = requests_with_key(&backend, "server/discover", "alice-key");
 
-    // Bob's calls time out (1 ms) until his breaker opens.
+    // Bob's calls time out (500 ms against 3 s of silence) until his breaker opens.
     let bob = open_session(gw.addr, "bob", json!({})).await;
     let mut bob_open = false;
+    let mut replies = Vec::new();
     for id in 0..20 {
-        let reply = legacy_post(gw.addr, "bob", "vh", Some(&bob), &echo_call(id)).await;
+        let slow = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "b-slow", "arguments": {"steps": 2, "delay_ms": 3000}}});
+        let reply = legacy_post(gw.addr, "bob", "vh", Some(&bob), &slow).await;
         if reply.text().contains("circuit open") {
             bob_open = true;
             break;
         }
+        replies.push(reply.text().to_owned());
     }
-    assert!(bob_open, "control: bob's own breaker opens");
+    assert!(
+        bob_open,
+        "control: bob's own breaker opens; bob got {replies:#?}"
+    );
 
     for id in 10..30 {
         let reply = legacy_post(gw.addr, "alice", "vh", Some(&alice), &echo_call(id)).await;

@@ -87,6 +87,7 @@ mod tests {
                 url: Some("http://127.0.0.1:1/mcp".into()),
             }],
             subscriptions: Vec::new(),
+            created_at_ms: None,
         }
     }
 

@@ -211,6 +211,7 @@ pub(crate) async fn initialize(
         log_level: None,
         backends: entries,
         subscriptions: Vec::new(),
+        created_at_ms: Some(crate::telemetry::unix_millis()),
     };
     Ok(Initialized {
         record,

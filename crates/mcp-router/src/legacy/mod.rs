@@ -260,6 +260,9 @@ async fn end_session(
             .await;
     }
     if let Some(record) = record {
+        if let Some(created) = record.created_at_ms {
+            crate::telemetry::server_session_ended(&record.protocol_version, created);
+        }
         let caps = RawValue::from_string(record.client_capabilities.clone())
             .unwrap_or_else(|_| empty_object());
         let releases = record.backends.iter().filter_map(|entry| {

@@ -86,7 +86,7 @@ impl Table {
 /// let record = SessionRecord {
 ///     issuer: "iss".into(), subject: "alice".into(), vhost: "vh".into(),
 ///     protocol_version: "2025-11-25".into(), client_capabilities: "{}".into(),
-///     log_level: None, backends: vec![], subscriptions: vec![],
+///     log_level: None, backends: vec![], subscriptions: vec![], created_at_ms: None,
 /// };
 /// let id = store.create(record.clone()).await.unwrap();
 /// assert!(id.bytes().all(|b| (0x21..=0x7e).contains(&b)));
@@ -253,6 +253,7 @@ mod tests {
             log_level: None,
             backends: Vec::new(),
             subscriptions: Vec::new(),
+            created_at_ms: None,
         }
     }
 

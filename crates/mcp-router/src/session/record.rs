@@ -59,6 +59,10 @@ pub struct SessionRecord {
     /// are shared with the caller's other sessions).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub subscriptions: Vec<String>,
+    /// When the session was initialised (Unix time, milliseconds): the node that ends it records
+    /// `mcp.server.session.duration` from it. `None` in records written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at_ms: Option<u64>,
 }
 
 impl SessionRecord {

@@ -229,6 +229,8 @@ struct Compact {
     backends: Vec<CompactBackend>,
     #[serde(rename = "u", default, skip_serializing_if = "Vec::is_empty")]
     subscriptions: Vec<String>,
+    #[serde(rename = "t", default, skip_serializing_if = "Option::is_none")]
+    created_at_ms: Option<u64>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -276,6 +278,7 @@ impl Compact {
                 })
                 .collect(),
             subscriptions: record.subscriptions,
+            created_at_ms: record.created_at_ms,
         }
     }
 
@@ -308,6 +311,7 @@ impl Compact {
             log_level: self.log_level,
             backends,
             subscriptions: self.subscriptions,
+            created_at_ms: self.created_at_ms,
         })
     }
 }
@@ -339,7 +343,7 @@ fn now_secs() -> u64 {
 /// let record = SessionRecord {
 ///     issuer: "iss".into(), subject: "alice".into(), vhost: "vh".into(),
 ///     protocol_version: "2025-11-25".into(), client_capabilities: "{}".into(),
-///     log_level: None, backends: vec![], subscriptions: vec![],
+///     log_level: None, backends: vec![], subscriptions: vec![], created_at_ms: None,
 /// };
 /// let id = store.create(record.clone()).await.unwrap();
 /// assert!(id.starts_with("k1."));
@@ -615,6 +619,7 @@ mod tests {
                 })
                 .collect(),
             subscriptions: vec!["file:///repo/README.md".into()],
+            created_at_ms: Some(1_764_633_600_000),
         }
     }
 
@@ -665,6 +670,7 @@ mod tests {
             log_level: None,
             backends: vec![],
             subscriptions: vec![],
+            created_at_ms: None,
             ..record()
         };
         let id = store.create(minimal.clone()).await.expect("create");

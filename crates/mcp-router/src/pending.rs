@@ -120,6 +120,11 @@ impl PendingRequests {
         }
     }
 
+    /// How long a relayed request waits for the client's answer.
+    pub(crate) fn ttl(&self) -> Duration {
+        self.ttl
+    }
+
     /// The id to show the client for a backend's request.
     pub(crate) fn register(
         &self,

@@ -54,7 +54,9 @@ use crate::plugins::{self, Governed, PostHook};
 use crate::respond;
 use crate::router::RouterInner;
 use crate::scope::{Incoming, OwnedCaller, Scope, classify, final_response, result_of};
-use crate::upstream::{Call, LegacySession, MessageStream, PROGRESS_TOKEN, Target, UpstreamError};
+use crate::upstream::{
+    Call, LegacySession, LinkWriter, MessageStream, PROGRESS_TOKEN, Target, UpstreamError,
+};
 
 /// Where the routed name sits in the params.
 #[derive(Clone, Copy)]
@@ -458,6 +460,8 @@ struct Relay {
     upstream_id: RequestId,
     messages: MessageStream,
     session: Option<Arc<LegacySession>>,
+    /// The link the call runs on (stdio, HTTP+SSE): answers to the backend's requests go there.
+    link: Option<LinkWriter>,
     target: OwnedTarget,
     /// (upstream token, the client's token as raw JSON).
     progress: Option<(String, Box<RawValue>)>,
@@ -580,6 +584,7 @@ async fn relay_call(
         upstream_id: reply.id,
         messages: reply.messages,
         session: reply.session,
+        link: reply.link,
         target: OwnedTarget {
             name: routed.backend.to_owned(),
             caller: OwnedCaller::of(scope),
@@ -905,21 +910,84 @@ fn stamp_modern_fields(result: &mut RawObject<'_>, method: Method) -> bool {
     changed
 }
 
-/// Answers a legacy backend's server-to-client request with an error: a 2026-07-28 client cannot
-/// be sent requests mid-call, and legacy backends do not speak MRTR.
+/// Why an HTTP legacy backend's request is declined: a 2026-07-28 client cannot be sent requests
+/// mid-call (it is asked through `input_required` where it declared the capability).
+const DECLINED_FOR_MODERN: &str =
+    "server-to-client requests are not relayed to 2026-07-28 clients by the gateway";
+
+/// The client capability a backend's request needs, for the requests the gateway can relay or
+/// turn into an `input_required` input.
+fn input_capability(method: &str) -> Option<&'static str> {
+    match method {
+        "sampling/createMessage" => Some("sampling"),
+        "elicitation/create" => Some("elicitation"),
+        "roots/list" => Some("roots"),
+        _ => None,
+    }
+}
+
+/// Where a backend's request is answered: its legacy session, or its link.
+#[derive(Clone, Copy)]
+struct Back<'a> {
+    session: Option<&'a LegacySession>,
+    link: Option<&'a LinkWriter>,
+}
+
+/// Writes a 2025 client's answer to a link backend's request to the link under the backend's own
+/// id, in the background; an error when the client does not answer within `ttl` (or the answer
+/// was lost). Ends with the link.
+fn forward_answer(
+    link: LinkWriter,
+    upstream_id: RequestId,
+    answer: tokio::sync::oneshot::Receiver<Bytes>,
+    ttl: std::time::Duration,
+) {
+    tokio::spawn(async move {
+        let answered = tokio::select! {
+            answered = tokio::time::timeout(ttl, answer) => answered,
+            () = link.closed() => return,
+        };
+        let message = answered
+            .ok()
+            .and_then(Result::ok)
+            .and_then(|answer| response_to(&upstream_id, &answer))
+            .unwrap_or_else(|| {
+                let error = ErrorObject::internal("the client did not answer this request in time");
+                encode_error(Some(&upstream_id), &error)
+            });
+        link.send(message);
+    });
+}
+
+/// A JSON-RPC response with `id` from a client's answer (`{"result"}` or `{"error"}`).
+fn response_to(id: &RequestId, answer: &[u8]) -> Option<Vec<u8>> {
+    let answer = RawObject::parse(std::str::from_utf8(answer).ok()?).ok()?;
+    if let Some(result) = answer.get("result") {
+        return Some(encode_result(id, result));
+    }
+    let mut message = RawObject::new();
+    message.set_str("jsonrpc", "2.0");
+    message.set_json("id", id);
+    message.set_raw("error", answer.get("error")?.to_owned());
+    Some(message.to_json().into_bytes())
+}
+
+/// Answers a backend's server-to-client request with an error (`-32601` with `reason`).
 async fn decline(
     inner: &RouterInner,
     target: &OwnedTarget,
-    session: Option<&LegacySession>,
+    back: Back<'_>,
     id: RequestId,
+    reason: &str,
 ) {
-    let Some(session) = session else {
+    let message = encode_error(Some(&id), &ErrorObject::method_not_found(reason));
+    if let Some(link) = back.link {
+        link.send(message);
+        return;
+    }
+    let Some(session) = back.session else {
         return;
     };
-    let error = ErrorObject::method_not_found(
-        "server-to-client requests are not relayed to 2026-07-28 clients by the gateway",
-    );
-    let message = encode_error(Some(&id), &error);
     if let Err(e) = inner
         .upstream
         .post_to_session(&target.target(), session, message)
@@ -1073,7 +1141,13 @@ impl Relay {
                     if let Some(input_required) = self.park(&message, &id) {
                         return Some(Relayed::Final(input_required));
                     }
-                    decline(&self.inner, &self.target, self.session.as_deref(), id).await;
+                    let method = env.as_ref().and_then(Envelope::method).unwrap_or("");
+                    let reason = self.decline_reason(method);
+                    let back = Back {
+                        session: self.session.as_deref(),
+                        link: self.link.as_ref(),
+                    };
+                    decline(&self.inner, &self.target, back, id, &reason).await;
                 }
                 Incoming::Other => {
                     if let Some(notification) =
@@ -1199,6 +1273,7 @@ impl Relay {
         self.upstream_id = reply.id;
         self.messages = reply.messages;
         self.session = reply.session;
+        self.link = reply.link;
         Ok(())
     }
 
@@ -1207,7 +1282,7 @@ impl Relay {
     /// declined instead.
     fn park(&mut self, message: &Bytes, id: &RequestId) -> Option<Vec<u8>> {
         if self.finish.era != Era::Modern
-            || self.session.is_none()
+            || (self.session.is_none() && self.link.is_none())
             || !matches!(
                 self.finish.method,
                 Method::ToolsCall | Method::PromptsGet | Method::ResourcesRead
@@ -1217,15 +1292,8 @@ impl Relay {
         }
         let env = Envelope::parse(message).ok()?;
         let method = env.method()?;
-        let capability = match method {
-            "sampling/createMessage" => "sampling",
-            "elicitation/create" => "elicitation",
-            "roots/list" => "roots",
-            _ => return None,
-        };
-        if !RawObject::from_raw(&self.target.caller.client_caps)
-            .is_ok_and(|c| c.contains(capability))
-        {
+        let capability = input_capability(method)?;
+        if !self.client_declares(capability) {
             return None;
         }
         let mut request = RawObject::new();
@@ -1266,6 +1334,7 @@ impl Relay {
                 Box::pin(futures_util::stream::empty()),
             ),
             session: self.session.take(),
+            link: self.link.take(),
             target: self.target.clone(),
             progress: self.progress.take(),
             log_threshold: self.log_threshold,
@@ -1291,8 +1360,12 @@ impl Relay {
         upstream_id: &RequestId,
         answer: &RawValue,
     ) -> Result<(), UpstreamError> {
-        let session = self.session.as_deref().ok_or(UpstreamError::Disconnected)?;
         let message = encode_result(upstream_id, answer);
+        if let Some(link) = &self.link {
+            link.send(message);
+            return Ok(());
+        }
+        let session = self.session.as_deref().ok_or(UpstreamError::Disconnected)?;
         self.inner
             .upstream
             .post_to_session(&self.target.target(), session, message)
@@ -1300,20 +1373,61 @@ impl Relay {
     }
 
     /// A backend request for a 2025 client, under a gateway id the client answers with (see
-    /// [`crate::pending`]); `None` when the client cannot be asked (a 2026-07-28 client, or a
-    /// backend without an upstream session).
+    /// [`crate::pending`]); `None` when the client cannot be asked (a 2026-07-28 client, a
+    /// backend without an upstream session or link, or a link's request for a capability this
+    /// client did not declare).
     fn relay_request(&self, message: &Bytes, upstream_id: RequestId) -> Option<Vec<u8>> {
         let downstream = self.downstream_session.as_deref()?;
-        let session = self.session.as_ref()?;
         let mut request = RawObject::parse(std::str::from_utf8(message).ok()?).ok()?;
-        let id = self.inner.pending.register(
-            downstream,
-            &self.finish.backend,
-            upstream_id,
-            Arc::clone(session),
-        );
+        let id = match (&self.session, &self.link) {
+            (Some(session), _) => self.inner.pending.register(
+                downstream,
+                &self.finish.backend,
+                upstream_id,
+                Arc::clone(session),
+            ),
+            (None, Some(link)) => {
+                // The link declared every relayed capability for all its callers (see
+                // `upstream::link`): whether this client can be asked is decided here.
+                let method = request.get_str("method")?;
+                if method != "ping"
+                    && !input_capability(&method).is_some_and(|c| self.client_declares(c))
+                {
+                    return None;
+                }
+                // The answer comes back to this node's table (or over the node bus to it): the
+                // link lives here.
+                let (id, answer) = self.inner.pending.register_local(downstream);
+                forward_answer(link.clone(), upstream_id, answer, self.inner.pending.ttl());
+                id
+            }
+            (None, None) => return None,
+        };
         request.set_str("id", &id);
         Some(request.to_json().into_bytes())
+    }
+
+    /// Whether this call's client declared `capability`.
+    fn client_declares(&self, capability: &str) -> bool {
+        RawObject::from_raw(&self.target.caller.client_caps).is_ok_and(|c| c.contains(capability))
+    }
+
+    /// What the backend is told when its request `method` is declined.
+    fn decline_reason(&self, method: &str) -> String {
+        if self.link.is_none() {
+            return DECLINED_FOR_MODERN.to_owned();
+        }
+        match (input_capability(method), self.finish.era) {
+            (Some(capability), _) if !self.client_declares(capability) => format!(
+                "{method}: the client of this call did not declare the {capability} capability"
+            ),
+            (None, Era::Legacy) => format!("{method}: not relayed to clients by the gateway"),
+            (_, Era::Modern) => format!(
+                "{method}: not relayed to this 2026-07-28 client by the gateway (it asks for \
+                 sampling, elicitation and roots through input_required)"
+            ),
+            (Some(_), Era::Legacy) => format!("{method}: the client cannot be asked"),
+        }
     }
 
     /// A notification for the client, with the client's progress token restored.

@@ -39,6 +39,7 @@ use tokio::sync::OnceCell;
 use url::Url;
 
 pub use error::UpstreamError;
+pub(crate) use link::LinkWriter;
 pub(crate) use meta::{CLIENT_CAPABILITIES, PROGRESS_TOKEN, PROTOCOL_VERSION};
 pub(crate) use scope::CredentialScope;
 pub(crate) use scoped_table::ScopedTable;
@@ -133,6 +134,8 @@ pub(crate) struct Reply {
     pub(crate) messages: MessageStream,
     /// The legacy session the call ran in.
     pub(crate) session: Option<Arc<LegacySession>>,
+    /// The link the call ran on (stdio, HTTP+SSE): where answers to the backend's requests go.
+    pub(crate) link: Option<LinkWriter>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -605,6 +608,7 @@ impl Upstream {
             id,
             messages: checked(answer)?,
             session: None,
+            link: None,
         })
     }
 
@@ -638,6 +642,7 @@ impl Upstream {
             id,
             messages: checked(answer)?,
             session: Some(session),
+            link: None,
         })
     }
 

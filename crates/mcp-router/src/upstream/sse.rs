@@ -12,7 +12,8 @@
 //!   unless it has the same scheme, host and port — a backend must not make the gateway POST
 //!   (with the caller's forwarded headers) anywhere else.
 //! - **Multiplexing**: a connection carries a [`Link`] (ids `g<n>`, progress routed to its caller,
-//!   server requests declined, `notifications/cancelled` for callers that go away). Handshake:
+//!   server requests and log messages to the only call in flight (a connection is one principal's)
+//!   or declined, `notifications/cancelled` for callers that go away). Handshake:
 //!   `initialize` (the latest legacy version; the server's answer is accepted) +
 //!   `notifications/initialized`; callers never see the upstream session (the backend describes
 //!   itself like a stdio one).
@@ -204,7 +205,8 @@ impl Connection {
             .config
             .idle_timeout_s
             .map_or(DEFAULT_IDLE, Duration::from_secs);
-        let (link, outbound) = Link::new(target.name, idle);
+        // One credential scope (so one principal) per connection.
+        let (link, outbound) = Link::new(target.name, idle, true);
         let poster = Poster {
             http: http.clone(),
             uri: endpoint_uri(&endpoint)?,

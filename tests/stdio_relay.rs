@@ -453,3 +453,132 @@ async fn a_shared_process_never_relays_a_request_to_another_tenants_call() {
         bobs.response
     );
 }
+
+/// Opens the GET stream of a 2025 session.
+async fn get_stream(addr: SocketAddr, sub: &str, session: &str) -> EventStream {
+    let auth = bearer(sub);
+    let headers = [
+        ("authorization", auth.as_str()),
+        ("accept", "text/event-stream"),
+        ("mcp-session-id", session),
+        ("mcp-protocol-version", "2025-11-25"),
+    ];
+    let stream = support::open_stream(addr, "GET", "/servers/vh/mcp", &headers).await;
+    assert_eq!(stream.status, 200, "GET stream of {sub}");
+    stream
+}
+
+/// Every message already on `stream` (it stays silent for `quiet`).
+async fn drain(stream: &mut EventStream, quiet: Duration) -> Vec<Value> {
+    let mut messages = Vec::new();
+    while let Some(event) = stream.next_event(quiet).await {
+        if let Ok(message) = serde_json::from_str(&event.data) {
+            messages.push(message);
+        }
+    }
+    messages
+}
+
+fn is_update(message: &Value) -> bool {
+    message["method"] == "notifications/resources/updated"
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_processs_resource_updates_reach_only_the_sessions_that_subscribed_there() {
+    let Some(project) = node_project() else {
+        return;
+    };
+    let gw = gateway(&project, "everything").await;
+    let alice = session(&gw, "alice", json!({})).await;
+    let unsubscribed = session(&gw, "alice", json!({})).await;
+    let bob = session(&gw, "bob", json!({})).await;
+    let listed = post(
+        &gw,
+        "alice",
+        &alice,
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "resources/list"}),
+    )
+    .await;
+    let uri = listed.json()["result"]["resources"][0]["uri"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a resource: {}", listed.text()))
+        .to_owned();
+    let mut alices_stream = get_stream(gw.addr, "alice", &alice).await;
+    let mut unsubscribed_stream = get_stream(gw.addr, "alice", &unsubscribed).await;
+    let mut bobs_stream = get_stream(gw.addr, "bob", &bob).await;
+
+    for (sub, session) in [("alice", &alice), ("bob", &bob)] {
+        let subscribed = post(
+            &gw,
+            sub,
+            session,
+            &json!({"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe",
+                    "params": {"uri": uri}}),
+        )
+        .await;
+        // The child got it: it logs the request during the call, and the log reaches the caller.
+        let messages = subscribed.sse_messages();
+        assert!(
+            messages
+                .iter()
+                .any(|m| m["method"] == "notifications/message"
+                    && m["params"]["data"]
+                        .as_str()
+                        .is_some_and(|d| d.contains("Received Subscribe Resource request"))),
+            "{sub}: {}",
+            subscribed.text()
+        );
+        assert_eq!(messages.last().map(|m| &m["result"]), Some(&json!({})));
+    }
+
+    // Alice's process starts sending updates for what was subscribed on it.
+    let toggled = post(
+        &gw,
+        "alice",
+        &alice,
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                "params": {"name": "ev-toggle-subscriber-updates", "arguments": {}}}),
+    )
+    .await;
+    assert!(
+        toggled.text().contains("Started simulated"),
+        "{}",
+        toggled.text()
+    );
+    let update = alices_stream.next_message_where(WAIT, is_update).await;
+    assert_eq!(
+        update["params"]["uri"],
+        uri.as_str(),
+        "public URI: {update}"
+    );
+    // Sent at the same moment to every listener of that process: by now it would be on these
+    // streams too.
+    let quiet = Duration::from_secs(1);
+    let others = drain(&mut unsubscribed_stream, quiet).await;
+    assert!(
+        !others.iter().any(is_update),
+        "unsubscribed session: {others:?}"
+    );
+    let bobs = drain(&mut bobs_stream, quiet).await;
+    assert!(
+        !bobs.iter().any(is_update),
+        "bob got alice's process's update: {bobs:?}"
+    );
+
+    // Control: bob's own process sends him his.
+    let toggled = post(
+        &gw,
+        "bob",
+        &bob,
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                "params": {"name": "ev-toggle-subscriber-updates", "arguments": {}}}),
+    )
+    .await;
+    assert!(
+        toggled.text().contains("Started simulated"),
+        "{}",
+        toggled.text()
+    );
+    let update = bobs_stream.next_message_where(WAIT, is_update).await;
+    assert_eq!(update["params"]["uri"], uri.as_str(), "{update}");
+}

@@ -10,7 +10,9 @@
 //!   whose progress token the request carries in `_meta.progressToken`, or, on a link of one
 //!   principal, the only call in flight. The call's relay asks its client (or declines). A request
 //!   nobody can be found for is declined with `-32601` naming why (a `ping` is answered: the link
-//!   is alive); other notifications are logged and dropped.
+//!   is alive). Resource updates and list changes go to the link's listeners ([`Link::events`]:
+//!   the GET streams of 2025 sessions, which pass on only what each session subscribed to);
+//!   other notifications are logged and dropped.
 //! - **Cancellation**: a caller that drops its message stream before the response sends
 //!   `notifications/cancelled`.
 //! - **Death**: when the carrier ends, every call in flight fails with
@@ -41,6 +43,8 @@ use super::{Call, MessageStream, Reply, Target, UpstreamError, final_result};
 /// Restart delays after a link died or failed to start, doubling up to the last.
 const BACKOFF_START: Duration = Duration::from_millis(100);
 const BACKOFF_MAX: Duration = Duration::from_secs(5);
+/// Notifications of no call kept for a slow listener before it misses some.
+const EVENTS: usize = 64;
 /// How often idle links are looked for.
 const REAP_EVERY: Duration = Duration::from_millis(500);
 
@@ -113,6 +117,8 @@ pub(super) struct Link {
     exclusive: bool,
     /// The call each progress token belongs to (token -> request id as JSON).
     progress: Mutex<HashMap<String, String>>,
+    /// Notifications of no call (resource updates, list changes), for the link's listeners.
+    events: tokio::sync::broadcast::Sender<Bytes>,
     alive: AtomicBool,
     /// When the connection was seen to end (the restart backoff counts from then).
     died_at: Mutex<Option<Instant>>,
@@ -136,6 +142,7 @@ impl Link {
             waiting: Mutex::new(HashMap::new()),
             exclusive,
             progress: Mutex::new(HashMap::new()),
+            events: tokio::sync::broadcast::channel(EVENTS).0,
             alive: AtomicBool::new(true),
             died_at: Mutex::new(None),
             next: AtomicU64::new(1),
@@ -227,7 +234,7 @@ impl Link {
         )
     }
 
-    fn era(&self) -> Era {
+    pub(super) fn era(&self) -> Era {
         self.identity.get().map_or(Era::Legacy, |(era, _)| *era)
     }
 
@@ -237,6 +244,17 @@ impl Link {
             .get()
             .map(|(_, d)| d.clone())
             .unwrap_or_default()
+    }
+
+    /// Every caller is one principal's.
+    pub(super) fn exclusive(&self) -> bool {
+        self.exclusive
+    }
+
+    /// The backend's notifications of no call from now on (resource updates, list changes); the
+    /// receiver closes with the link.
+    pub(super) fn events(&self) -> tokio::sync::broadcast::Receiver<Bytes> {
+        self.events.subscribe()
     }
 
     pub(super) fn alive(&self) -> bool {
@@ -393,6 +411,14 @@ impl Link {
             }
             // A log message names no call: the only call in flight of a one-principal link.
             "notifications/message" => self.owner(None, false),
+            "notifications/resources/updated"
+            | "notifications/resources/list_changed"
+            | "notifications/tools/list_changed"
+            | "notifications/prompts/list_changed" => {
+                // Nobody listening is no failure: no session follows this link right now.
+                let _ = self.events.send(Bytes::copy_from_slice(message));
+                return;
+            }
             _ => None,
         };
         match owner {

@@ -45,7 +45,7 @@ use url::Url;
 use super::link::{Carrier, Link, LinkKey, Outbound, Pool};
 use super::request::{self, Outgoing};
 use super::transport::{HttpClient, MAX_MESSAGE_BYTES};
-use super::{Call, CredentialScope, Reply, Target, UpstreamError};
+use super::{Call, CredentialScope, LinkEvents, Reply, Target, UpstreamError};
 use crate::upstream::error::classify_client_error;
 
 /// Most SSE connections open at once (each holds a GET stream and a backend session).
@@ -126,6 +126,21 @@ impl SsePool {
             .await?
             .link
             .description())
+    }
+
+    /// The connection's notifications of no call (see [`Link::events`]) and its era.
+    pub(crate) async fn listen(
+        &self,
+        target: &Target<'_>,
+        url: &Url,
+        scope: &CredentialScope,
+    ) -> Result<LinkEvents, UpstreamError> {
+        let connection = self.connection(target, url, scope).await?;
+        Ok(LinkEvents {
+            era: connection.link.era(),
+            shared: false,
+            events: connection.link.events(),
+        })
     }
 
     /// Opens (or reuses) the caller's connection to `url`: `Ok` when the backend speaks SSE.

@@ -40,7 +40,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
 use super::link::{Carrier, Link, LinkKey, Outbound, Pool};
-use super::{Call, Reply, Target, UpstreamError};
+use super::{Call, LinkEvents, Reply, Target, UpstreamError};
 
 pub(crate) mod catalog;
 
@@ -120,6 +120,17 @@ impl StdioPool {
     /// What the backend says about itself: its `DiscoverResult` or `InitializeResult`.
     pub(crate) async fn describe(&self, target: &Target<'_>) -> Result<Bytes, UpstreamError> {
         Ok(self.process(target).await?.link.description())
+    }
+
+    /// The process's notifications of no call (see [`Link::events`]), its era, and whether it is
+    /// shared by every principal; starts the process when needed.
+    pub(crate) async fn listen(&self, target: &Target<'_>) -> Result<LinkEvents, UpstreamError> {
+        let process = self.process(target).await?;
+        Ok(LinkEvents {
+            era: process.link.era(),
+            shared: !process.link.exclusive(),
+            events: process.link.events(),
+        })
     }
 
     /// The live process for `target`, started (or restarted, after its backoff) when needed.

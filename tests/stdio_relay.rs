@@ -5,7 +5,7 @@
 //! client on the POST stream (and the client's answers reach the process), and a 2026-07-28
 //! client gets them as `input_required`. A process shared by principals cannot tell whose call a
 //! request belongs to: the request is declined, and another tenant's call in flight on the same
-//! process never sees it.
+//! process never sees it. The same server over HTTP+SSE (2024-11-05) gets the same relay.
 
 mod support;
 
@@ -78,6 +78,56 @@ fn router(project: &Path) -> McpRouter {
 /// `vh`: backend `ev` on the catalog entry `entry`.
 fn user(entry: &str) -> Value {
     vhost_config(json!({"backends": {"ev": {"stdio": entry, "timeout_ms": 30000}}}))
+}
+
+/// `server-everything` over HTTP+SSE (`node index.js sse`) on a free port, killed on drop.
+struct SseEverything {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl SseEverything {
+    async fn start(project: &Path) -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let entry =
+            project.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+        let child = Command::new("node")
+            .arg(&entry)
+            .arg("sse")
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("PORT", port.to_string())
+            .current_dir(project)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", entry.display()));
+        let server = Self { child, port };
+        // Polled, not timed: it listens once node has loaded it (seconds on a loaded machine).
+        let deadline = std::time::Instant::now() + WAIT;
+        while tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_err()
+        {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "server-everything (sse) did not listen on {port}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        server
+    }
+}
+
+impl Drop for SseEverything {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 async fn gateway(project: &Path, entry: &str) -> Gateway {
@@ -581,4 +631,55 @@ async fn a_processs_resource_updates_reach_only_the_sessions_that_subscribed_the
     );
     let update = bobs_stream.next_message_where(WAIT, is_update).await;
     assert_eq!(update["params"]["uri"], uri.as_str(), "{update}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2025_client_answers_an_sse_servers_sampling() {
+    let Some(project) = node_project() else {
+        return;
+    };
+    let server = SseEverything::start(&project).await;
+    let url = format!("http://127.0.0.1:{}/sse", server.port);
+    let gw = Gateway::start_with(
+        &[(
+            "alice",
+            vhost_config(json!({"backends": {"ev": {
+                "url": url, "transport": "sse", "timeout_ms": 30000}}})),
+        )],
+        router(&project),
+    )
+    .await;
+    let session = session(&gw, "alice", json!({"sampling": {}})).await;
+    let listed = post(
+        &gw,
+        "alice",
+        &session,
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+    )
+    .await;
+    let names = tool_names(&listed.json());
+    assert!(
+        names.iter().any(|n| n == "ev-trigger-sampling-request"),
+        "{names:?}"
+    );
+    let stream = open_call(
+        gw.addr,
+        "alice",
+        &session,
+        2,
+        json!({"name": "ev-trigger-sampling-request",
+               "arguments": {"prompt": "over sse", "maxTokens": 9}}),
+    )
+    .await;
+    let sampling = drive(&gw, "alice", &session, stream, 2, |_| sampled()).await;
+    assert!(
+        sampling
+            .requests
+            .iter()
+            .any(|r| r["method"] == "sampling/createMessage" && r["params"]["maxTokens"] == 9),
+        "{:?}",
+        sampling.requests
+    );
+    let text = texts(&sampling.response);
+    assert!(text.contains("sampled by the client"), "{text}");
 }

@@ -27,6 +27,10 @@
 //!   the client's retry, carrying `inputResponses` and the gateway's `requestState`, answers the
 //!   backend's request and relays the rest of the same call. Other backend requests (or a client
 //!   without the capability, or a full parking table) are declined with `-32601`.
+//! - a request of a backend behind a link (stdio, HTTP+SSE), which the link put on this call
+//!   (see `upstream::link`), is handled the same way; since the link declared every relayed
+//!   capability for all its callers, a 2025 client is asked only for what it declared itself,
+//!   and its answer is written to the link (`forward_answer`).
 
 use std::sync::Arc;
 

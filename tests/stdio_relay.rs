@@ -5,7 +5,11 @@
 //! client on the POST stream (and the client's answers reach the process), and a 2026-07-28
 //! client gets them as `input_required`. A process shared by principals cannot tell whose call a
 //! request belongs to: the request is declined, and another tenant's call in flight on the same
-//! process never sees it. The same server over HTTP+SSE (2024-11-05) gets the same relay.
+//! process never sees it. The same server over HTTP+SSE (2024-11-05) gets the same relay, and
+//! rmcp's own 2025 client drives the stdio server's sampling and roots through the gateway.
+
+// Log notifications are deprecated by SEP-2577; rmcp's handler still records them.
+#![allow(deprecated)]
 
 mod support;
 
@@ -682,4 +686,132 @@ async fn a_2025_client_answers_an_sse_servers_sampling() {
     );
     let text = texts(&sampling.response);
     assert!(text.contains("sampled by the client"), "{text}");
+}
+
+/// rmcp's client: answers sampling with a fixed text and roots with one root; records logs.
+#[derive(Clone, Default)]
+struct RmcpClient {
+    logs: std::sync::Arc<std::sync::Mutex<Vec<Value>>>,
+    sampled: std::sync::Arc<std::sync::Mutex<Vec<Value>>>,
+}
+
+impl rmcp::ClientHandler for RmcpClient {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        rmcp::model::ClientConfig::new(
+            rmcp::model::ClientCapabilities::builder()
+                .enable_sampling()
+                .enable_roots()
+                .build(),
+            rmcp::model::Implementation::new("rmcp-2025-through-gateway", "0.0.0"),
+        )
+        .with_protocol_version(rmcp::model::ProtocolVersion::V_2025_11_25)
+    }
+
+    async fn create_message(
+        &self,
+        params: rmcp::model::CreateMessageRequestParams,
+        _context: rmcp::service::RequestContext<rmcp::RoleClient>,
+    ) -> Result<rmcp::model::CreateMessageResult, rmcp::ErrorData> {
+        let params = serde_json::to_value(&params).expect("serializable");
+        self.sampled.lock().expect("lock").push(params);
+        Ok(serde_json::from_value(sampled()).expect("a CreateMessageResult"))
+    }
+
+    async fn list_roots(
+        &self,
+        _context: rmcp::service::RequestContext<rmcp::RoleClient>,
+    ) -> Result<rmcp::model::ListRootsResult, rmcp::ErrorData> {
+        Ok(serde_json::from_value(roots()).expect("a ListRootsResult"))
+    }
+
+    async fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        let params = serde_json::to_value(&params).expect("serializable");
+        self.logs.lock().expect("lock").push(params);
+    }
+}
+
+fn rmcp_call(name: &str) -> rmcp::model::CallToolRequestParams {
+    rmcp::model::CallToolRequestParams::new(name.to_owned())
+}
+
+fn rmcp_text(result: &rmcp::model::CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rmcps_2025_client_answers_a_stdio_servers_roots_and_sampling() {
+    use rmcp::ClientServiceExt;
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+
+    let Some(project) = node_project() else {
+        return;
+    };
+    let gw = gateway(&project, "everything").await;
+    let handler = RmcpClient::default();
+    let config =
+        StreamableHttpClientTransportConfig::with_uri(format!("http://{}/servers/vh/mcp", gw.addr))
+            .auth_header(support::gateway::token("alice"));
+    let client = tokio::time::timeout(
+        WAIT,
+        handler.clone().serve_with_lifecycle(
+            StreamableHttpClientTransport::from_config(config),
+            rmcp::ClientLifecycleMode::Initialize,
+        ),
+    )
+    .await
+    .expect("the client starts")
+    .expect("rmcp's 2025 client connects through the gateway");
+
+    // The process starts on this call, without roots yet: it asks this client, then logs.
+    let roots = tokio::time::timeout(WAIT, client.call_tool(rmcp_call("ev-get-roots-list")))
+        .await
+        .expect("get-roots-list in time")
+        .expect("get-roots-list");
+    assert!(
+        rmcp_text(&roots).contains("file:///work/project"),
+        "{roots:?}"
+    );
+    // rmcp may hand the notification to its handler after the response: wait for it.
+    let got_log = || {
+        handler.logs.lock().expect("lock").iter().any(|l| {
+            l["data"]
+                .as_str()
+                .is_some_and(|d| d.contains("Roots updated"))
+        })
+    };
+    let deadline = std::time::Instant::now() + WAIT;
+    while !got_log() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(got_log(), "{:?}", handler.logs.lock().expect("lock"));
+
+    let mut call = rmcp_call("ev-trigger-sampling-request");
+    call = call.with_arguments(rmcp::model::JsonObject::from_iter([(
+        "prompt".to_owned(),
+        json!("from rmcp"),
+    )]));
+    let sampled = tokio::time::timeout(WAIT, client.call_tool(call))
+        .await
+        .expect("trigger-sampling-request in time")
+        .expect("trigger-sampling-request");
+    assert!(
+        rmcp_text(&sampled).contains("sampled by the client"),
+        "{sampled:?}"
+    );
+    let asked = handler.sampled.lock().expect("lock").clone();
+    assert!(
+        asked.iter().any(|p| p.to_string().contains("from rmcp")),
+        "{asked:?}"
+    );
+    let _ = client.cancel().await;
 }

@@ -8,6 +8,9 @@
 //! process never sees it. The same server over HTTP+SSE (2024-11-05) gets the same relay, and
 //! rmcp's own 2025 client drives the stdio server's sampling and roots through the gateway.
 
+//! (Over 600 lines: one real peer in every era pairing and failure case, sharing its setup and the
+//! 2025 stream driver.)
+
 // Log notifications are deprecated by SEP-2577; rmcp's handler still records them.
 #![allow(deprecated)]
 

@@ -1090,6 +1090,16 @@ impl Relay {
                         return Some(Relayed::Final(input_required));
                     }
                     let method = env.as_ref().and_then(Envelope::method).unwrap_or("");
+                    if let (Some(link), "ping") = (&self.link, method) {
+                        // Only whether the link is alive is asked, and it is (as the link
+                        // answers a ping of no call).
+                        link.send(encode_result(
+                            &id,
+                            &RawValue::from_string("{}".into())
+                                .unwrap_or_else(|_| RawValue::NULL.to_owned()),
+                        ));
+                        continue;
+                    }
                     let reason = self.decline_reason(method);
                     let back = Back {
                         session: self.session.as_deref(),

@@ -61,6 +61,14 @@ fn node_project() -> Option<PathBuf> {
 
 /// The catalog: `everything` (one process per principal) and `everything-shared`.
 fn router(project: &Path) -> McpRouter {
+    router_with(project, None)
+}
+
+/// Like [`router`], with `store` for 2025 sessions (default: memory).
+fn router_with(
+    project: &Path,
+    store: Option<std::sync::Arc<dyn mcp_router::session::SessionStore>>,
+) -> McpRouter {
     let entry = project.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
     let server = |policy| {
         let mut server = StdioServer::new("node");
@@ -76,10 +84,14 @@ fn router(project: &Path) -> McpRouter {
         ("everything".to_owned(), server(StdioPolicy::PerPrincipal)),
         ("everything-shared".to_owned(), server(StdioPolicy::Shared)),
     ]);
-    McpRouter::builder()
+    let builder = McpRouter::builder()
         .fanout_deadline(WAIT)
-        .stdio_servers(servers)
-        .build()
+        .stdio_servers(servers);
+    match store {
+        Some(store) => builder.session_store(store),
+        None => builder,
+    }
+    .build()
 }
 
 /// `vh`: backend `ev` on the catalog entry `entry`.
@@ -525,10 +537,14 @@ async fn get_stream(addr: SocketAddr, sub: &str, session: &str) -> EventStream {
     stream
 }
 
-/// Every message already on `stream` (it stays silent for `quiet`).
-async fn drain(stream: &mut EventStream, quiet: Duration) -> Vec<Value> {
+/// Every message `stream` brings within `window`.
+async fn drain(stream: &mut EventStream, window: Duration) -> Vec<Value> {
+    let deadline = std::time::Instant::now() + window;
     let mut messages = Vec::new();
-    while let Some(event) = stream.next_event(quiet).await {
+    while let Some(event) = stream
+        .next_event(deadline.saturating_duration_since(std::time::Instant::now()))
+        .await
+    {
         if let Ok(message) = serde_json::from_str(&event.data) {
             messages.push(message);
         }
@@ -817,4 +833,81 @@ async fn rmcps_2025_client_answers_a_stdio_servers_roots_and_sampling() {
         "{asked:?}"
     );
     let _ = client.cancel().await;
+}
+
+/// Alice subscribes to a resource of the shared process and makes it send updates; what alice's
+/// and bob's (unsubscribed) GET streams get.
+async fn shared_updates(gw: &Gateway) -> (Vec<Value>, Vec<Value>) {
+    let alice = session(gw, "alice", json!({})).await;
+    let bob = session(gw, "bob", json!({})).await;
+    let listed = post(
+        gw,
+        "alice",
+        &alice,
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "resources/list"}),
+    )
+    .await;
+    let uri = listed.json()["result"]["resources"][0]["uri"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a resource: {}", listed.text()))
+        .to_owned();
+    let mut alices_stream = get_stream(gw.addr, "alice", &alice).await;
+    let mut bobs_stream = get_stream(gw.addr, "bob", &bob).await;
+    let subscribed = post(
+        gw,
+        "alice",
+        &alice,
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe", "params": {"uri": uri}}),
+    )
+    .await;
+    assert!(subscribed.status == 200, "{}", subscribed.text());
+    let toggled = post(
+        gw,
+        "alice",
+        &alice,
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                "params": {"name": "ev-toggle-subscriber-updates", "arguments": {}}}),
+    )
+    .await;
+    assert!(
+        toggled.text().contains("Started simulated"),
+        "{}",
+        toggled.text()
+    );
+    // The process sends one update at once and one every 5 s: 6 s cover both.
+    let quiet = Duration::from_secs(6);
+    let (alices, bobs) = tokio::join!(
+        drain(&mut alices_stream, quiet),
+        drain(&mut bobs_stream, quiet)
+    );
+    let updates = |messages: Vec<Value>| messages.into_iter().filter(is_update).collect();
+    (updates(alices), updates(bobs))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shared_processs_updates_reach_only_subscribed_sessions_or_none_without_lists() {
+    let Some(project) = node_project() else {
+        return;
+    };
+    // Control: the memory store keeps each session's subscriptions.
+    let gw = gateway(&project, "everything-shared").await;
+    let (alices, bobs) = shared_updates(&gw).await;
+    assert!(!alices.is_empty(), "alice subscribed and gets the updates");
+    assert!(bobs.is_empty(), "bob did not subscribe: {bobs:?}");
+
+    // The sealed store keeps no lists: nobody can be told apart, so nobody gets them.
+    let ring =
+        mcp_router::session::KeyRing::parse("k1:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
+            .expect("key ring");
+    let store = std::sync::Arc::new(mcp_router::session::SealedSessionStore::new(ring));
+    let gw = Gateway::start_with(
+        &[
+            ("alice", user("everything-shared")),
+            ("bob", user("everything-shared")),
+        ],
+        router_with(&project, Some(store)),
+    )
+    .await;
+    let (alices, bobs) = shared_updates(&gw).await;
+    assert!(alices.is_empty() && bobs.is_empty(), "{alices:?} {bobs:?}");
 }

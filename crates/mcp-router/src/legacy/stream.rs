@@ -42,6 +42,10 @@ struct Source {
     backend: String,
     session: Option<Arc<LegacySession>>,
     receiver: tokio::sync::broadcast::Receiver<Bytes>,
+    /// Resource updates are not passed on: the source is a process shared by principals and the
+    /// session store keeps no subscription lists (`SessionStore::keeps_updates`), so nothing
+    /// tells whether this session (or even this tenant) subscribed.
+    no_updates: bool,
 }
 
 pub(crate) async fn get_stream(
@@ -89,6 +93,7 @@ pub(crate) async fn get_stream(
                 backend: entry.name.clone(),
                 session: Some(session),
                 receiver,
+                no_updates: false,
             });
         }
     }
@@ -120,6 +125,7 @@ pub(crate) async fn get_stream(
                 backend: entry.name.clone(),
                 session: None,
                 receiver: link.events,
+                no_updates: link.shared && !inner.sessions.keeps_updates(),
             });
         }
     }
@@ -127,6 +133,7 @@ pub(crate) async fn get_stream(
         Box::pin(futures_util::stream::unfold(source, |mut source| async move {
             loop {
                 match source.receiver.recv().await {
+                    Ok(message) if source.no_updates && is_update(&message) => {}
                     Ok(message) => {
                         let backend = source.backend.clone();
                         let session = source.session.clone();
@@ -239,6 +246,11 @@ async fn subscribed(inner: &RouterInner, session: &str, message: &[u8]) -> bool 
         (Some(uri), Ok(Some(record))) => record.subscriptions.contains(&uri),
         _ => false,
     }
+}
+
+fn is_update(message: &[u8]) -> bool {
+    Envelope::parse(message)
+        .is_ok_and(|env| env.method() == Some("notifications/resources/updated"))
 }
 
 /// A backend's GET-stream message as the client sees it; `None` to drop it.

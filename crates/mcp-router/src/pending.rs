@@ -144,6 +144,11 @@ impl PendingRequests {
         &self.node
     }
 
+    /// How long a relayed request waits for the client's answer.
+    pub(crate) fn ttl(&self) -> Duration {
+        self.ttl
+    }
+
     /// A backend's request `request` (a parsed JSON-RPC request) as the client gets it: under a
     /// gateway id, which is also its progress token when the backend asked for progress.
     pub(crate) fn relay(

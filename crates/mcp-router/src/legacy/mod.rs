@@ -379,6 +379,18 @@ async fn in_session(
                 return respond::error(StatusCode::OK, Some(id), &error);
             }
             track_subscription(&scope, session_id, method, &params).await;
+            if let Some(link) = linked_backend(&scope, &params).await
+                && link.era == Era::Legacy
+            {
+                // A 2025 server behind a link takes the subscription itself; its updates come
+                // back on the link to the GET streams of the sessions that subscribed (`stream`).
+                if method == Method::ResourcesUnsubscribe && link.shared {
+                    // Sessions of other principals may still follow the URI on this process:
+                    // this session's updates stop here (its own list), the process's do not.
+                    return respond::json(StatusCode::OK, encode_result(id, &empty_object()));
+                }
+                return modern::targeted(&scope, inner, id, method, params).await;
+            }
             if owned_by_modern_backend(&scope, record, &params) {
                 // 2026-07-28 removed these methods: the session's GET stream follows the URI
                 // through a `subscriptions/listen` to the backend instead (see `stream`).
@@ -454,6 +466,27 @@ fn owned_by_modern_backend(
             .is_some_and(|b| b.era == Some(crate::session::BackendEra::Modern)),
         _ => false,
     }
+}
+
+/// The link of the backend owning the resource `params.uri` names, when that backend is linked (a
+/// stdio process or an HTTP+SSE connection).
+async fn linked_backend(
+    scope: &Scope<'_>,
+    params: &RawObject<'_>,
+) -> Option<crate::upstream::LinkEvents> {
+    let uri = params.get_str("uri")?;
+    let crate::naming::Resolution::One(owner) = scope
+        .namer()
+        .resolve(&uri, crate::naming::ItemKind::Resource)
+    else {
+        return None;
+    };
+    let config = scope.ctx.vhost.backends.get(owner.backend)?;
+    let target = scope.target(owner.backend, config);
+    if !scope.inner.upstream.is_linked(&target) {
+        return None;
+    }
+    scope.inner.upstream.link_events(&target).await
 }
 
 /// The error for a `resources/subscribe` of a new URI by a session that has `max_subscriptions`.

@@ -9,7 +9,9 @@
 //! event, and a GET with `Last-Event-ID` first gets what the named stream missed — this GET stream
 //! or a broken POST response stream (the last 128 events per stream). Modern (2026-07-28)
 //! backends are followed through `subscriptions/listen` (see [`super::follow`]): their list
-//! changes and the updates of resources this session subscribed to arrive here too.
+//! changes and the updates of resources this session subscribed to arrive here too. Linked
+//! backends (stdio processes, HTTP+SSE connections) send their resource updates and list changes
+//! on the link, which this stream listens to as well.
 //!
 //! One principal holds at most `max_streams_per_principal` such streams (with its
 //! `subscriptions/listen` streams; more get `429`), and the stream ends when its session does
@@ -34,11 +36,16 @@ use crate::router::RouterInner;
 use crate::session::{BackendEra, SessionRecord};
 use crate::upstream::{LegacySession, Target};
 
-/// One upstream source: the backend's name, its session, and the broadcast it listens to.
+/// One upstream source: the backend's name, its session (none for a link: a stdio process or an
+/// HTTP+SSE connection), and the broadcast it listens to.
 struct Source {
     backend: String,
-    session: Arc<LegacySession>,
+    session: Option<Arc<LegacySession>>,
     receiver: tokio::sync::broadcast::Receiver<Bytes>,
+    /// Resource updates are not passed on: the source is a process shared by principals and the
+    /// session store keeps no subscription lists (`SessionStore::keeps_updates`), so nothing
+    /// tells whether this session (or even this tenant) subscribed.
+    no_updates: bool,
 }
 
 pub(crate) async fn get_stream(
@@ -85,8 +92,42 @@ pub(crate) async fn get_stream(
             hubs.push(hub);
             sources.push(Source {
                 backend: entry.name.clone(),
-                session,
+                session: Some(session),
                 receiver,
+                no_updates: false,
+            });
+        }
+    }
+    // Linked backends (described like modern ones, never followed through a listen): their
+    // link's resource updates and list changes. A per-principal process or a connection is this
+    // caller's alone; a shared process's updates reach only sessions that subscribed to the URI
+    // (`subscribed`).
+    for entry in record
+        .backends
+        .iter()
+        .filter(|b| b.era == Some(BackendEra::Modern))
+    {
+        let Some(config) = ctx.vhost.backends.get(&entry.name) else {
+            continue;
+        };
+        let target = Target {
+            name: &entry.name,
+            config,
+            downstream: &parts.headers,
+            principal: &ctx.principal,
+            client_caps: &caps,
+            meta: None,
+            era: mcp_core::Era::Legacy,
+        };
+        if !inner.upstream.is_linked(&target) {
+            continue;
+        }
+        if let Some(link) = inner.upstream.link_events(&target).await {
+            sources.push(Source {
+                backend: entry.name.clone(),
+                session: None,
+                receiver: link.events,
+                no_updates: link.shared && !inner.sessions.keeps_updates(),
             });
         }
     }
@@ -94,9 +135,10 @@ pub(crate) async fn get_stream(
         Box::pin(futures_util::stream::unfold(source, |mut source| async move {
             loop {
                 match source.receiver.recv().await {
+                    Ok(message) if source.no_updates && is_update(&message) => {}
                     Ok(message) => {
                         let backend = source.backend.clone();
-                        let session = Some(Arc::clone(&source.session));
+                        let session = source.session.clone();
                         return Some(((backend, session, message), source));
                     }
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(missed)) => {
@@ -208,6 +250,11 @@ async fn subscribed(inner: &RouterInner, session: &str, message: &[u8]) -> bool 
         (Some(uri), Ok(Some(record))) => record.subscriptions.contains(&uri),
         _ => false,
     }
+}
+
+fn is_update(message: &[u8]) -> bool {
+    Envelope::parse(message)
+        .is_ok_and(|env| env.method() == Some("notifications/resources/updated"))
 }
 
 /// A backend's GET-stream message as the client sees it; `None` to drop it.

@@ -28,6 +28,10 @@
 //!   the client's retry, carrying `inputResponses` and the gateway's `requestState`, answers the
 //!   backend's request and relays the rest of the same call. Other backend requests (or a client
 //!   without the capability, or a full parking table) are declined with `-32601`.
+//! - a request of a backend behind a link (stdio, HTTP+SSE), which the link put on this call
+//!   (see `upstream::link`), is handled the same way; since the link declared every relayed
+//!   capability for all its callers, a 2025 client is asked only for what it declared itself,
+//!   and its answer is written to the link (`forward_answer`).
 
 use std::sync::Arc;
 
@@ -42,6 +46,7 @@ use mcp_core::{
 };
 use serde_json::value::RawValue;
 
+use super::backchannel::{Back, forward_answer, input_capability};
 use super::parked;
 use super::request_state::{self, State};
 use super::task_id::{self, Origin};
@@ -56,7 +61,9 @@ use crate::public_uris::PublicUris;
 use crate::respond;
 use crate::router::RouterInner;
 use crate::scope::{Incoming, OwnedCaller, Scope, classify};
-use crate::upstream::{Call, LegacySession, MessageStream, PROGRESS_TOKEN, Target, UpstreamError};
+use crate::upstream::{
+    Call, LegacySession, LinkWriter, MessageStream, PROGRESS_TOKEN, Target, UpstreamError,
+};
 
 /// Where the routed name sits in the params.
 #[derive(Clone, Copy)]
@@ -422,6 +429,8 @@ struct Relay {
     upstream_id: RequestId,
     messages: MessageStream,
     session: Option<Arc<LegacySession>>,
+    /// The link the call runs on (stdio, HTTP+SSE): answers to the backend's requests go there.
+    link: Option<LinkWriter>,
     target: OwnedTarget,
     /// (upstream token, the client's token as raw JSON).
     progress: Option<(String, Box<RawValue>)>,
@@ -546,6 +555,7 @@ async fn relay_call(
         upstream_id: reply.id,
         messages: reply.messages,
         session: reply.session,
+        link: reply.link,
         target: OwnedTarget {
             name: routed.backend.to_owned(),
             caller: OwnedCaller::of(scope),
@@ -918,21 +928,27 @@ fn stamp_modern_fields(result: &mut RawObject<'_>, method: Method) -> bool {
     changed
 }
 
-/// Answers a legacy backend's server-to-client request with an error: a 2026-07-28 client cannot
-/// be sent requests mid-call, and legacy backends do not speak MRTR.
+/// Why an HTTP legacy backend's request is declined: a 2026-07-28 client cannot be sent requests
+/// mid-call (it is asked through `input_required` where it declared the capability).
+const DECLINED_FOR_MODERN: &str =
+    "server-to-client requests are not relayed to 2026-07-28 clients by the gateway";
+
+/// Answers a backend's server-to-client request with an error (`-32601` with `reason`).
 async fn decline(
     inner: &RouterInner,
     target: &OwnedTarget,
-    session: Option<&LegacySession>,
+    back: Back<'_>,
     id: RequestId,
+    reason: &str,
 ) {
-    let Some(session) = session else {
+    let message = encode_error(Some(&id), &ErrorObject::method_not_found(reason));
+    if let Some(link) = back.link {
+        link.send(message);
+        return;
+    }
+    let Some(session) = back.session else {
         return;
     };
-    let error = ErrorObject::method_not_found(
-        "server-to-client requests are not relayed to 2026-07-28 clients by the gateway",
-    );
-    let message = encode_error(Some(&id), &error);
     if let Err(e) = inner
         .upstream
         .post_to_session(&target.target(), session, message)
@@ -1086,7 +1102,23 @@ impl Relay {
                     if let Some(input_required) = self.park(&message, &id) {
                         return Some(Relayed::Final(input_required));
                     }
-                    decline(&self.inner, &self.target, self.session.as_deref(), id).await;
+                    let method = env.as_ref().and_then(Envelope::method).unwrap_or("");
+                    if let (Some(link), "ping") = (&self.link, method) {
+                        // Only whether the link is alive is asked, and it is (as the link
+                        // answers a ping of no call).
+                        link.send(encode_result(
+                            &id,
+                            &RawValue::from_string("{}".into())
+                                .unwrap_or_else(|_| RawValue::NULL.to_owned()),
+                        ));
+                        continue;
+                    }
+                    let reason = self.decline_reason(method);
+                    let back = Back {
+                        session: self.session.as_deref(),
+                        link: self.link.as_ref(),
+                    };
+                    decline(&self.inner, &self.target, back, id, &reason).await;
                 }
                 Incoming::Other => {
                     if let Some(notification) =
@@ -1214,6 +1246,7 @@ impl Relay {
         self.upstream_id = reply.id;
         self.messages = reply.messages;
         self.session = reply.session;
+        self.link = reply.link;
         Ok(())
     }
 
@@ -1222,7 +1255,7 @@ impl Relay {
     /// declined instead.
     fn park(&mut self, message: &Bytes, id: &RequestId) -> Option<Vec<u8>> {
         if self.finish.era != Era::Modern
-            || self.session.is_none()
+            || (self.session.is_none() && self.link.is_none())
             || !matches!(
                 self.finish.method,
                 Method::ToolsCall | Method::PromptsGet | Method::ResourcesRead
@@ -1232,15 +1265,8 @@ impl Relay {
         }
         let env = Envelope::parse(message).ok()?;
         let method = env.method()?;
-        let capability = match method {
-            "sampling/createMessage" => "sampling",
-            "elicitation/create" => "elicitation",
-            "roots/list" => "roots",
-            _ => return None,
-        };
-        if !RawObject::from_raw(&self.target.caller.client_caps)
-            .is_ok_and(|c| c.contains(capability))
-        {
+        let capability = input_capability(method)?;
+        if !self.client_declares(capability) {
             return None;
         }
         let mut request = RawObject::new();
@@ -1281,6 +1307,7 @@ impl Relay {
                 Box::pin(futures_util::stream::empty()),
             ),
             session: self.session.take(),
+            link: self.link.take(),
             target: self.target.clone(),
             progress: self.progress.take(),
             log_threshold: self.log_threshold,
@@ -1307,8 +1334,12 @@ impl Relay {
         upstream_id: &RequestId,
         answer: &RawValue,
     ) -> Result<(), UpstreamError> {
-        let session = self.session.as_deref().ok_or(UpstreamError::Disconnected)?;
         let message = encode_result(upstream_id, answer);
+        if let Some(link) = &self.link {
+            link.send(message);
+            return Ok(());
+        }
+        let session = self.session.as_deref().ok_or(UpstreamError::Disconnected)?;
         self.inner
             .upstream
             .post_to_session(&self.target.target(), session, message)
@@ -1316,20 +1347,61 @@ impl Relay {
     }
 
     /// A backend request for a 2025 client, under a gateway id the client answers with (see
-    /// [`crate::pending`]); `None` when the client cannot be asked (a 2026-07-28 client, or a
-    /// backend without an upstream session).
+    /// [`crate::pending`]); `None` when the client cannot be asked (a 2026-07-28 client, a
+    /// backend without an upstream session or link, or a link's request for a capability this
+    /// client did not declare).
     fn relay_request(&self, message: &Bytes, upstream_id: RequestId) -> Option<Vec<u8>> {
         let downstream = self.downstream_session.as_deref()?;
-        let session = self.session.as_ref()?;
         let mut request = RawObject::parse(std::str::from_utf8(message).ok()?).ok()?;
-        self.inner.pending.relay(
-            downstream,
-            &self.finish.backend,
-            upstream_id,
-            Arc::clone(session),
-            &mut request,
-        );
+        match (&self.session, &self.link) {
+            (Some(session), _) => self.inner.pending.relay(
+                downstream,
+                &self.finish.backend,
+                upstream_id,
+                Arc::clone(session),
+                &mut request,
+            ),
+            (None, Some(link)) => {
+                // The link declared every relayed capability for all its callers (see
+                // `upstream::link`): whether this client can be asked is decided here.
+                let method = request.get_str("method")?;
+                if method != "ping"
+                    && !input_capability(&method).is_some_and(|c| self.client_declares(c))
+                {
+                    return None;
+                }
+                // The answer comes back to this node's table (or over the node bus to it): the
+                // link lives here.
+                let (id, answer) = self.inner.pending.register_local(downstream);
+                forward_answer(link.clone(), upstream_id, answer, self.inner.pending.ttl());
+                request.set_str("id", &id);
+            }
+            (None, None) => return None,
+        }
         Some(request.to_json().into_bytes())
+    }
+
+    /// Whether this call's client declared `capability`.
+    fn client_declares(&self, capability: &str) -> bool {
+        RawObject::from_raw(&self.target.caller.client_caps).is_ok_and(|c| c.contains(capability))
+    }
+
+    /// What the backend is told when its request `method` is declined.
+    fn decline_reason(&self, method: &str) -> String {
+        if self.link.is_none() {
+            return DECLINED_FOR_MODERN.to_owned();
+        }
+        match (input_capability(method), self.finish.era) {
+            (Some(capability), _) if !self.client_declares(capability) => format!(
+                "{method}: the client of this call did not declare the {capability} capability"
+            ),
+            (None, Era::Legacy) => format!("{method}: not relayed to clients by the gateway"),
+            (_, Era::Modern) => format!(
+                "{method}: not relayed to this 2026-07-28 client by the gateway (it asks for \
+                 sampling, elicitation and roots through input_required)"
+            ),
+            (Some(_), Era::Legacy) => format!("{method}: the client cannot be asked"),
+        }
     }
 
     /// A notification for the client, with the client's progress token restored.

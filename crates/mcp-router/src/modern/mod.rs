@@ -1,5 +1,6 @@
 //! The stateless engine for 2026-07-28 clients.
 
+mod backchannel;
 mod call;
 mod discover;
 pub(crate) mod forward;

@@ -5,14 +5,23 @@
 //! - **Ids**: every request gets a link-unique id (`g<n>`); progress tokens are already unique per
 //!   call. Responses and `notifications/progress` go back to the call that asked, so callers of
 //!   different principals sharing a link never see each other's messages.
-//! - **Incoming**: other notifications are logged and dropped; a server's own requests (sampling,
-//!   roots…) are declined with `-32601` (there is no client to ask).
+//! - **Incoming**: a server's own request (sampling, elicitation, roots, ping) and its log
+//!   messages go to the call they belong to when that is unambiguous ([`Link::owner`]): the call
+//!   whose progress token the request carries in `_meta.progressToken`, or, on a link of one
+//!   principal, the only call in flight. The call's relay asks its client (or declines). A request
+//!   nobody can be found for is declined with `-32601` naming why (a `ping` is answered: the link
+//!   is alive). Resource updates and list changes go to the link's listeners ([`Link::events`]:
+//!   the GET streams of 2025 sessions, which pass on only what each session subscribed to);
+//!   other notifications are logged and dropped.
 //! - **Cancellation**: a caller that drops its message stream before the response sends
 //!   `notifications/cancelled`.
 //! - **Death**: when the carrier ends, every call in flight fails with
 //!   [`UpstreamError::Disconnected`] and the link refuses new calls.
 //! - **Handshake**: `server/discover` (2026-07-28) when the carrier may reach a modern server,
 //!   else `initialize` + `notifications/initialized`. Callers never see an upstream session.
+//!
+//! (Over 600 lines: the multiplexing rules and the pool share [`Link`]; about a third is their
+//! unit tests.)
 //!
 //! [`Pool`] keeps the links of one kind: one per key, started on demand, restarted after a
 //! backoff (100 ms doubling to 5 s) once it died, at most `max` at once, idle ones ended.
@@ -37,6 +46,8 @@ use super::{Call, MessageStream, Reply, Target, UpstreamError, final_result};
 /// Restart delays after a link died or failed to start, doubling up to the last.
 const BACKOFF_START: Duration = Duration::from_millis(100);
 const BACKOFF_MAX: Duration = Duration::from_secs(5);
+/// Notifications of no call kept for a slow listener before it misses some.
+const EVENTS: usize = 64;
 /// How often idle links are looked for.
 const REAP_EVERY: Duration = Duration::from_millis(500);
 
@@ -54,6 +65,47 @@ pub(super) struct Outbound {
 
 type Waiter = mpsc::UnboundedSender<Result<Bytes, UpstreamError>>;
 
+/// One call waiting for its response.
+struct Waiting {
+    tx: Waiter,
+    /// The call can take a server request in its course (`tools/call`, `prompts/get`,
+    /// `resources/read`, `completion/complete`: their relay asks the client); other calls (lists,
+    /// the handshake) are consumed by code that has nobody to ask.
+    takes_input: bool,
+}
+
+/// Methods whose calls are relayed to their client message by message, so a server request in
+/// their course can be put to that client.
+const TAKES_INPUT: [&str; 4] = [
+    "tools/call",
+    "prompts/get",
+    "resources/read",
+    "completion/complete",
+];
+
+/// Where answers to a backend's own requests go: the link's outbound queue.
+#[derive(Clone)]
+pub(crate) struct LinkWriter(mpsc::UnboundedSender<Outbound>);
+
+impl LinkWriter {
+    /// Sends `message` (a JSON-RPC response) to the backend.
+    pub(crate) fn send(&self, message: Vec<u8>) {
+        let outbound = Outbound {
+            body: message,
+            call: None,
+            headers: None,
+        };
+        if self.0.send(outbound).is_err() {
+            tracing::debug!("a backend link ended before an answer to its request could be sent");
+        }
+    }
+
+    /// Resolves when the link's connection is gone.
+    pub(crate) async fn closed(&self) {
+        self.0.closed().await;
+    }
+}
+
 /// The multiplexing state of one connection to a backend.
 pub(super) struct Link {
     backend: String,
@@ -61,9 +113,15 @@ pub(super) struct Link {
     identity: OnceLock<(Era, Bytes)>,
     out: mpsc::UnboundedSender<Outbound>,
     /// Calls waiting for their response, by request id (as JSON).
-    waiting: Mutex<HashMap<String, Waiter>>,
+    waiting: Mutex<HashMap<String, Waiting>>,
+    /// Every caller of the link is one principal (a per-principal process, an HTTP+SSE
+    /// connection of one credential scope): its only call in flight owns what the server sends
+    /// without naming a call. A shared process never guesses.
+    exclusive: bool,
     /// The call each progress token belongs to (token -> request id as JSON).
     progress: Mutex<HashMap<String, String>>,
+    /// Notifications of no call (resource updates, list changes), for the link's listeners.
+    events: tokio::sync::broadcast::Sender<Bytes>,
     alive: AtomicBool,
     /// When the connection was seen to end (the restart backoff counts from then).
     died_at: Mutex<Option<Instant>>,
@@ -77,6 +135,7 @@ impl Link {
     pub(super) fn new(
         backend: &str,
         idle_timeout: Duration,
+        exclusive: bool,
     ) -> (Arc<Self>, mpsc::UnboundedReceiver<Outbound>) {
         let (out, outbound) = mpsc::unbounded_channel();
         let link = Arc::new(Self {
@@ -84,7 +143,9 @@ impl Link {
             identity: OnceLock::new(),
             out,
             waiting: Mutex::new(HashMap::new()),
+            exclusive,
             progress: Mutex::new(HashMap::new()),
+            events: tokio::sync::broadcast::channel(EVENTS).0,
             alive: AtomicBool::new(true),
             died_at: Mutex::new(None),
             next: AtomicU64::new(1),
@@ -127,10 +188,10 @@ impl Link {
         }
         let mut params = RawObject::new();
         params.set_str("protocolVersion", super::LEGACY_PROTOCOL.as_str());
-        // A link declines every request of a 2025 server (it cannot tell which call a request
-        // belongs to), so it declares no client capability: the server then does without
-        // sampling, elicitation and roots instead of asking in vain.
-        params.set_raw("capabilities", no_capabilities());
+        // What the gateway can relay to the client of a call (see `owner`); the link is shared
+        // by callers whose clients differ, so each request is checked against its own client's
+        // capabilities when it arrives, and declined when that client lacks it.
+        params.set_raw("capabilities", relayed_capabilities());
         params.set_borrowed("clientInfo", client_info);
         let initialize = self.request("initialize", params, None, None, timeout, None)?;
         let result = final_result(initialize).await.map_err(|e| match e {
@@ -176,7 +237,7 @@ impl Link {
         )
     }
 
-    fn era(&self) -> Era {
+    pub(super) fn era(&self) -> Era {
         self.identity.get().map_or(Era::Legacy, |(era, _)| *era)
     }
 
@@ -186,6 +247,17 @@ impl Link {
             .get()
             .map(|(_, d)| d.clone())
             .unwrap_or_default()
+    }
+
+    /// Every caller is one principal's.
+    pub(super) fn exclusive(&self) -> bool {
+        self.exclusive
+    }
+
+    /// The backend's notifications of no call from now on (resource updates, list changes); the
+    /// receiver closes with the link.
+    pub(super) fn events(&self) -> tokio::sync::broadcast::Receiver<Bytes> {
+        self.events.subscribe()
     }
 
     pub(super) fn alive(&self) -> bool {
@@ -238,7 +310,11 @@ impl Link {
             params.set_raw("_meta", meta);
         }
         let (tx, rx) = mpsc::unbounded_channel();
-        lock(&self.waiting).insert(key.clone(), tx);
+        let waiting = Waiting {
+            tx,
+            takes_input: TAKES_INPUT.contains(&method),
+        };
+        lock(&self.waiting).insert(key.clone(), waiting);
         if let Some(token) = progress_token {
             lock(&self.progress).insert(token.to_owned(), key.clone());
         }
@@ -251,6 +327,7 @@ impl Link {
             id,
             messages: messages(rx, timeout, self.out.clone(), key),
             session: None,
+            link: Some(LinkWriter(self.out.clone())),
         })
     }
 
@@ -264,45 +341,103 @@ impl Link {
             MessageKind::Response | MessageKind::Error => {
                 let Some(id) = env.id() else { return };
                 let key = id.to_json().into_owned();
-                if let Some(waiter) = lock(&self.waiting).remove(&key) {
-                    let _ = waiter.send(Ok(Bytes::copy_from_slice(message)));
+                if let Some(waiting) = lock(&self.waiting).remove(&key) {
+                    let _ = waiting.tx.send(Ok(Bytes::copy_from_slice(message)));
                 }
                 lock(&self.progress).retain(|_, call| *call != key);
             }
-            MessageKind::Request => {
-                // A server's own request (sampling, roots, elicitation): nobody to ask here.
-                if let Some(id) = env.id() {
-                    let error = mcp_core::ErrorObject::method_not_found(env.method().unwrap_or(""));
-                    self.write(encode_error(Some(id), &error), None, None);
-                }
-            }
+            MessageKind::Request => self.server_request(&env, message),
             MessageKind::Notification => self.notification(&env, message),
         }
     }
 
+    /// A server's own request: to the call it belongs to, whose relay asks that call's client;
+    /// declined when no call can be told.
+    fn server_request(&self, env: &Envelope<'_>, message: &[u8]) {
+        let Some(id) = env.id() else { return };
+        let token = env
+            .params()
+            .and_then(|p| RawObject::from_raw(p).ok())
+            .and_then(|p| p.get_borrowed("_meta").map(ToOwned::to_owned))
+            .and_then(|m| token_of(&m));
+        match self.owner(token.as_deref(), true) {
+            Some(waiter) => {
+                let _ = waiter.send(Ok(Bytes::copy_from_slice(message)));
+            }
+            None if env.method() == Some("ping") => {
+                // Nobody to ask, but the question is only whether the link is alive: it is.
+                self.write(mcp_core::encode_result(id, &empty_object()), None, None);
+            }
+            None => {
+                let method = env.method().unwrap_or("");
+                tracing::info!(backend = %self.backend, method, "declining a backend request that belongs to no single call");
+                let error = mcp_core::ErrorObject::method_not_found(&format!(
+                    "{method}: the gateway cannot tell which call this request belongs to (it \
+                     relays a request carrying the call's progress token, or one sent during the \
+                     only call in flight of a process or connection of one principal)"
+                ));
+                self.write(encode_error(Some(id), &error), None, None);
+            }
+        }
+    }
+
+    /// The call a server message belongs to: the one whose progress token it names, else, on an
+    /// exclusive link, the only call in flight. `input`: the message is a request, which only a
+    /// call that takes input may get.
+    fn owner(&self, token: Option<&str>, input: bool) -> Option<Waiter> {
+        let waiting = lock(&self.waiting);
+        let by_token = token
+            .and_then(|t| lock(&self.progress).get(t).cloned())
+            .and_then(|call| waiting.get(&call));
+        let only = || {
+            let mut calls = waiting.values();
+            match (calls.next(), calls.next()) {
+                (Some(call), None) if self.exclusive => Some(call),
+                _ => None,
+            }
+        };
+        by_token
+            .or_else(only)
+            .filter(|call| call.takes_input || !input)
+            .map(|call| call.tx.clone())
+    }
+
     fn notification(&self, env: &Envelope<'_>, message: &[u8]) {
-        let token = (env.method() == Some("notifications/progress"))
-            .then(|| env.params().and_then(|p| RawObject::from_raw(p).ok()))
-            .flatten()
-            .and_then(|p| {
-                p.get(meta::PROGRESS_TOKEN)
-                    .map(|t| t.get().trim_matches('"').to_owned())
-            });
-        let call = token.and_then(|t| lock(&self.progress).get(&t).cloned());
-        match call.and_then(|c| lock(&self.waiting).get(&c).cloned()) {
+        let method = env.method().unwrap_or("");
+        let owner = match method {
+            "notifications/progress" => {
+                let token = env.params().and_then(token_of);
+                token.and_then(|t| {
+                    let call = lock(&self.progress).get(&t).cloned()?;
+                    lock(&self.waiting).get(&call).map(|c| c.tx.clone())
+                })
+            }
+            // A log message names no call: the only call in flight of a one-principal link.
+            "notifications/message" => self.owner(None, false),
+            "notifications/resources/updated"
+            | "notifications/resources/list_changed"
+            | "notifications/tools/list_changed"
+            | "notifications/prompts/list_changed" => {
+                // Nobody listening is no failure: no session follows this link right now.
+                let _ = self.events.send(Bytes::copy_from_slice(message));
+                return;
+            }
+            _ => None,
+        };
+        match owner {
             Some(waiter) => {
                 let _ = waiter.send(Ok(Bytes::copy_from_slice(message)));
             }
             None => {
-                tracing::debug!(backend = %self.backend, method = env.method().unwrap_or(""), "dropping a backend notification");
+                tracing::debug!(backend = %self.backend, method, "dropping a backend notification");
             }
         }
     }
 
     /// The message starting the call `key` could not be delivered: that call fails.
     pub(super) fn fail(&self, key: &str, error: UpstreamError) {
-        if let Some(waiter) = lock(&self.waiting).remove(key) {
-            let _ = waiter.send(Err(error));
+        if let Some(waiting) = lock(&self.waiting).remove(key) {
+            let _ = waiting.tx.send(Err(error));
         }
         lock(&self.progress).retain(|_, call| call != key);
     }
@@ -311,15 +446,29 @@ impl Link {
     pub(super) fn died(&self) {
         self.alive.store(false, Ordering::Release);
         lock(&self.died_at).get_or_insert_with(Instant::now);
-        for (_, waiter) in lock(&self.waiting).drain() {
-            let _ = waiter.send(Err(UpstreamError::Disconnected));
+        for (_, waiting) in lock(&self.waiting).drain() {
+            let _ = waiting.tx.send(Err(UpstreamError::Disconnected));
         }
         lock(&self.progress).clear();
     }
 }
 
-fn no_capabilities() -> Box<RawValue> {
+/// The client capabilities a link declares: what a call's relay can put to its client.
+fn relayed_capabilities() -> Box<RawValue> {
+    RawValue::from_string(r#"{"sampling":{},"elicitation":{},"roots":{}}"#.to_owned())
+        .unwrap_or_else(|_| RawValue::NULL.to_owned())
+}
+
+fn empty_object() -> Box<RawValue> {
     RawValue::from_string("{}".to_owned()).unwrap_or_else(|_| RawValue::NULL.to_owned())
+}
+
+/// The progress token of a `_meta` or progress params object, as the gateway minted it (a string).
+fn token_of(object: &RawValue) -> Option<String> {
+    RawObject::from_raw(object)
+        .ok()?
+        .get(meta::PROGRESS_TOKEN)
+        .map(|t| t.get().trim_matches('"').to_owned())
 }
 
 fn call_timeout(target: &Target<'_>) -> Duration {
@@ -606,6 +755,89 @@ mod tests {
         }
     }
 
+    /// A call on `link` (the handshake is skipped: the link speaks 2025).
+    fn call(link: &Link, method: &str, token: Option<&str>) -> Reply {
+        link.request(
+            method,
+            RawObject::new(),
+            None,
+            token,
+            Duration::from_secs(60),
+            None,
+        )
+        .expect("a live link")
+    }
+
+    async fn next_text(reply: &mut Reply) -> String {
+        use futures_util::StreamExt;
+        let message = reply.messages.next().await.expect("a message").expect("ok");
+        String::from_utf8(message.to_vec()).expect("utf-8")
+    }
+
+    /// What the link wrote to the backend last.
+    fn written(outbound: &mut mpsc::UnboundedReceiver<Outbound>) -> String {
+        let mut last = None;
+        while let Ok(message) = outbound.try_recv() {
+            last = Some(message.body);
+        }
+        String::from_utf8(last.expect("something written")).expect("utf-8")
+    }
+
+    const SAMPLING: &str =
+        r#"{"jsonrpc":"2.0","id":7,"method":"sampling/createMessage","params":{"messages":[]}}"#;
+
+    #[tokio::test]
+    async fn a_request_goes_to_the_only_call_of_a_one_principal_link() {
+        let (link, mut outbound) = Link::new("b", Duration::from_secs(60), true);
+        let mut tool = call(&link, "tools/call", None);
+        link.dispatch(SAMPLING.as_bytes());
+        assert_eq!(next_text(&mut tool).await, SAMPLING);
+        link.dispatch(br#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}"#);
+        assert!(next_text(&mut tool).await.contains("notifications/message"));
+
+        // A second call in flight: nobody can tell, the request is declined.
+        let _other = call(&link, "tools/call", None);
+        link.dispatch(SAMPLING.as_bytes());
+        let declined = written(&mut outbound);
+        assert!(
+            declined.contains(r#""id":7"#) && declined.contains("-32601"),
+            "{declined}"
+        );
+        assert!(declined.contains("cannot tell which call"), "{declined}");
+    }
+
+    #[tokio::test]
+    async fn a_shared_link_relays_only_what_names_its_call() {
+        let (link, mut outbound) = Link::new("b", Duration::from_secs(60), false);
+        let mut alice = call(&link, "tools/call", Some("t-alice"));
+        // Alone in flight, but on a link shared by principals: never guessed.
+        link.dispatch(SAMPLING.as_bytes());
+        assert!(written(&mut outbound).contains("cannot tell which call"));
+        link.dispatch(br#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}"#);
+        // A ping nobody can be found for is answered by the link itself.
+        link.dispatch(br#"{"jsonrpc":"2.0","id":"p","method":"ping"}"#);
+        assert_eq!(
+            written(&mut outbound),
+            r#"{"jsonrpc":"2.0","id":"p","result":{}}"#
+        );
+        // The request naming alice's progress token is hers.
+        let tagged = r#"{"jsonrpc":"2.0","id":8,"method":"roots/list","params":{"_meta":{"progressToken":"t-alice"}}}"#;
+        link.dispatch(tagged.as_bytes());
+        assert_eq!(
+            next_text(&mut alice).await,
+            tagged,
+            "the log message was dropped"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_call_that_cannot_ask_its_client_gets_no_request() {
+        let (link, mut outbound) = Link::new("b", Duration::from_secs(60), true);
+        let _list = call(&link, "tools/list", None);
+        link.dispatch(SAMPLING.as_bytes());
+        assert!(written(&mut outbound).contains("cannot tell which call"));
+    }
+
     #[derive(Clone, PartialEq, Eq, Hash)]
     struct Key(mcp_core::Principal, u32);
 
@@ -628,7 +860,7 @@ mod tests {
             UpstreamError::TooManyConnections,
         );
         let start = || async {
-            let (link, rx) = Link::new("b", Duration::from_secs(60));
+            let (link, rx) = Link::new("b", Duration::from_secs(60), true);
             Ok(Arc::new(TestCarrier(link, rx)))
         };
         let alice = mcp_core::Principal::new("i", "alice");

@@ -44,6 +44,7 @@ use url::Url;
 use crate::telemetry::{self, ClientOp};
 
 pub use error::UpstreamError;
+pub(crate) use link::LinkWriter;
 pub(crate) use meta::{CLIENT_CAPABILITIES, PROGRESS_TOKEN, PROTOCOL_VERSION};
 pub(crate) use scope::CredentialScope;
 pub(crate) use scoped_table::ScopedTable;
@@ -140,6 +141,8 @@ pub(crate) struct Reply {
     pub(crate) messages: MessageStream,
     /// The legacy session the call ran in.
     pub(crate) session: Option<Arc<LegacySession>>,
+    /// The link the call ran on (stdio, HTTP+SSE): where answers to the backend's requests go.
+    pub(crate) link: Option<LinkWriter>,
 }
 
 /// What a backend speaks towards one credential scope.
@@ -657,6 +660,22 @@ impl Upstream {
                     .is_ok_and(|url| self.speaks_sse(target, &Self::scope(target, url.as_str()))))
     }
 
+    /// The link of a linked backend (see [`is_linked`](Self::is_linked)) as the caller's 2025
+    /// GET stream follows it; `None` for other backends, or when the link cannot be had.
+    pub(crate) async fn link_events(&self, target: &Target<'_>) -> Option<LinkEvents> {
+        if stdio::label(target.config).is_some() {
+            return self.stdio.listen(target).await.ok();
+        }
+        if !self.is_linked(target) {
+            return None;
+        }
+        let url = Self::url(target).ok()?;
+        self.sse
+            .listen(target, url, &Self::scope(target, url.as_str()))
+            .await
+            .ok()
+    }
+
     /// Whether the scope's URL is served over HTTP+SSE: configured so, or found so for this
     /// scope by the fallback rule within the last `era_ttl`.
     fn speaks_sse(&self, target: &Target<'_>, scope: &CredentialScope) -> bool {
@@ -740,6 +759,7 @@ impl Upstream {
             id,
             messages: checked(answer)?,
             session: None,
+            link: None,
         })
     }
 
@@ -776,6 +796,7 @@ impl Upstream {
             id,
             messages: checked(answer)?,
             session: Some(session),
+            link: None,
         })
     }
 
@@ -1119,6 +1140,16 @@ impl Upstream {
             session: None,
         })
     }
+}
+
+/// A backend link followed by a 2025 session's GET stream.
+pub(crate) struct LinkEvents {
+    /// The era the link speaks: a 2025 server takes `resources/subscribe` itself.
+    pub(crate) era: Era,
+    /// Every principal's calls share it (a shared stdio process).
+    pub(crate) shared: bool,
+    /// Its notifications of no call: resource updates, list changes.
+    pub(crate) events: tokio::sync::broadcast::Receiver<Bytes>,
 }
 
 /// What [`Upstream::describe`] found.

@@ -12,7 +12,8 @@
 //!   unless it has the same scheme, host and port — a backend must not make the gateway POST
 //!   (with the caller's forwarded headers) anywhere else.
 //! - **Multiplexing**: a connection carries a [`Link`] (ids `g<n>`, progress routed to its caller,
-//!   server requests declined, `notifications/cancelled` for callers that go away). Handshake:
+//!   server requests and log messages to the only call in flight (a connection is one principal's)
+//!   or declined, `notifications/cancelled` for callers that go away). Handshake:
 //!   `initialize` (the latest legacy version; the server's answer is accepted) +
 //!   `notifications/initialized`; callers never see the upstream session (the backend describes
 //!   itself like a stdio one).
@@ -44,7 +45,7 @@ use url::Url;
 use super::link::{Carrier, Link, LinkKey, Outbound, Pool};
 use super::request::{self, Outgoing};
 use super::transport::{HttpClient, MAX_MESSAGE_BYTES};
-use super::{Call, CredentialScope, Reply, Target, UpstreamError};
+use super::{Call, CredentialScope, LinkEvents, Reply, Target, UpstreamError};
 use crate::upstream::error::classify_client_error;
 
 /// Most SSE connections open at once (each holds a GET stream and a backend session).
@@ -127,6 +128,21 @@ impl SsePool {
             .description())
     }
 
+    /// The connection's notifications of no call (see [`Link::events`]) and its era.
+    pub(crate) async fn listen(
+        &self,
+        target: &Target<'_>,
+        url: &Url,
+        scope: &CredentialScope,
+    ) -> Result<LinkEvents, UpstreamError> {
+        let connection = self.connection(target, url, scope).await?;
+        Ok(LinkEvents {
+            era: connection.link.era(),
+            shared: false,
+            events: connection.link.events(),
+        })
+    }
+
     /// Opens (or reuses) the caller's connection to `url`: `Ok` when the backend speaks SSE.
     pub(crate) async fn connect(
         &self,
@@ -204,7 +220,8 @@ impl Connection {
             .config
             .idle_timeout_s
             .map_or(DEFAULT_IDLE, Duration::from_secs);
-        let (link, outbound) = Link::new(target.name, idle);
+        // One credential scope (so one principal) per connection.
+        let (link, outbound) = Link::new(target.name, idle, true);
         let poster = Poster {
             http: http.clone(),
             uri: endpoint_uri(&endpoint)?,

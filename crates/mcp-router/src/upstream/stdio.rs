@@ -10,9 +10,12 @@
 //!   the entry's `env` (with the user's listed keys), nothing else of the gateway's environment
 //!   (no inherited secrets).
 //! - **One process, many callers**: the process carries a [`Link`] (process-unique ids `g<n>`,
-//!   responses and `notifications/progress` back to the caller that asked, other notifications
-//!   dropped, a server's own requests declined with `-32601`, `notifications/cancelled` for a
-//!   caller that goes away). stderr lines are logged with the backend's name.
+//!   responses and `notifications/progress` back to the caller that asked; a server's own
+//!   requests and log messages to the call they belong to — the one whose progress token they
+//!   carry, or the only call in flight of a per-principal process — else declined with `-32601`
+//!   or dropped; `notifications/cancelled` for a caller that goes away). The handshake declares
+//!   the client capabilities the gateway relays (`sampling`, `elicitation`, `roots`). stderr
+//!   lines are logged with the backend's name.
 //! - **Era**: probed once per process, as the spec recommends for stdio: `server/discover`
 //!   (2026-07-28: every request then carries the per-request `_meta`), else `initialize` +
 //!   `notifications/initialized` (2025). Callers never see an upstream session.
@@ -37,7 +40,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
 use super::link::{Carrier, Link, LinkKey, Outbound, Pool};
-use super::{Call, Reply, Target, UpstreamError};
+use super::{Call, LinkEvents, Reply, Target, UpstreamError};
 
 pub(crate) mod catalog;
 
@@ -119,6 +122,17 @@ impl StdioPool {
         Ok(self.process(target).await?.link.description())
     }
 
+    /// The process's notifications of no call (see [`Link::events`]), its era, and whether it is
+    /// shared by every principal; starts the process when needed.
+    pub(crate) async fn listen(&self, target: &Target<'_>) -> Result<LinkEvents, UpstreamError> {
+        let process = self.process(target).await?;
+        Ok(LinkEvents {
+            era: process.link.era(),
+            shared: !process.link.exclusive(),
+            events: process.link.events(),
+        })
+    }
+
     /// The live process for `target`, started (or restarted, after its backoff) when needed.
     async fn process(&self, target: &Target<'_>) -> Result<Arc<Process>, UpstreamError> {
         let launch = self.rules.launch(target.config).map_err(|refusals| {
@@ -192,7 +206,7 @@ impl Process {
         };
         let (kill, killed) = tokio::sync::oneshot::channel();
         let idle_timeout = launch.idle_timeout.unwrap_or(DEFAULT_IDLE);
-        let (link, outbound) = Link::new(&key.backend, idle_timeout);
+        let (link, outbound) = Link::new(&key.backend, idle_timeout, key.principal.is_some());
         tokio::spawn(write_stdin(stdin, outbound));
         tokio::spawn(read_stderr(key.backend.clone(), stderr));
         tokio::spawn(read_stdout(Arc::downgrade(&link), stdout));

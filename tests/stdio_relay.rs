@@ -911,3 +911,94 @@ async fn a_shared_processs_updates_reach_only_subscribed_sessions_or_none_withou
     let (alices, bobs) = shared_updates(&gw).await;
     assert!(alices.is_empty() && bobs.is_empty(), "{alices:?} {bobs:?}");
 }
+
+/// Opens a 2026-07-28 `subscriptions/listen` of `sub` for `notifications`.
+async fn modern_listen(gw: &Gateway, sub: &str, notifications: Value) -> EventStream {
+    let (headers, body) = support::gateway::modern_request_with_id(
+        json!(7),
+        "subscriptions/listen",
+        json!({ "notifications": notifications }),
+    );
+    let auth = bearer(sub);
+    let mut all: Vec<(&str, &str)> = vec![("authorization", &auth)];
+    all.extend(headers.iter().map(|(k, v)| (*k, v.as_str())));
+    let stream = open_stream_with_body(gw.addr, "POST", "/servers/vh/mcp", &all, &body).await;
+    assert_eq!(stream.status, 200, "subscriptions/listen is a stream");
+    stream
+}
+
+/// A 2026-07-28 client's `subscriptions/listen` follows a stdio 2025 server: the URI is
+/// subscribed on the caller's process (`resources/subscribe` sent on the link) and its
+/// `notifications/resources/updated` arrive on the listen stream under the public URI and the
+/// listen's subscription id. Bob listens to the same URI on his own process and gets nothing of
+/// Alice's; control: his own process's updates reach him.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2026_listen_follows_a_stdio_servers_resource_updates_of_its_own_process() {
+    let Some(project) = node_project() else {
+        return;
+    };
+    let gw = gateway(&project, "everything").await;
+    let listed = gw
+        .modern(
+            "alice",
+            "vh",
+            "resources/list",
+            json!({"_meta": modern_meta()}),
+        )
+        .await;
+    let uri = listed.json()["result"]["resources"][0]["uri"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a resource: {}", listed.text()))
+        .to_owned();
+    let wanted = json!({"resourceSubscriptions": [uri]});
+    let mut alices = modern_listen(&gw, "alice", wanted.clone()).await;
+    let ack = alices
+        .next_message_where(WAIT, |m| {
+            m["method"] == "notifications/subscriptions/acknowledged"
+        })
+        .await;
+    assert_eq!(
+        ack["params"]["notifications"]["resourceSubscriptions"],
+        json!([uri]),
+        "{ack}"
+    );
+    let mut bobs = modern_listen(&gw, "bob", wanted).await;
+    bobs.next_message_where(WAIT, |m| {
+        m["method"] == "notifications/subscriptions/acknowledged"
+    })
+    .await;
+
+    let toggle = json!({"name": "ev-toggle-subscriber-updates", "arguments": {},
+                        "_meta": modern_meta()});
+    let toggled = gw.modern("alice", "vh", "tools/call", toggle.clone()).await;
+    assert!(
+        toggled.text().contains("Started simulated"),
+        "{}",
+        toggled.text()
+    );
+    let update = alices.next_message_where(WAIT, is_update).await;
+    assert_eq!(
+        update["params"]["uri"],
+        uri.as_str(),
+        "public URI: {update}"
+    );
+    assert_eq!(
+        update["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 7,
+        "{update}"
+    );
+    let quiet = drain(&mut bobs, Duration::from_secs(1)).await;
+    assert!(
+        !quiet.iter().any(is_update),
+        "bob got alice's process's update: {quiet:?}"
+    );
+
+    // Control: bob's own process, toggled by him, sends him his.
+    let toggled = gw.modern("bob", "vh", "tools/call", toggle).await;
+    assert!(
+        toggled.text().contains("Started simulated"),
+        "{}",
+        toggled.text()
+    );
+    let update = bobs.next_message_where(WAIT, is_update).await;
+    assert_eq!(update["params"]["uri"], uri.as_str(), "{update}");
+}

@@ -7,7 +7,8 @@
 //! `subscriptions/listen` (with their share of the URIs, un-prefixed, and of the task ids, raw);
 //! legacy backends are followed through the caller's upstream session: its GET stream for list
 //! changes and updates, and `resources/subscribe` for each URI (they have no tasks: the extension
-//! is not bridged across eras). Every message the client gets carries
+//! is not bridged across eras); a 2025 server behind a link (stdio process, HTTP+SSE connection)
+//! the same way through the link: `resources/subscribe` sent on it, its event channel followed. Every message the client gets carries
 //! `_meta["io.modelcontextprotocol/subscriptionId"]` = the id of its listen request,
 //! `notifications/resources/updated` carries the public URI and `notifications/tasks` the gateway
 //! task id the client named (only for the tasks it named: a backend's notification about any
@@ -337,8 +338,20 @@ async fn backend_feed(
 ) -> Option<(Feed, Era)> {
     let Asked { flags, uris, tasks } = asked;
     let target = scope.target(name, config);
-    let description = scope.inner.upstream.describe(&target).await.ok()?;
     let backend = name.to_owned();
+    if scope.inner.upstream.is_linked(&target) {
+        // A stdio process or HTTP+SSE connection serving a 2025 server: it takes
+        // `resources/subscribe` itself, and its updates and list changes arrive on the link's
+        // event channel (the caller's own link, or a shared process whose events this listen
+        // sees only for the URIs it was acknowledged for, see `translate`).
+        if let Some(link) = scope.inner.upstream.link_events(&target).await
+            && link.era == Era::Legacy
+        {
+            subscribe_each(scope, name, config, &target, &uris).await;
+            return Some((broadcast_feed(backend, (), link.events), Era::Legacy));
+        }
+    }
+    let description = scope.inner.upstream.describe(&target).await.ok()?;
     match description.era {
         Era::Modern => {
             let call = listen_call(flags, &uris, &tasks);
@@ -356,39 +369,60 @@ async fn backend_feed(
         }
         Era::Legacy => {
             let url = description.session.as_ref().map(|s| s.url.clone())?;
-            for uri in &uris {
-                let mut params = RawObject::new();
-                params.set_str("uri", uri);
-                let call = Call {
-                    method: "resources/subscribe",
-                    params,
-                    name: None,
-                    progress_token: None,
-                    hints: ToolHints::NONE,
-                    headers: None,
-                };
-                let deadline = scope.fanout_deadline(config);
-                if let Err(e) = crate::scope::final_response(scope, &target, &call, deadline).await
-                {
-                    tracing::debug!(backend = name, reason = %e.reason(), "resources/subscribe failed");
-                }
-            }
+            subscribe_each(scope, name, config, &target, &uris).await;
             let (hub, receiver, _) = scope.inner.upstream.listen(&target, &url).await?;
-            let feed = futures_util::stream::unfold((hub, receiver), move |(hub, mut receiver)| {
-                let backend = backend.clone();
-                async move {
-                    loop {
-                        match receiver.recv().await {
-                            Ok(message) => return Some(((backend, message), (hub, receiver))),
-                            Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
-                            Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
-                        }
-                    }
-                }
-            });
-            Some((feed.boxed(), Era::Legacy))
+            Some((broadcast_feed(backend, hub, receiver), Era::Legacy))
         }
     }
+}
+
+/// `resources/subscribe` for each of `uris` (upstream URIs) at a 2025 backend; a failure only
+/// means no updates come for that URI.
+async fn subscribe_each(
+    scope: &Scope<'_>,
+    name: &str,
+    config: &mcp_config_store::BackendConfig,
+    target: &crate::upstream::Target<'_>,
+    uris: &[String],
+) {
+    for uri in uris {
+        let mut params = RawObject::new();
+        params.set_str("uri", uri);
+        let call = Call {
+            method: "resources/subscribe",
+            params,
+            name: None,
+            progress_token: None,
+            hints: ToolHints::NONE,
+            headers: None,
+        };
+        let deadline = scope.fanout_deadline(config);
+        if let Err(e) = crate::scope::final_response(scope, target, &call, deadline).await {
+            tracing::debug!(backend = name, reason = %e.reason(), "resources/subscribe failed");
+        }
+    }
+}
+
+/// The messages of a broadcast channel as `backend`'s feed, keeping `keep` (what holds the
+/// channel's source open, such as a GET-stream hub) alive as long as the feed is.
+fn broadcast_feed<K: Send + 'static>(
+    backend: String,
+    keep: K,
+    receiver: tokio::sync::broadcast::Receiver<Bytes>,
+) -> Feed {
+    futures_util::stream::unfold((keep, receiver), move |(keep, mut receiver)| {
+        let backend = backend.clone();
+        async move {
+            loop {
+                match receiver.recv().await {
+                    Ok(message) => return Some(((backend, message), (keep, receiver))),
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
+                }
+            }
+        }
+    })
+    .boxed()
 }
 
 /// A backend notification as the subscriber sees it; `None` when it was not asked for.

@@ -343,7 +343,10 @@ fn read_document(path: &Path) -> Result<UsersDocument, GatewayError> {
     })
 }
 
-/// Writes `doc` next to `path` and renames it over `path` (atomic on one file system).
+/// Writes `doc` next to `path` and renames it over `path` (atomic on one file system). The new
+/// file is created readable by its owner only and then given the old file's permissions: a
+/// users file holds credentials (`headers.add`, `env`), and a `put` must never widen who can
+/// read it. Two concurrent writers each rewrite the whole document: the last rename wins.
 fn write_document(path: &Path, doc: &UsersDocument) -> Result<(), GatewayError> {
     use std::io::Write as _;
     refuse_toml(path)?;
@@ -359,10 +362,23 @@ fn write_document(path: &Path, doc: &UsersDocument) -> Result<(), GatewayError> 
     let temp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
     let failed =
         |e: std::io::Error| GatewayError::Store(format!("cannot write {}: {e}", path.display()));
-    let mut file = std::fs::File::create(&temp).map_err(failed)?;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.mode(0o600);
+    }
+    let mut file = options.open(&temp).map_err(failed)?;
+    let permissions = std::fs::metadata(path).map(|m| m.permissions());
     let written = file
         .write_all(text.as_bytes())
         .and_then(|()| file.write_all(b"\n"))
+        .and_then(|()| match permissions {
+            Ok(permissions) => file.set_permissions(permissions),
+            // A new users file: owner-only.
+            Err(_) => Ok(()),
+        })
         .and_then(|()| file.sync_all());
     drop(file);
     if let Err(e) = written.and_then(|()| std::fs::rename(&temp, path)) {

@@ -32,6 +32,13 @@ fn users(config: &str, args: &[&str], env: &[(&str, &str)]) -> (i32, String, Str
 fn file_store_put_get_list_delete_check() {
     let dir = workdir("users-cli-file");
     let users_path = write(dir.path(), "users.json", r#"{"users":{}}"#);
+    // The users file holds credentials: kept owner-only, a put must not widen it.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&users_path, std::fs::Permissions::from_mode(0o600))
+            .expect("chmod");
+    }
     let config = write(dir.path(), "gateway.toml", &base_config(""));
     let config = config.to_str().expect("path");
     let good = write(dir.path(), "good.json", GOOD);
@@ -40,6 +47,15 @@ fn file_store_put_get_list_delete_check() {
     let (code, out, err) = users(config, &["put", "alice", "--file", good], &[]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("stored the configuration of alice"), "{out}");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(&users_path)
+            .expect("users file")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "a put keeps the users file owner-only");
+    }
     // What was written is what check-config accepts.
     let (code, out, err) = run_cli(
         &["check-config", "--config", config],

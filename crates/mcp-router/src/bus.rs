@@ -95,7 +95,15 @@ pub struct NodeBus {
     /// Whether the subscriber is subscribed right now (a node that asks another for an answer
     /// waits for it: an answer published before it listens would be lost).
     subscribed: tokio::sync::watch::Sender<bool>,
+    /// The forwarded retries this node served lately: an asking node sends a retry again until
+    /// the first part of the answer reaches it (the PUBLISH count cannot tell it was heard: in a
+    /// Redis Cluster it counts only the subscribers of the node that ran the command), and a
+    /// parked call must be resumed once.
+    served: std::sync::Mutex<std::collections::VecDeque<String>>,
 }
+
+/// How many served retry tickets a node remembers (re-sends stop within seconds).
+const SERVED_TICKETS: usize = 1024;
 
 impl fmt::Debug for NodeBus {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -132,7 +140,24 @@ impl NodeBus {
             timeout: config.connect_timeout + config.response_timeout,
             listener: OnceLock::new(),
             subscribed: tokio::sync::watch::Sender::new(false),
+            served: std::sync::Mutex::default(),
         })
+    }
+
+    /// `true` the first time `ticket` (a forwarded retry's) is seen lately; `false` for a copy.
+    fn first_sight(&self, ticket: &str) -> bool {
+        let mut served = self
+            .served
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if served.iter().any(|t| t == ticket) {
+            return false;
+        }
+        if served.len() >= SERVED_TICKETS {
+            served.pop_front();
+        }
+        served.push_back(ticket.to_owned());
+        true
     }
 
     /// This node's id (in the ids of the requests it asks).
@@ -270,10 +295,16 @@ fn deliver(router: &Arc<RouterInner>, message: BusMessage) {
         }
         BusMessage::Revoke(revocation) => router.sessions.revoke(&revocation),
         BusMessage::Resume(forwarded) => {
-            tokio::spawn(crate::modern::forward::serve(
-                Arc::clone(router),
-                *forwarded,
-            ));
+            if router
+                .bus
+                .as_ref()
+                .is_some_and(|bus| bus.first_sight(&forwarded.ticket))
+            {
+                tokio::spawn(crate::modern::forward::serve(
+                    Arc::clone(router),
+                    *forwarded,
+                ));
+            }
         }
         BusMessage::ResumePart { ticket, part } => router.forwards.deliver(&ticket, part),
     }

@@ -250,11 +250,12 @@ impl PendingRequests {
     }
 
     /// Registers a request the gateway itself asks; the answer (the client's whole JSON-RPC
-    /// response) arrives on the returned receiver.
+    /// response) arrives on the returned receiver. `None` when the table is full of fresh
+    /// entries: the request must then not be shown to the client, whose answer would be lost.
     pub(crate) fn register_local(
         &self,
         downstream_session: &str,
-    ) -> (String, tokio::sync::oneshot::Receiver<Bytes>) {
+    ) -> Option<(String, tokio::sync::oneshot::Receiver<Bytes>)> {
         let (answer, receiver) = tokio::sync::oneshot::channel();
         let entry = self.next.fetch_add(1, Ordering::Relaxed);
         let id = self.seal(
@@ -269,17 +270,18 @@ impl PendingRequests {
         if local.len() >= self.max {
             local.retain(|_, e| now.duration_since(e.created) < self.ttl);
         }
-        if local.len() < self.max {
-            local.insert(
-                entry,
-                LocalEntry {
-                    downstream_session: downstream_session.to_owned(),
-                    answer,
-                    created: now,
-                },
-            );
+        if local.len() >= self.max {
+            return None;
         }
-        (id, receiver)
+        local.insert(
+            entry,
+            LocalEntry {
+                downstream_session: downstream_session.to_owned(),
+                answer,
+                created: now,
+            },
+        );
+        Some((id, receiver))
     }
 
     /// Where the client's answer with `id` goes, if `id` was shown to `downstream_session` and is
@@ -433,7 +435,7 @@ mod tests {
             table.take("gwl-n1-1", "s1").is_none(),
             "ids of the previous plain format are unknown"
         );
-        let (id, answer) = table.register_local("s1");
+        let (id, answer) = table.register_local("s1").expect("room");
         assert!(table.take(&id, "s2").is_none());
         let Some(Pending {
             route: Route::Local(sender),
@@ -450,7 +452,7 @@ mod tests {
         );
         assert!(table.take(&id, "s1").is_none(), "answered once");
         // Another node sees whose request it is; the owner takes an answer passed on to it.
-        let (relayed, answer) = table.register_local("s1");
+        let (relayed, answer) = table.register_local("s1").expect("room");
         assert!(!relayed.contains("n1"), "the node is sealed: {relayed}");
         let other_node = PendingRequests::new(
             table.sealer.clone(),
@@ -476,8 +478,24 @@ mod tests {
             "answered once"
         );
 
-        let (late, _answer) = table.register_local("s1");
+        let (late, _answer) = table.register_local("s1").expect("room");
         tokio::time::advance(Duration::from_secs(61)).await;
         assert!(table.take(&late, "s1").is_none());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_full_local_table_registers_nothing_until_entries_expire() {
+        let table = PendingRequests::new(Sealer::random(), "n1".into(), Duration::from_secs(60), 2);
+        let _first = table.register_local("s1").expect("room");
+        let _second = table.register_local("s2").expect("room");
+        assert!(
+            table.register_local("s3").is_none(),
+            "a full table shows the client nothing it could not route back"
+        );
+        tokio::time::advance(Duration::from_secs(61)).await;
+        assert!(
+            table.register_local("s3").is_some(),
+            "expired entries make room"
+        );
     }
 }

@@ -451,6 +451,18 @@ impl EffectiveConfig {
                 SessionsKind::Local
             }
         };
+        if r.int("sessions.wait_replicas") > 0
+            && matches!(&kind, SessionsKind::Redis { url } if url.starts_with("redis+cluster://"))
+        {
+            // The client sends WAIT to every primary and answers with the least count: one shard
+            // short of replicas would fail every session write, whatever shard it lands on.
+            r.fail(
+                "sessions.wait_replicas",
+                "must be 0 with a Redis Cluster (redis+cluster://): WAIT would be asked of every \
+                 shard, not the one holding the session; use Sentinel for confirmed writes"
+                    .to_owned(),
+            );
+        }
         let sessions = SessionsConfig {
             kind,
             idle_timeout: Duration::from_secs(r.positive("sessions.idle_timeout_s")),
@@ -792,6 +804,25 @@ mod tests {
         let c = GatewayConfig::from_toml_str("").expect("valid");
         assert_eq!(c.telemetry.otlp_endpoint, None);
         assert_eq!(c.telemetry.traces_sampler, "parentbased_always_on");
+    }
+
+    #[test]
+    fn confirmed_session_writes_are_refused_with_a_cluster() {
+        let joined = errors(
+            "[sessions]\nkind = \"redis\"\nurl = \"redis+cluster://127.0.0.1:7000,127.0.0.1:7001\"\nwait_replicas = 1\n",
+        )
+        .join("\n");
+        assert!(
+            joined.contains("sessions.wait_replicas: must be 0 with a Redis Cluster"),
+            "{joined}"
+        );
+        // Control: the same with Sentinel, or a Cluster without waiting, is valid.
+        for toml in [
+            "[sessions]\nkind = \"redis\"\nurl = \"redis+sentinel://127.0.0.1:26379/mymaster\"\nwait_replicas = 1\n",
+            "[sessions]\nkind = \"redis\"\nurl = \"redis+cluster://127.0.0.1:7000\"\nwait_replicas = 0\n",
+        ] {
+            GatewayConfig::from_toml_str(toml).expect("valid");
+        }
     }
 
     #[test]

@@ -1176,7 +1176,11 @@ impl Relay {
             let Some(method) = request.get_str("method") else {
                 continue;
             };
-            let (id, answer) = self.inner.pending.register_local(&session);
+            // A full table: the request is not asked now (the retry without its answer makes
+            // the backend ask again).
+            let Some((id, answer)) = self.inner.pending.register_local(&session) else {
+                continue;
+            };
             let params = request.get("params").map(|p| p.to_owned());
             let mut out = RawObject::new();
             out.set_str("jsonrpc", "2.0");
@@ -1372,7 +1376,7 @@ impl Relay {
                 }
                 // The answer comes back to this node's table (or over the node bus to it): the
                 // link lives here.
-                let (id, answer) = self.inner.pending.register_local(downstream);
+                let (id, answer) = self.inner.pending.register_local(downstream)?;
                 forward_answer(link.clone(), upstream_id, answer, self.inner.pending.ttl());
                 request.set_str("id", &id);
             }

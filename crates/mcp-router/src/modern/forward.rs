@@ -144,11 +144,20 @@ pub(crate) async fn forward(
     }));
     let wait = async {
         // The holder subscribes when it parks the call; until then (moments, or never: it is
-        // gone) nobody hears the message, so it is sent again for a while.
-        while bus.publish_counted(node, &message).await? == 0 {
-            tokio::time::sleep(REPUBLISH_AFTER).await;
+        // gone) nobody hears the message, so it is sent again until it was heard or the first
+        // part of the answer arrives. In a Redis Cluster the PUBLISH count only covers the
+        // subscribers of the node that ran it (0 although the holder heard it): the copies are
+        // sent until the answer starts, and the holder serves a ticket once (`NodeBus`).
+        let mut heard = false;
+        loop {
+            if !heard {
+                heard = bus.publish_counted(node, &message).await? > 0;
+            }
+            tokio::select! {
+                part = receiver.recv() => return part,
+                () = tokio::time::sleep(REPUBLISH_AFTER) => {}
+            }
         }
-        receiver.recv().await
     };
     let head = tokio::time::timeout(HEAD_WAIT, wait).await.ok()??;
     let Part::Head {

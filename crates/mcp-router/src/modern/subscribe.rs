@@ -473,6 +473,9 @@ fn translate(
         params.set_str("taskId", &watched.public);
         if watched.withhold_result {
             params.remove("result");
+        } else if let Some(uris) = crate::public_uris::PublicUris::new(Namer::new(vhost), backend) {
+            // A finished task's result carries the backend's URIs, as tasks/get's does.
+            uris.result(mcp_core::Method::TasksGet, &mut params);
         }
     } else if !wanted.contains(&method) {
         return None;
@@ -493,4 +496,53 @@ fn tagged(method: &str, params: Option<&str>, subscription: &str) -> Vec<u8> {
     }
     obj.set_raw("_meta", meta.to_raw());
     encode_notification(method, Some(&obj.to_raw()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    #[test]
+    fn a_task_notifications_result_carries_public_uris() {
+        let vhost: VirtualHostConfig = serde_json::from_value(json!({"backends": {
+            "ev": {"url": "http://127.0.0.1:1/mcp"},
+            "b": {"url": "http://127.0.0.1:2/mcp"}}}))
+        .expect("valid vhost config");
+        let watched = |withhold_result| Subscribed {
+            uris: BTreeMap::new(),
+            tasks: BTreeMap::from([(
+                "ev".to_owned(),
+                vec![Watched {
+                    raw: "t-raw".into(),
+                    public: "t-public".into(),
+                    withhold_result,
+                }],
+            )]),
+        };
+        let message = encode_notification(
+            "notifications/tasks",
+            Some(
+                &RawObject::parse(
+                    &json!({"taskId": "t-raw", "status": "completed", "result": {"content": [
+                        {"type": "resource_link", "uri": "demo://r/1", "name": "r1"}]}})
+                    .to_string(),
+                )
+                .expect("object")
+                .to_raw(),
+            ),
+        );
+        let out = translate(&vhost, &[], &watched(false), "7", "ev", &message)
+            .expect("a named task's notification");
+        let out: Value = serde_json::from_slice(&out).expect("JSON");
+        assert_eq!(out["params"]["taskId"], "t-public", "{out}");
+        assert_eq!(
+            out["params"]["result"]["content"][0]["uri"], "ev-demo://r/1",
+            "{out}"
+        );
+        let governed = translate(&vhost, &[], &watched(true), "7", "ev", &message)
+            .expect("a named task's notification");
+        let governed: Value = serde_json::from_slice(&governed).expect("JSON");
+        assert!(governed["params"].get("result").is_none(), "{governed}");
+    }
 }

@@ -1002,3 +1002,68 @@ async fn a_2026_listen_follows_a_stdio_servers_resource_updates_of_its_own_proce
     let update = bobs.next_message_where(WAIT, is_update).await;
     assert_eq!(update["params"]["uri"], uri.as_str(), "{update}");
 }
+
+/// A Python SDK stdio server whose own `sampling/createMessage` asks for progress
+/// (`_meta.progressToken`): the 2025 client sees the gateway id as the token, and the progress it
+/// reports under it reaches the process under the process's own token (the tool says which
+/// progress values its callback got), before the answer completes the request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clients_progress_on_a_stdio_servers_request_reaches_the_process() {
+    let Some(python) = support::peers::python("mcp1") else {
+        assert!(!in_ci(), "the Python SDK 1.x venv is missing under CI");
+        skipped("the Python SDK 1.x venv (.venv/mcp1)");
+        return;
+    };
+    let mut server = StdioServer::new(python.to_str().expect("utf-8 path"));
+    server.args = vec![
+        root()
+            .join("tests/interop/py_stdio_server.py")
+            .to_str()
+            .expect("utf-8 path")
+            .to_owned(),
+    ];
+    let router = McpRouter::builder()
+        .fanout_deadline(WAIT)
+        .stdio_servers(BTreeMap::from([("py".to_owned(), server)]))
+        .build();
+    let gw = Gateway::start_with(
+        &[(
+            "alice",
+            vhost_config(json!({"backends": {"py": {"stdio": "py", "timeout_ms": 30000}}})),
+        )],
+        router,
+    )
+    .await;
+    let session = session(&gw, "alice", json!({"sampling": {}})).await;
+    let mut stream = open_call(
+        gw.addr,
+        "alice",
+        &session,
+        5,
+        json!({"name": "py-sample_with_progress", "arguments": {}}),
+    )
+    .await;
+    let request = stream
+        .next_message_where(WAIT, |m| m["method"] == "sampling/createMessage")
+        .await;
+    let token = request["params"]["_meta"]["progressToken"].clone();
+    assert_eq!(
+        token, request["id"],
+        "the gateway id stands for the process's token: {request}"
+    );
+    let progress = json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                          "params": {"progressToken": token, "progress": 0.5, "total": 1.0}});
+    let delivered = post(&gw, "alice", &session, &progress).await;
+    assert_eq!(delivered.status, 202, "{}", delivered.text());
+    let answer = json!({"jsonrpc": "2.0", "id": request["id"], "result": sampled()});
+    let delivered = post(&gw, "alice", &session, &answer).await;
+    assert_eq!(delivered.status, 202, "{}", delivered.text());
+    let response = stream
+        .next_message_where(WAIT, |m| m["id"] == 5 && m.get("method").is_none())
+        .await;
+    let text = texts(&response);
+    assert!(
+        text.contains("progress [0.5]"),
+        "the process saw the client's progress: {text}"
+    );
+}

@@ -1,13 +1,15 @@
 """A stdio MCP server on the Python SDK 1.x (FastMCP), for the gateway's stdio-backend tests.
 
 Tools: echo (text back), slow (progress per step), crash (the process exits mid-call), pid (its
-process id). Extra command-line arguments are ignored (tests pass a marker to find the process).
+process id), sample_with_progress (asks the client to sample, asking for progress on that request,
+and says which progress values came back). Extra command-line arguments are ignored (tests pass a marker to find the process).
 `build` is also the tool set of `py_sse_server.py`.
 """
 
 import asyncio
 import os
 
+from mcp import types
 from mcp.server.fastmcp import Context, FastMCP
 
 
@@ -32,6 +34,32 @@ def build(name: str, prefix: str, **settings) -> FastMCP:
     def crash() -> str:
         """Ends the process in the middle of the call."""
         os._exit(3)
+
+    @mcp.tool()
+    async def sample_with_progress(ctx: Context) -> str:
+        """Asks the client for a sample with a progress token; reports the progress it got."""
+        seen = []
+
+        async def on_progress(progress, total, message):
+            seen.append(progress)
+
+        request = types.ServerRequest(
+            types.CreateMessageRequest(
+                method="sampling/createMessage",
+                params=types.CreateMessageRequestParams(
+                    messages=[
+                        types.SamplingMessage(
+                            role="user", content=types.TextContent(type="text", text="hi")
+                        )
+                    ],
+                    maxTokens=5,
+                ),
+            )
+        )
+        result = await ctx.session.send_request(
+            request, types.CreateMessageResult, progress_callback=on_progress
+        )
+        return f"{prefix}: sampled {result.content.text}; progress {seen}"
 
     @mcp.tool()
     def pid() -> str:

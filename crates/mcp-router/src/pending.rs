@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use crate::seal::{Sealer, unix_now};
-use crate::upstream::LegacySession;
+use crate::upstream::{LegacySession, LinkWriter};
 
 const PURPOSE: &str = "mcp-router/pending/v1";
 
@@ -106,6 +106,17 @@ struct LocalEntry {
     downstream_session: String,
     answer: tokio::sync::oneshot::Sender<Bytes>,
     created: Instant,
+    /// A linked backend's request that asked for progress: where the client's progress goes.
+    progress: Option<LinkProgress>,
+}
+
+/// Where a client's `notifications/progress` for a request a linked backend (stdio process,
+/// HTTP+SSE connection) asked goes: the link, under the backend's own token.
+#[derive(Clone)]
+pub(crate) struct LinkProgress {
+    pub(crate) link: LinkWriter,
+    /// The backend's own progress token, as JSON.
+    pub(crate) token: String,
 }
 
 /// The relayed requests of one router.
@@ -159,19 +170,7 @@ impl PendingRequests {
         session: Arc<LegacySession>,
         request: &mut mcp_core::RawObject<'_>,
     ) {
-        let mut params = request
-            .get("params")
-            .and_then(|p| mcp_core::RawObject::from_raw(p).ok())
-            .map(mcp_core::RawObject::into_owned);
-        let mut meta = params
-            .as_ref()
-            .and_then(|p| p.get("_meta"))
-            .and_then(|m| mcp_core::RawObject::from_raw(m).ok())
-            .map(mcp_core::RawObject::into_owned);
-        let token = meta
-            .as_ref()
-            .and_then(|m| m.get(crate::upstream::PROGRESS_TOKEN))
-            .map(|t| t.get().to_owned());
+        let token = progress_token(request);
         let id = self.register(
             downstream_session,
             backend,
@@ -179,12 +178,50 @@ impl PendingRequests {
             session,
             token.clone(),
         );
-        request.set_str("id", &id);
-        if let (Some(_), Some(params), Some(meta)) = (token, params.as_mut(), meta.as_mut()) {
-            meta.set_str(crate::upstream::PROGRESS_TOKEN, &id);
-            params.set_raw("_meta", meta.to_raw());
-            request.set_raw("params", params.to_raw());
+        show_under(request, &id, token.is_some());
+    }
+
+    /// A linked backend's request `request` as the client gets it, like [`relay`](Self::relay):
+    /// under a gateway id, also its progress token when the backend asked for progress (the
+    /// client's progress then goes to `link` under the backend's token). The client's answer
+    /// arrives on the returned receiver; `None` when the table is full (see
+    /// [`register_local`](Self::register_local)).
+    pub(crate) fn relay_link(
+        &self,
+        downstream_session: &str,
+        link: &LinkWriter,
+        request: &mut mcp_core::RawObject<'_>,
+    ) -> Option<tokio::sync::oneshot::Receiver<Bytes>> {
+        let token = progress_token(request);
+        let progress = token.clone().map(|token| LinkProgress {
+            link: link.clone(),
+            token,
+        });
+        let (id, answer) = self.insert_local(downstream_session, progress)?;
+        show_under(request, &id, token.is_some());
+        Some(answer)
+    }
+
+    /// Where the client's progress for the linked backend's request behind `token` (a gateway
+    /// id shown to `downstream_session` as a progress token) goes, while the request waits for
+    /// its answer on this node.
+    pub(crate) fn link_progress(
+        &self,
+        token: &str,
+        downstream_session: &str,
+    ) -> Option<LinkProgress> {
+        let Some(Sealed::Local { n, i }) = self.open(token, downstream_session) else {
+            return None;
+        };
+        if n != self.node {
+            return None;
         }
+        let local = self.local.lock().unwrap_or_else(|p| p.into_inner());
+        let entry = local.get(&i)?;
+        (entry.downstream_session == downstream_session
+            && Instant::now().duration_since(entry.created) < self.ttl)
+            .then(|| entry.progress.clone())
+            .flatten()
     }
 
     /// The backend request behind `id` (a relayed request's gateway id, or its progress token)
@@ -256,6 +293,14 @@ impl PendingRequests {
         &self,
         downstream_session: &str,
     ) -> Option<(String, tokio::sync::oneshot::Receiver<Bytes>)> {
+        self.insert_local(downstream_session, None)
+    }
+
+    fn insert_local(
+        &self,
+        downstream_session: &str,
+        progress: Option<LinkProgress>,
+    ) -> Option<(String, tokio::sync::oneshot::Receiver<Bytes>)> {
         let (answer, receiver) = tokio::sync::oneshot::channel();
         let entry = self.next.fetch_add(1, Ordering::Relaxed);
         let id = self.seal(
@@ -279,6 +324,7 @@ impl PendingRequests {
                 downstream_session: downstream_session.to_owned(),
                 answer,
                 created: now,
+                progress,
             },
         );
         Some((id, receiver))
@@ -344,6 +390,39 @@ impl PendingRequests {
             route: Route::Local(entry.answer),
         })
     }
+}
+
+/// The backend's own `_meta.progressToken` of a request, as JSON.
+fn progress_token(request: &mcp_core::RawObject<'_>) -> Option<String> {
+    let params = mcp_core::RawObject::from_raw(request.get("params")?).ok()?;
+    let meta = mcp_core::RawObject::from_raw(params.get("_meta")?).ok()?;
+    meta.get(crate::upstream::PROGRESS_TOKEN)
+        .map(|t| t.get().to_owned())
+}
+
+/// Shows `request` under the gateway id `id`, which is also its progress token when it has one.
+fn show_under(request: &mut mcp_core::RawObject<'_>, id: &str, has_token: bool) {
+    request.set_str("id", id);
+    if !has_token {
+        return;
+    }
+    let Some(mut params) = request
+        .get("params")
+        .and_then(|p| mcp_core::RawObject::from_raw(p).ok())
+        .map(mcp_core::RawObject::into_owned)
+    else {
+        return;
+    };
+    let Some(mut meta) = params
+        .get("_meta")
+        .and_then(|m| mcp_core::RawObject::from_raw(m).ok())
+        .map(mcp_core::RawObject::into_owned)
+    else {
+        return;
+    };
+    meta.set_str(crate::upstream::PROGRESS_TOKEN, id);
+    params.set_raw("_meta", meta.to_raw());
+    request.set_raw("params", params.to_raw());
 }
 
 /// A random node id: 12 lowercase hex digits (no `-`, which separates it in request ids).

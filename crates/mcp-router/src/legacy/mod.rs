@@ -305,6 +305,9 @@ async fn in_session(
         relayed::to_backend(inner, parts, ctx, record, relayed, env).await;
         return respond::accepted();
     }
+    if relayed::to_link(inner, session_id, env) {
+        return respond::accepted();
+    }
     if env.method() == Some("notifications/cancelled") {
         let request_id = env
             .params()

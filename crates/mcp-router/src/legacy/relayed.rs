@@ -1,7 +1,8 @@
 //! A 2025 client's notifications about a backend's request the gateway relayed to it:
 //! `notifications/progress` for the request's progress token and `notifications/cancelled` naming
 //! its id (both the sealed gateway id, see [`crate::pending`]) go into the asking backend's session
-//! with the backend's own token and id.
+//! with the backend's own token and id; for a request a linked backend (stdio process, HTTP+SSE
+//! connection) asked, the client's progress goes to the link under the backend's own token.
 
 use http::request::Parts;
 use mcp_core::{Envelope, RawObject};
@@ -81,4 +82,35 @@ pub(super) async fn to_backend(
     {
         tracing::info!(backend = %relayed.backend, error = %e, "could not pass on a client's notification");
     }
+}
+
+/// Passes a client's `notifications/progress` for a linked backend's request (stdio process,
+/// HTTP+SSE connection) it was relayed to the link, under the backend's own token; `false` when
+/// the notification is about no such request waiting on this node.
+pub(super) fn to_link(inner: &RouterInner, session_id: &str, env: &Envelope<'_>) -> bool {
+    if env.method() != Some("notifications/progress") {
+        return false;
+    }
+    let Some(mut params) = env
+        .params()
+        .and_then(|p| RawObject::from_raw(p).ok())
+        .map(RawObject::into_owned)
+    else {
+        return false;
+    };
+    let Some(progress) = params
+        .get_str("progressToken")
+        .and_then(|token| inner.pending.link_progress(&token, session_id))
+    else {
+        return false;
+    };
+    let Ok(token) = RawValue::from_string(progress.token) else {
+        return false;
+    };
+    params.set_raw("progressToken", token);
+    progress.link.send(mcp_core::encode_notification(
+        "notifications/progress",
+        Some(&params.to_raw()),
+    ));
+    true
 }

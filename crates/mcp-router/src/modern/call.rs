@@ -1376,9 +1376,11 @@ impl Relay {
                 }
                 // The answer comes back to this node's table (or over the node bus to it): the
                 // link lives here.
-                let (id, answer) = self.inner.pending.register_local(downstream)?;
+                let answer = self
+                    .inner
+                    .pending
+                    .relay_link(downstream, link, &mut request)?;
                 forward_answer(link.clone(), upstream_id, answer, self.inner.pending.ttl());
-                request.set_str("id", &id);
             }
             (None, None) => return None,
         }

@@ -229,8 +229,6 @@ struct Compact {
     backends: Vec<CompactBackend>,
     #[serde(rename = "u", default, skip_serializing_if = "Vec::is_empty")]
     subscriptions: Vec<String>,
-    #[serde(rename = "t", default, skip_serializing_if = "Option::is_none")]
-    created_at_ms: Option<u64>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -278,7 +276,6 @@ impl Compact {
                 })
                 .collect(),
             subscriptions: record.subscriptions,
-            created_at_ms: record.created_at_ms,
         }
     }
 
@@ -311,7 +308,9 @@ impl Compact {
             log_level: self.log_level,
             backends,
             subscriptions: self.subscriptions,
-            created_at_ms: self.created_at_ms,
+            // Not carried: every byte lengthens the id, a header; the start is the absolute
+            // expiry less the lifetime, which `revoke_at` gives the record that ends.
+            created_at_ms: None,
         })
     }
 }
@@ -471,7 +470,15 @@ impl SealedSessionStore {
         if self.revoked.contains(&opened.nonce) {
             return Ok(None);
         }
-        let record = opened.record;
+        let mut record = opened.record;
+        // For `mcp.server.session.duration`: sealed at `expires - lifetime` (the lifetime of this
+        // node's configuration: another node's may differ).
+        record.created_at_ms = Some(
+            opened
+                .expires
+                .saturating_sub(self.ttl_secs())
+                .saturating_mul(1000),
+        );
         self.revoked
             .insert(
                 opened.nonce,
@@ -619,7 +626,7 @@ mod tests {
                 })
                 .collect(),
             subscriptions: vec!["file:///repo/README.md".into()],
-            created_at_ms: Some(1_764_633_600_000),
+            created_at_ms: None,
         }
     }
 
@@ -644,9 +651,21 @@ mod tests {
         assert!(!store.update(&id, record()).await.expect("update"));
         // remove revokes it here; another node learns it from the revocation.
         let elsewhere = SealedSessionStore::new(ring(&[("k1", key)]));
+        let removed = store.remove(&id).await.expect("remove").expect("a record");
+        // The ended record carries its start (the expiry less the lifetime) for the session
+        // duration metric; the id itself does not.
+        let started = removed.created_at_ms.expect("a derived start");
+        let now_ms = now_secs() * 1000;
+        assert!(
+            started <= now_ms && now_ms - started < 60_000,
+            "{started} vs {now_ms}"
+        );
         assert_eq!(
-            store.remove(&id).await.expect("remove").as_deref(),
-            Some(&rec)
+            SessionRecord {
+                created_at_ms: None,
+                ..(*removed).clone()
+            },
+            rec
         );
         assert_eq!(store.get(&id).await.expect("get"), None);
         assert_eq!(store.remove(&id).await.expect("remove"), None, "once");

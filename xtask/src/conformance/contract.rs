@@ -90,11 +90,15 @@ pub(crate) fn run(
         "[config_store]\nkind = \"redis\"\nurl = \"redis://127.0.0.1:{redis_port}\"\n\
          key_prefix = \"mcpgw\"\n"
     );
-    let sections = format!(
-        "{store}\n\
-         [limits]\nmax_body_bytes = 65536\nmax_mcp_headers = 8\nmax_mcp_header_bytes = 256\n\n\
-         [breaker]\nconsecutive_failures = 1000\n"
-    );
+    let limits = |header_bytes: u32| {
+        format!(
+            "{store}\n\
+             [limits]\nmax_body_bytes = 65536\nmax_mcp_headers = 8\n\
+             max_mcp_header_bytes = {header_bytes}\n\n\
+             [breaker]\nconsecutive_failures = 1000\n"
+        )
+    };
+    let sections = limits(256);
     let env = [("MCP_GATEWAY_AUTH_JWT_REQUIRED_SCOPES", SCOPE)];
     let mut gw =
         RunningGateway::start_with(gateway_binary, &work.join("gateway"), &sections, &env)?;
@@ -111,7 +115,16 @@ pub(crate) fn run(
     routing_rows(&mut rows, &gw)?;
     sessions::local_rows(&mut rows, &gw, work)?;
     restart_row(&mut rows, &mut gw)?;
-    sessions::shared_rows(&mut rows, gateway_binary, &sections, redis_port, &env, work)?;
+    // A sealed session id holds the session's record (an upstream session id, version and URL per
+    // 2025 backend): longer than the 256 bytes the header-limit rows use, far below the default.
+    sessions::shared_rows(
+        &mut rows,
+        gateway_binary,
+        &limits(2048),
+        redis_port,
+        &env,
+        work,
+    )?;
     plugins::rows(&mut rows, gateway_binary, &store, &env, work)?;
     // Last: the store outage (redis stopped) for a subject not cached yet.
     outage_rows(&mut rows, &gw, redis, store_back)?;

@@ -556,6 +556,23 @@ fn is_update(message: &Value) -> bool {
     message["method"] == "notifications/resources/updated"
 }
 
+/// Makes `sub`'s process send updates for what was subscribed on it (in a 2025 session).
+async fn toggle_updates(gw: &Gateway, sub: &str, session: &str) {
+    let toggled = post(
+        gw,
+        sub,
+        session,
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                "params": {"name": "ev-toggle-subscriber-updates", "arguments": {}}}),
+    )
+    .await;
+    assert!(
+        toggled.text().contains("Started simulated"),
+        "{}",
+        toggled.text()
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_processs_resource_updates_reach_only_the_sessions_that_subscribed_there() {
     let Some(project) = node_project() else {
@@ -605,19 +622,7 @@ async fn a_processs_resource_updates_reach_only_the_sessions_that_subscribed_the
     }
 
     // Alice's process starts sending updates for what was subscribed on it.
-    let toggled = post(
-        &gw,
-        "alice",
-        &alice,
-        &json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-                "params": {"name": "ev-toggle-subscriber-updates", "arguments": {}}}),
-    )
-    .await;
-    assert!(
-        toggled.text().contains("Started simulated"),
-        "{}",
-        toggled.text()
-    );
+    toggle_updates(&gw, "alice", &alice).await;
     let update = alices_stream.next_message_where(WAIT, is_update).await;
     assert_eq!(
         update["params"]["uri"],
@@ -639,19 +644,7 @@ async fn a_processs_resource_updates_reach_only_the_sessions_that_subscribed_the
     );
 
     // Control: bob's own process sends him his.
-    let toggled = post(
-        &gw,
-        "bob",
-        &bob,
-        &json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-                "params": {"name": "ev-toggle-subscriber-updates", "arguments": {}}}),
-    )
-    .await;
-    assert!(
-        toggled.text().contains("Started simulated"),
-        "{}",
-        toggled.text()
-    );
+    toggle_updates(&gw, "bob", &bob).await;
     let update = bobs_stream.next_message_where(WAIT, is_update).await;
     assert_eq!(update["params"]["uri"], uri.as_str(), "{update}");
 }
@@ -861,19 +854,7 @@ async fn shared_updates(gw: &Gateway) -> (Vec<Value>, Vec<Value>) {
     )
     .await;
     assert!(subscribed.status == 200, "{}", subscribed.text());
-    let toggled = post(
-        gw,
-        "alice",
-        &alice,
-        &json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-                "params": {"name": "ev-toggle-subscriber-updates", "arguments": {}}}),
-    )
-    .await;
-    assert!(
-        toggled.text().contains("Started simulated"),
-        "{}",
-        toggled.text()
-    );
+    toggle_updates(gw, "alice", &alice).await;
     // The process sends one update at once and one every 5 s: 6 s cover both.
     let quiet = Duration::from_secs(6);
     let (alices, bobs) = tokio::join!(

@@ -270,15 +270,13 @@ async fn end_session(
             let config = ctx.vhost.backends.get(&entry.name)?;
             let caps = &caps;
             Some(async move {
-                let target = crate::upstream::Target {
-                    name: &entry.name,
+                let target = crate::upstream::Target::of_session(
+                    &entry.name,
                     config,
-                    downstream: &parts.headers,
-                    principal: &ctx.principal,
-                    client_caps: caps,
-                    meta: None,
-                    era: mcp_core::Era::Legacy,
-                };
+                    &parts.headers,
+                    &ctx.principal,
+                    caps,
+                );
                 inner.upstream.release(&target, &url).await;
             })
         });
@@ -586,15 +584,13 @@ async fn answer_backend(
     };
     let caps = RawValue::from_string(record.client_capabilities.clone())
         .unwrap_or_else(|_| empty_object());
-    let target = crate::upstream::Target {
-        name: &backend,
+    let target = crate::upstream::Target::of_session(
+        &backend,
         config,
-        downstream: &parts.headers,
-        principal: &ctx.principal,
-        client_caps: &caps,
-        meta: None,
-        era: mcp_core::Era::Legacy,
-    };
+        &parts.headers,
+        &ctx.principal,
+        &caps,
+    );
     if let Err(e) = inner
         .upstream
         .post_to_session(&target, &upstream_session, message)

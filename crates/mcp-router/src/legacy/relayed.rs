@@ -66,15 +66,13 @@ pub(super) async fn to_backend(
     let message = mcp_core::encode_notification(method, Some(&params.to_raw()));
     let caps = RawValue::from_string(record.client_capabilities.clone())
         .unwrap_or_else(|_| empty_object());
-    let target = crate::upstream::Target {
-        name: &relayed.backend,
+    let target = crate::upstream::Target::of_session(
+        &relayed.backend,
         config,
-        downstream: &parts.headers,
-        principal: &ctx.principal,
-        client_caps: &caps,
-        meta: None,
-        era: mcp_core::Era::Legacy,
-    };
+        &parts.headers,
+        &ctx.principal,
+        &caps,
+    );
     if let Err(e) = inner
         .upstream
         .post_to_session(&target, &relayed.session, message)

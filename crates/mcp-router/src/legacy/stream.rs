@@ -75,15 +75,7 @@ pub(crate) async fn get_stream(
         ) else {
             continue;
         };
-        let target = Target {
-            name: &entry.name,
-            config,
-            downstream: &parts.headers,
-            principal: &ctx.principal,
-            client_caps: &caps,
-            meta: None,
-            era: mcp_core::Era::Legacy,
-        };
+        let target = Target::of_session(&entry.name, config, &parts.headers, &ctx.principal, &caps);
         // The session may have been created on another node: listen to its upstream session.
         if let (Some(id), Some(version)) = (&entry.upstream_session_id, &entry.version) {
             inner.upstream.adopt(&target, &url, id, version);
@@ -110,15 +102,7 @@ pub(crate) async fn get_stream(
         let Some(config) = ctx.vhost.backends.get(&entry.name) else {
             continue;
         };
-        let target = Target {
-            name: &entry.name,
-            config,
-            downstream: &parts.headers,
-            principal: &ctx.principal,
-            client_caps: &caps,
-            meta: None,
-            era: mcp_core::Era::Legacy,
-        };
+        let target = Target::of_session(&entry.name, config, &parts.headers, &ctx.principal, &caps);
         if !inner.upstream.is_linked(&target) {
             continue;
         }

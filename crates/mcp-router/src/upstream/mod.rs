@@ -116,6 +116,28 @@ pub(crate) struct Target<'a> {
     pub(crate) era: Era,
 }
 
+impl<'a> Target<'a> {
+    /// A backend of a downstream 2025 session, for work outside a call of the session's own
+    /// (following, releasing or posting into its upstream session): no `_meta`, the 2025 era.
+    pub(crate) fn of_session(
+        name: &'a str,
+        config: &'a BackendConfig,
+        downstream: &'a HeaderMap,
+        principal: &'a Principal,
+        client_caps: &'a RawValue,
+    ) -> Self {
+        Self {
+            name,
+            config,
+            downstream,
+            principal,
+            client_caps,
+            meta: None,
+            era: Era::Legacy,
+        }
+    }
+}
+
 /// One JSON-RPC request to send.
 pub(crate) struct Call<'a> {
     pub(crate) method: &'a str,

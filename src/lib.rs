@@ -1,1 +1,7 @@
-//! Examples and end-to-end tests for the MCP gateway layer crates; this library is empty.
+//! Examples and end-to-end tests for the MCP gateway layer crates; this library is empty but for
+//! the README's Rust snippet, compiled and type-checked as a doc test.
+
+/// The README's snippet (`cargo test --doc -p mcp-gateway-workspace`).
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

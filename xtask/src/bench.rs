@@ -101,7 +101,9 @@ pub(crate) fn bench(args: &[String]) -> Result<(), String> {
 }
 
 /// `$CARGO_TARGET_DIR` (relative to the workspace root when relative), else `<root>/target`.
-fn target_dir(root: &Path, env: Option<std::ffi::OsString>) -> PathBuf {
+/// The target directory cargo uses: `CARGO_TARGET_DIR` (relative to the workspace root) or
+/// `target/`.
+pub(crate) fn target_dir(root: &Path, env: Option<std::ffi::OsString>) -> PathBuf {
     match env {
         Some(dir) if !dir.is_empty() => root.join(dir),
         _ => root.join("target"),

@@ -11,6 +11,8 @@
 //! - `ci`: `cargo fmt --check`, `cargo clippy --workspace --all-targets -D warnings`, then `test`.
 //! - `bench [--quick] [--baseline FILE]`: the gateway benchmark (`crates/mcp-bench`, DESIGN §12),
 //!   written to `target/bench/REPORT.md` and `report.json`; never part of `ci`.
+//! - `book`: builds the book in `docs/` (mdBook, with its link checker) and runs its Rust snippets
+//!   (see `book.rs`). Also run by `test`. `config-reference` regenerates the book's key table.
 //! - `fuzz [--seconds N] [TARGET...]`: the cargo-fuzz targets of `fuzz/` (see `fuzz.rs`), N
 //!   seconds each (default 30); fails on a crash. Never part of `test` or `ci`.
 //!
@@ -21,6 +23,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod bench;
+mod book;
 mod conformance;
 mod fuzz;
 mod interop;
@@ -41,6 +44,9 @@ Tasks:
                clients whose name contains one of them (stale entries are then not checked)
   ci      fmt check + clippy -D warnings + test
   bench   benchmark the release gateway (--quick: ~30 s smoke; --baseline FILE: compare)
+  book    build the book in docs/ (mdBook + link check) and run its Rust snippets
+          (installs mdbook and mdbook-linkcheck into .tools/mdbook/ when missing)
+  config-reference  regenerate the key table of docs/src/configuration.md
   fuzz    run the fuzz targets of fuzz/, N seconds each (--seconds N, default 30; TARGET...
           to pick some); installs cargo-fuzz when missing
 ";
@@ -53,6 +59,8 @@ fn main() -> ExitCode {
         Some("conformance") => conformance::conformance(&args[1..]),
         Some("bench") => bench::bench(&args[1..]),
         Some("fuzz") => fuzz::fuzz(&args[1..]),
+        Some("book") => book::book(),
+        Some("config-reference") => book::config_reference(),
         Some("-h" | "--help" | "help") | None => {
             print!("{HELP}");
             Ok(())
@@ -91,6 +99,7 @@ fn test(extra: &[String]) -> Result<(), String> {
     }
     // nextest does not run doc tests; they carry the crates' runnable examples.
     run::cargo(&["test", "--workspace", "--doc"])?;
+    book::book()?;
     conformance::conformance(&[])
 }
 

@@ -1,6 +1,6 @@
 //! The operator contract of the binary (DESIGN §8.2): `check-config` (exit codes, messages naming
 //! the file and key, unsupported features), `token` (accepted by the same gateway; another
-//! secret's token rejected), `--print-config` (precedence, redaction), `config-keys` (the README
+//! secret's token rejected), `--print-config` (precedence, redaction), `config-keys` (the book's
 //! reference is its output), serve refusing a broken configuration before binding.
 
 mod support;
@@ -312,18 +312,26 @@ fn print_config_shows_precedence_and_redacts_secrets() {
 }
 
 #[test]
-fn config_keys_is_the_readme_reference() {
+fn config_keys_is_the_books_reference() {
     let (code, out, _) = run_cli(&["config-keys"], &[]);
     assert_eq!(code, 0);
     for spec in mcp_gateway::config::KEYS {
         assert!(out.contains(&format!("| `{}` |", spec.key)), "{}", spec.key);
         assert!(out.contains(&spec.env_name()), "{}", spec.key);
     }
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
-        .expect("README.md");
+    let chapter = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/src/configuration.md"
+    ))
+    .expect("docs/src/configuration.md");
+    let generated = chapter
+        .split_once("<!-- config-keys:start -->\n")
+        .and_then(|(_, rest)| rest.split_once("<!-- config-keys:end -->"))
+        .map(|(table, _)| table)
+        .expect("the config-keys markers in docs/src/configuration.md");
     assert!(
-        readme.contains(&out),
-        "README.md must contain the output of `mcp-gateway config-keys` verbatim (regenerate it)"
+        generated == out,
+        "docs/src/configuration.md has drifted from `mcp-gateway config-keys`: run `cargo xtask config-reference`"
     );
 }
 

@@ -62,9 +62,17 @@ fn is_stale(binary: &Path) -> bool {
     let root = workspace_root();
     // Only the example's own files: `cargo test --workspace` rebuilds it with the library anyway,
     // and a nested `cargo build` with another feature set would rebuild half the dependencies.
-    let mut sources = vec![root.join("examples/gateway.rs")];
-    if let Ok(entries) = std::fs::read_dir(root.join("examples/gateway")) {
-        sources.extend(entries.filter_map(Result::ok).map(|e| e.path()));
+    let mut pending = vec![root.join("examples/gateway")];
+    let mut sources = Vec::new();
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                sources.push(path);
+            }
+        }
     }
     sources
         .iter()

@@ -32,9 +32,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_config_store::UsersDocument;
-use mcp_gateway::config::{EffectiveConfig, Override};
+use mcp_gateway::config::{EffectiveConfig, GatewayConfig, Override};
 use mcp_gateway::token::{TokenRequest, mint};
-use mcp_gateway::{BoundGateway, Gateway, GatewayConfig, GatewayError};
+use mcp_gateway::{BoundGateway, Gateway, GatewayError};
 
 use backends::clock::ClockServer;
 use backends::notes::{NotesServer, NotesStore};

@@ -69,6 +69,7 @@ const MAX_TIME_WINDOW_S: u32 = 86_400;
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
 pub struct BreakerConfig {
     /// Failures in a row that trip the breaker; `0` turns this trigger off.
     pub consecutive_failures: u32,
@@ -125,6 +126,7 @@ impl Default for BreakerConfig {
 /// The sliding window of the rate triggers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
 pub struct WindowConfig {
     /// Count-based ring or time-based buckets.
     pub kind: WindowKind,
@@ -144,6 +146,7 @@ impl Default for WindowConfig {
 /// Kind of sliding window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum WindowKind {
     /// The last `size` recorded calls (a ring; each call evicts the oldest when full).
     #[default]
@@ -156,6 +159,7 @@ pub enum WindowKind {
 /// How the open period grows with consecutive trips (trips since the breaker last closed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Backoff {
     /// Always `open_ms`.
     Constant,
@@ -168,6 +172,7 @@ pub enum Backoff {
 
 /// A configuration value that cannot work; names the key.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum BreakerConfigError {
     /// A key has an unusable value.
     #[error("breaker.{field}: {reason}")]
@@ -346,7 +351,10 @@ pub(crate) struct Settings {
 /// use std::time::Duration;
 /// use mcp_breaker::{Backoff, BreakerConfig, OpenPolicy};
 ///
-/// let cfg = BreakerConfig { open_ms: 1000, max_open_ms: Some(5000), open_jitter: 0.2, ..Default::default() };
+/// let mut cfg = BreakerConfig::default();
+/// cfg.open_ms = 1000;
+/// cfg.max_open_ms = Some(5000);
+/// cfg.open_jitter = 0.2;
 /// let p = OpenPolicy::from_config(&cfg);
 /// assert_eq!(p.nominal(1), Duration::from_secs(1));
 /// assert_eq!(p.nominal(3), Duration::from_secs(4));
@@ -355,7 +363,8 @@ pub(crate) struct Settings {
 /// assert_eq!(p.jittered(3, 0.5), Duration::from_millis(3600));
 /// let (lo, hi) = p.bounds(3);
 /// assert_eq!((lo, hi), (Duration::from_millis(3200), Duration::from_secs(4)));
-/// assert_eq!(OpenPolicy::from_config(&BreakerConfig { open_backoff: Backoff::Linear, ..cfg }).nominal(3), Duration::from_secs(3));
+/// cfg.open_backoff = Backoff::Linear;
+/// assert_eq!(OpenPolicy::from_config(&cfg).nominal(3), Duration::from_secs(3));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct OpenPolicy {

@@ -25,7 +25,8 @@ use crate::{BreakerConfig, BreakerConfigError, BreakerSnapshot, CircuitBreaker};
 /// assert_eq!(b.state(), BreakerState::ForcedOpen); // same breaker
 /// assert_eq!(registry.get("weather").unwrap().state(), BreakerState::ForcedOpen);
 ///
-/// let edited = BreakerConfig { open_ms: 1000, ..cfg };
+/// let mut edited = cfg.clone();
+/// edited.open_ms = 1000;
 /// let c = registry.get_or_insert("weather", &edited).unwrap();
 /// assert_eq!(c.state(), BreakerState::Closed); // replaced
 /// assert_eq!(registry.len(), 1);

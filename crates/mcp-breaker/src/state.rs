@@ -8,6 +8,7 @@ use std::fmt;
 /// operator through a [`BreakerHandle`](crate::BreakerHandle) and stay until the next operator
 /// action.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum BreakerState {
     /// Calls pass; outcomes are recorded and may trip the breaker.
     Closed,

@@ -173,6 +173,7 @@ pub enum ClaimsConfigError {
 /// at debug level when it happens on the request path).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("fetching JWKS from {url} failed: {reason}")]
+#[non_exhaustive]
 pub struct JwksError {
     /// The JWKS URL.
     pub url: String,

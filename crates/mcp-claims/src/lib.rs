@@ -116,34 +116,37 @@
 //!
 //! | module | what it holds |
 //! |---|---|
-//! | [`layer`] | [`ClaimsLayer`] |
-//! | [`service`] | [`ClaimsService`] |
-//! | [`future`] | [`ResponseFuture`](future::ResponseFuture) |
-//! | [`validator`] | [`JwtValidator`], [`JwtValidatorBuilder`] |
-//! | [`issuer`] | [`Issuer`]: one trusted issuer and its keys |
-//! | [`claims`] | [`Claims`], the request extension |
-//! | [`challenge`] | `WWW-Authenticate` challenges, [`MakeResourceMetadata`] |
-//! | [`error`] | [`AuthError`], [`ClaimsConfigError`], [`JwksError`] |
+//! | `layer` | [`ClaimsLayer`] |
+//! | `service` | [`ClaimsService`] |
+//! | `future` | [`ResponseFuture`] |
+//! | `validator` | [`JwtValidator`], [`JwtValidatorBuilder`] |
+//! | `issuer` | [`Issuer`]: one trusted issuer and its keys |
+//! | `claims` | [`Claims`], the request extension |
+//! | `challenge` | `WWW-Authenticate` challenges, [`MakeResourceMetadata`] |
+//! | `error` | [`AuthError`], [`ClaimsConfigError`], [`JwksError`] |
+//!
+//! The modules are private: every public item is re-exported here, one path per item.
 
 mod bearer;
-pub mod challenge;
-pub mod claims;
-pub mod error;
+mod challenge;
+mod claims;
+mod error;
 mod fetch;
-pub mod future;
-pub mod issuer;
+mod future;
+mod issuer;
 mod jwk;
 mod jwks;
 mod key;
-pub mod layer;
-pub mod service;
+mod layer;
+mod service;
 mod token;
-pub mod validator;
+mod validator;
 mod verified;
 
 pub use challenge::MakeResourceMetadata;
 pub use claims::Claims;
 pub use error::{AuthError, ClaimsConfigError, JwksError};
+pub use future::ResponseFuture;
 pub use issuer::Issuer;
 /// The signature algorithms (re-exported from `jsonwebtoken`).
 pub use jsonwebtoken::Algorithm;

@@ -224,7 +224,7 @@ where
 {
     type Response = Response<ResponseBody<ResBody>>;
     type Error = S::Error;
-    type Future = ResponseFuture<S, ReqBody>;
+    type Future = ConfigStoreFuture<S, ReqBody>;
 
     #[inline]
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
@@ -235,14 +235,14 @@ where
         let (parts, body) = req.into_parts();
         let Some(subject) = self.extractor.extract_subject(&parts) else {
             tracing::debug!("no subject in the request; answering 400");
-            return ResponseFuture::local(Local::NoPrincipal);
+            return ConfigStoreFuture::local(Local::NoPrincipal);
         };
         let load = self.shared.store.load(subject.clone());
         // The instance that was polled ready goes into the future; this service keeps a fresh
         // clone (https://docs.rs/tower-service: "be careful when cloning inner services").
         let clone = self.inner.clone();
         let inner = std::mem::replace(&mut self.inner, clone);
-        ResponseFuture {
+        ConfigStoreFuture {
             state: State::Loading {
                 load,
                 inner: Some(inner),
@@ -294,7 +294,7 @@ impl Local {
 
 pin_project! {
     /// Response future of [`ConfigStoreService`].
-    pub struct ResponseFuture<S, ReqBody>
+    pub struct ConfigStoreFuture<S, ReqBody>
     where
         S: Service<Request<ReqBody>>,
     {
@@ -326,7 +326,7 @@ pin_project! {
     }
 }
 
-impl<S, ReqBody> ResponseFuture<S, ReqBody>
+impl<S, ReqBody> ConfigStoreFuture<S, ReqBody>
 where
     S: Service<Request<ReqBody>>,
 {
@@ -337,7 +337,7 @@ where
     }
 }
 
-impl<S, ReqBody, ResBody> Future for ResponseFuture<S, ReqBody>
+impl<S, ReqBody, ResBody> Future for ConfigStoreFuture<S, ReqBody>
 where
     S: Service<Request<ReqBody>, Response = Response<ResBody>>,
 {

@@ -7,6 +7,7 @@ use std::sync::Arc;
 /// What kind of failure a [`StoreError`] is; decides the HTTP status the
 /// [`ConfigStoreLayer`](crate::ConfigStoreLayer) answers with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum StoreErrorKind {
     /// The store cannot be reached: connection refused or lost, pool or response timeout, or the
     /// store is known to be down and reconnecting in the background. Answered with 503 and

@@ -5,18 +5,20 @@
 //!
 //! | module | what it holds |
 //! |---|---|
-//! | [`model`] | [`UserConfig`] → [`VirtualHostConfig`] → [`BackendConfig`] (DESIGN §8.1), [`UsersDocument`] |
-//! | [`validate`] | semantic checks with field paths, [`ConfigWarning`] (overlapping backend names) |
-//! | [`parse`] | JSON/TOML parsing with the path of the bad field ([`DocumentFormat`]) |
-//! | [`error`] | [`StoreError`] (`Unavailable` / `Corrupt` / `Other`), [`ConfigError`], [`FieldError`] |
-//! | [`store`] | the [`UserConfigStore`] trait, [`Invalidation`] events |
-//! | [`memory`] | [`MemoryStore`] (tests, builders, embedded defaults) |
-//! | [`file`](mod@file) | [`FileStore`], a JSON/TOML file reloaded on change (feature `file`) |
-//! | [`redis`] | [`RedisStore`] with pub/sub + keyspace invalidation and fast 503s during outages (feature `redis`) |
-//! | [`cache`] | [`CachedStore`]: bounded, TTL, single-flight, negative caching, invalidation |
-//! | [`config_layer`] | [`ConfigStoreLayer`]: subject → `Arc<UserConfig>` extension (400 / 500 / 503) |
-//! | [`lookup_key`] | the key a configuration is stored under: the subject, or `<issuer>#<subject>` with several issuers ([`PrincipalKey`]) |
-//! | [`vhost_layer`] | [`VirtualHostConfigLayer`]: [`VirtualHostId`](mcp_core::VirtualHostId) → [`VirtualHost`] extension (404) |
+//! | `model` | [`UserConfig`] → [`VirtualHostConfig`] → [`BackendConfig`] (DESIGN §8.1), [`UsersDocument`] |
+//! | `validate` | semantic checks with field paths, [`ConfigWarning`] (overlapping backend names) |
+//! | `parse` | JSON/TOML parsing with the path of the bad field ([`DocumentFormat`]) |
+//! | `error` | [`StoreError`] (`Unavailable` / `Corrupt` / `Other`), [`ConfigError`], [`FieldError`] |
+//! | `store` | the [`UserConfigStore`] trait, [`Invalidation`] events |
+//! | `memory` | [`MemoryStore`] (tests, builders, embedded defaults) |
+//! | `file` | [`FileStore`], a JSON/TOML file reloaded on change (feature `file`) |
+//! | `redis` | [`RedisStore`] with pub/sub + keyspace invalidation and fast 503s during outages (feature `redis`) |
+//! | `cache` | [`CachedStore`]: bounded, TTL, single-flight, negative caching, invalidation |
+//! | `config_layer` | [`ConfigStoreLayer`]: subject → `Arc<UserConfig>` extension (400 / 500 / 503) |
+//! | `lookup_key` | the key a configuration is stored under: the subject, or `<issuer>#<subject>` with several issuers ([`PrincipalKey`]) |
+//! | `vhost_layer` | [`VirtualHostConfigLayer`]: [`VirtualHostId`](mcp_core::VirtualHostId) → [`VirtualHost`] extension (404) |
+//!
+//! The modules are private: every public item is re-exported here, one path per item.
 //!
 //! ## Request flow and responses
 //!
@@ -101,39 +103,58 @@
 //! - `redis` (default): [`RedisStore`] (deadpool-redis 0.23, redis 1.x), and [`RedisTopology`]:
 //!   one server, Sentinel or Cluster, chosen by the URL scheme, for every Redis user of the gateway.
 
-pub mod cache;
-pub mod config_layer;
-pub mod error;
+mod cache;
+mod config_layer;
+mod error;
 #[cfg(feature = "file")]
-pub mod file;
-pub mod lookup_key;
-pub mod memory;
-pub mod model;
-pub mod parse;
+mod file;
+mod lookup_key;
+mod memory;
+mod model;
+mod parse;
 #[cfg(feature = "redis")]
-pub mod redis;
+mod redis;
 #[cfg(feature = "redis")]
-pub mod redis_topology;
-pub mod store;
-pub mod validate;
-pub mod vhost_layer;
+mod redis_topology;
+mod store;
+mod validate;
+mod vhost_layer;
 
-pub use cache::{CacheStats, CachedStore, CachedStoreBuilder};
-pub use config_layer::{ConfigStoreLayer, ConfigStoreService, PrincipalSubject, SubjectExtractor};
+pub use cache::{
+    CacheStats, CachedStore, CachedStoreBuilder, DEFAULT_MAX_CAPACITY, DEFAULT_NEGATIVE_TTL,
+    DEFAULT_TTL,
+};
+pub use config_layer::{
+    ConfigStoreFuture, ConfigStoreLayer, ConfigStoreService, DETAIL_LOAD_FAILED, DETAIL_NO_CONFIG,
+    DETAIL_NO_PRINCIPAL, DETAIL_UNAVAILABLE, PrincipalSubject, SubjectExtractor,
+};
 pub use error::{ConfigError, FieldError, StoreError, StoreErrorKind};
 #[cfg(feature = "file")]
-pub use file::{FileStore, FileStoreBuilder, FileStoreError};
-pub use lookup_key::PrincipalKey;
+pub use file::{
+    COARSE_MTIME_WINDOW, DEFAULT_POLL_INTERVAL, FileStore, FileStoreBuilder, FileStoreError,
+};
+pub use lookup_key::{ISSUER_SEPARATOR, PrincipalKey, issuer_scoped, split_issuer_scoped};
 pub use memory::MemoryStore;
 pub use model::{
-    BackendConfig, HeaderPolicy, Naming, StdioPolicy, Transport, UserConfig, UsersDocument,
-    VirtualHostConfig,
+    BackendConfig, DEFAULT_TIMEOUT_MS, HeaderPolicy, Naming, StdioPolicy, Transport, UserConfig,
+    UsersDocument, VirtualHostConfig,
 };
 pub use parse::DocumentFormat;
 #[cfg(feature = "redis")]
-pub use redis::{RedisStore, RedisStoreConfig, RedisStoreError};
+pub use redis::{
+    DEFAULT_KEY_PREFIX, RedisStore, RedisStoreConfig, RedisStoreError, is_transient,
+    is_transient_pool_error,
+};
 #[cfg(feature = "redis")]
 pub use redis_topology::{PoolSettings, RedisConnection, RedisPool, RedisTopology, TopologyError};
-pub use store::{Invalidation, LoadFuture, LoadResult, UserConfigStore};
-pub use validate::{ConfigWarning, is_valid_backend_name, is_valid_virtual_host_id};
-pub use vhost_layer::{VirtualHost, VirtualHostConfigLayer, VirtualHostConfigService};
+pub use store::{
+    INVALIDATION_CHANNEL_CAPACITY, Invalidation, LoadFuture, LoadResult, UserConfigStore,
+};
+pub use validate::{
+    ConfigWarning, MAX_BACKEND_NAME_LEN, MAX_VIRTUAL_HOST_ID_LEN, is_valid_backend_name,
+    is_valid_virtual_host_id,
+};
+pub use vhost_layer::{
+    DETAIL_NO_USER_CONFIG, DETAIL_NO_VIRTUAL_HOST_ID, DETAIL_SERVER_NOT_FOUND, VirtualHost,
+    VirtualHostConfigFuture, VirtualHostConfigLayer, VirtualHostConfigService,
+};

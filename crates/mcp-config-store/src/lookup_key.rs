@@ -22,7 +22,7 @@ pub const ISSUER_SEPARATOR: char = '#';
 /// `<issuer>#<subject>`, with `%` and `#` of the issuer percent-encoded.
 ///
 /// ```
-/// use mcp_config_store::lookup_key::{issuer_scoped, split_issuer_scoped};
+/// use mcp_config_store::{issuer_scoped, split_issuer_scoped};
 ///
 /// let key = issuer_scoped("https://a.example", "alice");
 /// assert_eq!(key, "https://a.example#alice");
@@ -59,6 +59,7 @@ pub fn split_issuer_scoped(key: &str) -> Option<(Cow<'_, str>, &str)> {
 /// token of another issuer with the same `sub` never loads (nor hits the cache entry of) this
 /// one's configuration. An empty subject counts as none.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum PrincipalKey {
     /// The subject (`sub`) alone: one trusted issuer (what [`PrincipalSubject`](crate::PrincipalSubject) reads).
     #[default]

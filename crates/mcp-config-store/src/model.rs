@@ -41,6 +41,7 @@ pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
 /// [`VirtualHost`](crate::VirtualHost) extension is a reference-count increment, not a copy.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct UserConfig {
     /// Virtual hosts by id (the `{virtual_host_id}` of `/servers/{virtual_host_id}/mcp`).
     pub virtual_hosts: BTreeMap<String, Arc<VirtualHostConfig>>,
@@ -49,6 +50,7 @@ pub struct UserConfig {
 /// One virtual host: a set of backends presented to the client as one MCP server.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct VirtualHostConfig {
     /// How public tool and prompt names are formed (default [`Naming::Prefix`]).
     #[serde(default)]
@@ -63,6 +65,7 @@ pub struct VirtualHostConfig {
 /// Public naming scheme of a virtual host (DESIGN §5).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Naming {
     /// Always `<backend>-<name>` (the default).
     #[default]
@@ -76,6 +79,7 @@ pub enum Naming {
 /// operator allows it). Exactly one of the three is set (checked by validation).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct BackendConfig {
     /// Endpoint of an HTTP backend (`http` or `https`).
     #[serde(
@@ -188,6 +192,7 @@ impl BackendConfig {
 /// Which client headers reach a backend and which are added or removed (DESIGN §6.1).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct HeaderPolicy {
     /// Client request headers forwarded to the backend (names).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -210,6 +215,7 @@ impl HeaderPolicy {
 /// Lifetime of a stdio backend process.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum StdioPolicy {
     /// One process shared by every principal (an operator's opt-in).
     Shared,
@@ -218,9 +224,20 @@ pub enum StdioPolicy {
     PerPrincipal,
 }
 
+impl StdioPolicy {
+    /// The policy's name in configuration documents (`shared`, `per_principal`).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Shared => "shared",
+            Self::PerPrincipal => "per_principal",
+        }
+    }
+}
+
 /// Upstream transport of an HTTP backend.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Transport {
     /// Streamable HTTP (the default).
     #[default]
@@ -329,6 +346,7 @@ impl UserConfig {
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct UsersDocument {
     /// Configurations by subject (`sub` claim).
     pub users: BTreeMap<String, Arc<UserConfig>>,

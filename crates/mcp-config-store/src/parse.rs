@@ -10,6 +10,7 @@ use crate::error::{ConfigError, FieldError};
 
 /// Format of a configuration document.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum DocumentFormat {
     /// JSON.
     Json,

@@ -66,21 +66,20 @@ use crate::store::{Invalidation, LoadFuture, UserConfigStore, invalidation_chann
 /// Default key prefix.
 pub const DEFAULT_KEY_PREFIX: &str = "mcpgw";
 
-/// Settings of a [`RedisStore`]. Build with [`RedisStoreConfig::new`] or a struct literal with
-/// `..Default::default()`.
+/// Settings of a [`RedisStore`]. Build with [`RedisStoreConfig::new`] (or `Default`), then set
+/// the fields to change; the struct is `#[non_exhaustive]` so new settings are not breaking.
 ///
 /// ```
 /// use std::time::Duration;
 /// use mcp_config_store::RedisStoreConfig;
 ///
-/// let config = RedisStoreConfig {
-///     key_prefix: "tenant-a".into(),
-///     pool_wait_timeout: Duration::from_millis(100),
-///     ..RedisStoreConfig::new("redis://127.0.0.1:6379/")
-/// };
+/// let mut config = RedisStoreConfig::new("redis://127.0.0.1:6379/");
+/// config.key_prefix = "tenant-a".into();
+/// config.pool_wait_timeout = Duration::from_millis(100);
 /// assert_eq!(config.pool_size, 16);
 /// ```
 #[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RedisStoreConfig {
     /// Redis URL, e.g. `redis://user:pass@host:6379/0`, or a Sentinel or Cluster URL
     /// ([`RedisTopology`]).

@@ -50,6 +50,7 @@ pub struct TopologyError(String);
 
 /// Where Redis is and how it is deployed; see the [module docs](self).
 #[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RedisTopology {
     /// One server (`redis://`, `rediss://`, `unix://`).
     Standalone {
@@ -98,6 +99,7 @@ impl fmt::Debug for RedisTopology {
 
 /// Pool limits and timeouts shared by every topology.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct PoolSettings {
     /// Most pooled connections (one server, Sentinel; a Cluster shares one multiplexed
     /// connection per node).
@@ -108,6 +110,24 @@ pub struct PoolSettings {
     pub connect_timeout: Duration,
     /// Timeout of one command (in a Cluster: including its redirects and retries).
     pub response_timeout: Duration,
+}
+
+impl PoolSettings {
+    /// At most `max_size` connections, a caller waits `wait_timeout` for one, a new one connects
+    /// within `connect_timeout`, a command answers within `response_timeout`.
+    pub const fn new(
+        max_size: usize,
+        wait_timeout: Duration,
+        connect_timeout: Duration,
+        response_timeout: Duration,
+    ) -> Self {
+        Self {
+            max_size,
+            wait_timeout,
+            connect_timeout,
+            response_timeout,
+        }
+    }
 }
 
 impl RedisTopology {

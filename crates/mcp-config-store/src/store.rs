@@ -25,6 +25,7 @@ pub const INVALIDATION_CHANNEL_CAPACITY: usize = 1024;
 /// A receiver that lags behind (`RecvError::Lagged`) has missed events and must act as if it had
 /// received [`Invalidation::All`].
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Invalidation {
     /// One subject's configuration changed (or was removed).
     Subject(Arc<str>),

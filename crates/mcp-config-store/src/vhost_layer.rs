@@ -33,11 +33,20 @@ pub const DETAIL_NO_USER_CONFIG: &str = "Missing user configuration (ConfigStore
 
 /// Request extension: the selected virtual host. Cloning is two reference-count increments.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct VirtualHost {
     /// The id from the path.
     pub id: VirtualHostId,
     /// Its configuration (shared with the caller's [`UserConfig`]).
     pub config: Arc<VirtualHostConfig>,
+}
+
+impl VirtualHost {
+    /// The virtual host `id` with its configuration (what the layer inserts, for services
+    /// called without it).
+    pub fn new(id: VirtualHostId, config: Arc<VirtualHostConfig>) -> Self {
+        Self { id, config }
+    }
 }
 
 /// Layer that selects the requested virtual host; see the [module docs](self) for responses.
@@ -125,7 +134,7 @@ where
 {
     type Response = Response<ResponseBody<ResBody>>;
     type Error = S::Error;
-    type Future = ResponseFuture<S::Future>;
+    type Future = VirtualHostConfigFuture<S::Future>;
 
     #[inline]
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
@@ -135,24 +144,27 @@ where
     fn call(&mut self, mut req: Request<ReqBody>) -> Self::Future {
         let Some(id) = req.extensions().get::<VirtualHostId>().cloned() else {
             tracing::error!("no VirtualHostId extension: is the virtual host path layer applied?");
-            return ResponseFuture::detail(StatusCode::BAD_REQUEST, DETAIL_NO_VIRTUAL_HOST_ID);
+            return VirtualHostConfigFuture::detail(
+                StatusCode::BAD_REQUEST,
+                DETAIL_NO_VIRTUAL_HOST_ID,
+            );
         };
         let Some(user) = req.extensions().get::<Arc<UserConfig>>() else {
             tracing::error!("no UserConfig extension: is ConfigStoreLayer applied?");
-            return ResponseFuture::detail(StatusCode::BAD_REQUEST, DETAIL_NO_USER_CONFIG);
+            return VirtualHostConfigFuture::detail(StatusCode::BAD_REQUEST, DETAIL_NO_USER_CONFIG);
         };
         let Some(config) = user.virtual_hosts.get(id.as_str()).cloned() else {
             tracing::debug!(virtual_host = %id, "virtual host not in the caller's configuration; answering 404");
-            return ResponseFuture::detail(StatusCode::NOT_FOUND, DETAIL_SERVER_NOT_FOUND);
+            return VirtualHostConfigFuture::detail(StatusCode::NOT_FOUND, DETAIL_SERVER_NOT_FOUND);
         };
         req.extensions_mut().insert(VirtualHost { id, config });
-        ResponseFuture::inner(self.inner.call(req))
+        VirtualHostConfigFuture::inner(self.inner.call(req))
     }
 }
 
 /// Response future of [`VirtualHostConfigService`]: the inner future, or a ready
 /// `{"detail":"…"}` answer.
-pub type ResponseFuture<F> = mcp_core::DetailFuture<F>;
+pub type VirtualHostConfigFuture<F> = mcp_core::DetailFuture<F>;
 
 #[cfg(test)]
 mod tests {

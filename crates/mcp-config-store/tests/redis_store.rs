@@ -48,9 +48,10 @@ fn url_of(cfg: &UserConfig) -> String {
 }
 
 async fn connect(redis: &RedisServer, test: &str) -> RedisStore {
-    let store = RedisStore::connect(RedisStoreConfig {
-        key_prefix: prefix(test),
-        ..RedisStoreConfig::new(redis.url())
+    let store = RedisStore::connect({
+        let mut config = RedisStoreConfig::new(redis.url());
+        config.key_prefix = prefix(test);
+        config
     })
     .await
     .unwrap();
@@ -261,9 +262,10 @@ async fn store_connected_during_an_outage_starts_down_and_recovers() {
         return;
     };
     redis.stop().await;
-    let store = RedisStore::connect(RedisStoreConfig {
-        key_prefix: prefix("startdown"),
-        ..RedisStoreConfig::new(redis.url())
+    let store = RedisStore::connect({
+        let mut config = RedisStoreConfig::new(redis.url());
+        config.key_prefix = prefix("startdown");
+        config
     })
     .await
     .unwrap();

@@ -24,11 +24,12 @@ fn user(n: u32) -> UserConfig {
 }
 
 async fn connect(url: String) -> RedisStore {
-    RedisStore::connect(RedisStoreConfig {
-        connect_timeout: Duration::from_secs(2),
-        response_timeout: Duration::from_secs(3),
-        pool_wait_timeout: Duration::from_secs(2),
-        ..RedisStoreConfig::new(url)
+    RedisStore::connect({
+        let mut config = RedisStoreConfig::new(url);
+        config.connect_timeout = Duration::from_secs(2);
+        config.response_timeout = Duration::from_secs(3);
+        config.pool_wait_timeout = Duration::from_secs(2);
+        config
     })
     .await
     .unwrap()

@@ -70,6 +70,7 @@ pub fn encode_header_value(value: &str) -> HeaderValue {
 
 /// Why a received MCP header value cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum HeaderValueError {
     /// Bytes outside visible ASCII, space and tab.
     #[error("header value has invalid characters")]

@@ -137,6 +137,7 @@ pub enum MessageKind {
 
 /// Why a body is not a usable JSON-RPC message; maps onto a JSON-RPC error.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum EnvelopeError {
     /// The body is not JSON (-32700).
     #[error("Parse error: {0}")]

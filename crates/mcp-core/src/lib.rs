@@ -5,40 +5,44 @@
 //!
 //! | module | what it holds |
 //! |---|---|
-//! | [`principal`] | [`Principal`], the authenticated caller (issuer + subject), a request extension |
-//! | [`virtual_host_id`] | [`VirtualHostId`], the virtual host a request addresses, a request extension |
-//! | [`body`] | [`ResponseBody`], inner body or locally generated body, `Default` when the inner is |
-//! | [`detail_future`] | [`DetailFuture`], inner future or a ready `{"detail":"..."}` answer |
-//! | [`http_error`] | [`detail_response`], the `{"detail":"..."}` JSON error responses of the HTTP layers |
-//! | [`jsonrpc`] | [`Envelope`] (parse without re-serialising the payload), [`RequestId`], `encode_*` |
-//! | [`error_code`] | JSON-RPC and MCP error codes and [`ErrorObject`] constructors |
-//! | [`method`] | [`Method`]: every MCP method, its [`MethodKind`], [`RouteKey`], direction and eras |
-//! | [`protocol_version`] | [`ProtocolVersion`] and [`Era`] (legacy 2025 sessions, modern 2026-07-28) |
-//! | [`raw_object`] | [`RawObject`]: edit a JSON object's top level, nested values stay raw bytes |
+//! | `principal` | [`Principal`], the authenticated caller (issuer + subject), a request extension |
+//! | `virtual_host_id` | [`VirtualHostId`], the virtual host a request addresses, a request extension |
+//! | `body` | [`ResponseBody`], inner body or locally generated body, `Default` when the inner is |
+//! | `detail_future` | [`DetailFuture`], inner future or a ready `{"detail":"..."}` answer |
+//! | `http_error` | [`detail_response`], the `{"detail":"..."}` JSON error responses of the HTTP layers |
+//! | `jsonrpc` | [`Envelope`] (parse without re-serialising the payload), [`RequestId`], `encode_*` |
+//! | [`error_code`] | JSON-RPC and MCP error codes |
+//! | `error_object` | [`ErrorObject`], with a constructor per code |
+//! | `method` | [`Method`]: every MCP method, its [`MethodKind`], [`RouteKey`], direction and eras |
+//! | `protocol_version` | [`ProtocolVersion`] and [`Era`] (legacy 2025 sessions, modern 2026-07-28) |
+//! | `raw_object` | [`RawObject`]: edit a JSON object's top level, nested values stay raw bytes |
 //! | [`headers`] | MCP header names and the `=?base64?…?=` header value codec |
 //! | [`media`] | media types of `Content-Type` values ([`media::essence`], [`media::is_media_type`]) |
 //! | [`sse`] | [`sse::SseEvent`] encoder and the streaming [`sse::SseDecoder`] |
 //!
+//! Modules in backticks are private: their items are re-exported here, one path per item.
+//!
 //! Data flows between layers through request extensions keyed by these newtypes, never bare
 //! strings, so a layer reads what another produced without depending on the producer's crate.
 
-pub mod body;
-pub mod detail_future;
+mod body;
+mod detail_future;
 pub mod error_code;
+mod error_object;
 pub mod headers;
-pub mod http_error;
-pub mod jsonrpc;
+mod http_error;
+mod jsonrpc;
 pub mod media;
-pub mod method;
-pub mod principal;
-pub mod protocol_version;
-pub mod raw_object;
+mod method;
+mod principal;
+mod protocol_version;
+mod raw_object;
 pub mod sse;
-pub mod virtual_host_id;
+mod virtual_host_id;
 
 pub use body::ResponseBody;
 pub use detail_future::DetailFuture;
-pub use error_code::ErrorObject;
+pub use error_object::ErrorObject;
 pub use http_error::{APPLICATION_JSON, detail_body, detail_response};
 pub use jsonrpc::{
     Envelope, EnvelopeError, MessageKind, RequestId, encode_error, encode_notification,

@@ -24,6 +24,7 @@ pub enum Era {
 /// assert_eq!(ProtocolVersion::LATEST.as_str(), "2026-07-28");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum ProtocolVersion {
     /// 2024-11-05: the HTTP+SSE transport (deprecated).
     V2024_11_05,
@@ -85,6 +86,7 @@ impl ProtocolVersion {
 /// A protocol version string that is not a known revision.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown MCP protocol version")]
+#[non_exhaustive]
 pub struct UnknownProtocolVersion;
 
 impl FromStr for ProtocolVersion {

@@ -93,6 +93,7 @@ impl SseEvent {
 
 /// A decoding failure: the stream is not usable any more.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum SseError {
     /// A single event (or line) grew past the decoder's limit.
     #[error("SSE event larger than {0} bytes")]

@@ -22,6 +22,7 @@ pub const STALE_KEY: &str = "stale";
 
 /// Why a result could not be marked.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum DegradedError {
     /// The JSON-RPC message is not valid UTF-8 JSON.
     #[error("not a JSON message")]

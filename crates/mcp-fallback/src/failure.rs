@@ -12,6 +12,7 @@ use crate::FailureKind;
 
 /// Which call failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Attempt {
     /// The primary service.
     Primary,

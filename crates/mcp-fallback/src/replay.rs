@@ -9,6 +9,7 @@ use crate::FailureInfo;
 
 /// Whether the backend that failed may have received the request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum FailureKind {
     /// The backend provably never received the request: connection refused, DNS or TLS failure,
     /// breaker open, the service was not ready. Sending it elsewhere cannot run it twice.
@@ -49,6 +50,7 @@ impl FailureKind {
 /// assert!(hints.is_replayable());
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct ToolHints {
     /// `readOnlyHint`: the tool does not modify its environment.
     pub read_only: bool,
@@ -130,7 +132,8 @@ pub fn is_read_method(method: &str) -> bool {
 /// let side_effect = ToolHints::NONE;
 /// assert!(may_replay("tools/call", side_effect, FailureKind::NeverSent));
 /// assert!(!may_replay("tools/call", side_effect, FailureKind::MaybeReceived));
-/// let idempotent = ToolHints { idempotent: true, ..ToolHints::NONE };
+/// let mut idempotent = ToolHints::NONE;
+/// idempotent.idempotent = true;
 /// assert!(may_replay("tools/call", idempotent, FailureKind::MaybeReceived));
 /// assert!(may_replay("tools/list", side_effect, FailureKind::MaybeReceived));
 /// assert!(!may_replay("x-vendor/do", side_effect, FailureKind::MaybeReceived));

@@ -6,6 +6,7 @@ use crate::FailureInfo;
 
 /// Which step of the fallback produced the answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ServedBy {
     /// The primary answered and its answer stands.
     Primary,

@@ -148,7 +148,7 @@ impl GatewayBuilder {
             &config.backends.allow_destinations,
             &config.backends.deny_destinations,
         )
-        .map_err(|reason| config.problem("backends.deny_destinations", reason))?;
+        .map_err(|reason| config.problem("backends.deny_destinations", reason.to_string()))?;
         let router = build_router(
             &config,
             destinations.clone(),
@@ -241,13 +241,27 @@ fn session_store(
             };
             return Ok((Arc::new(store), bus));
         }
-        _ => Arc::new(LocalSessionStore::new(LocalSessionLimits {
-            idle_timeout: s.idle_timeout,
-            max_sessions: s.max_sessions,
-            max_per_principal: s.max_per_principal,
-        })),
+        _ => {
+            let mut limits = LocalSessionLimits::default();
+            limits.idle_timeout = s.idle_timeout;
+            limits.max_sessions = s.max_sessions;
+            limits.max_per_principal = s.max_per_principal;
+            Arc::new(LocalSessionStore::new(limits))
+        }
     };
     Ok((store, None))
+}
+
+/// The router's upstream options from `[router]` and `[backends]`.
+fn upstream_options(config: &GatewayConfig, destinations: DestinationPolicy) -> UpstreamOptions {
+    let r = &config.router;
+    let mut options = UpstreamOptions::default();
+    options.connect_timeout = r.upstream_connect_timeout;
+    options.max_sessions = r.max_upstream_sessions;
+    options.max_sessions_per_principal = r.max_upstream_sessions_per_principal;
+    options.stdio = config.backends.stdio_rules();
+    options.destinations = destinations;
+    options
 }
 
 fn build_router(
@@ -267,14 +281,7 @@ fn build_router(
         .max_body_bytes(config.limits.max_body_bytes)
         .origins(origin_policy(&config.security.allowed_origins))
         .request_state_ttl(r.request_state_ttl)
-        .upstream(UpstreamOptions {
-            connect_timeout: r.upstream_connect_timeout,
-            max_sessions: r.max_upstream_sessions,
-            max_sessions_per_principal: r.max_upstream_sessions_per_principal,
-            stdio: config.backends.stdio_rules(),
-            destinations,
-            ..UpstreamOptions::default()
-        })
+        .upstream(upstream_options(config, destinations))
         .breaker_defaults(config.breaker.clone())
         .stale_if_error(r.stale_if_error, STALE_ENTRIES)
         .replay_budgets(

@@ -1,7 +1,7 @@
 //! # mcp-gateway
 //!
 //! The reference MCP gateway: assembles the layer crates into one service from a
-//! [`GatewayConfig`], serves it on TCP or TLS listeners (HTTP/1.1 and h2), with an admin listener
+//! [`GatewayConfig`](config::GatewayConfig), serves it on TCP or TLS listeners (HTTP/1.1 and h2), with an admin listener
 //! (`/metrics`, `/healthz`, `/readyz`), RFC 9728 protected resource metadata, request limits,
 //! structured logs and graceful shutdown. The `mcp-gateway` binary is a thin CLI over this
 //! library (`serve`, `check-config`, `token`, `config-keys`).
@@ -30,7 +30,8 @@
 //! use http_body_util::{BodyExt, Full};
 //! use mcp_config_store::{MemoryStore, UserConfig};
 //! use mcp_gateway::token::{TokenRequest, mint};
-//! use mcp_gateway::{Gateway, GatewayConfig};
+//! use mcp_gateway::Gateway;
+//! use mcp_gateway::config::GatewayConfig;
 //! use tower::ServiceExt;
 //!
 //! # #[tokio::main(flavor = "current_thread")]
@@ -164,7 +165,7 @@
 //!
 //! | module | what it holds |
 //! |---|---|
-//! | [`config`] | [`GatewayConfig`], the key table [`config::KEYS`], layered loading ([`config::EffectiveConfig`]) |
+//! | [`config`] | [`config::GatewayConfig`], [`config::ConfigError`], the key table [`config::KEYS`], layered loading ([`config::EffectiveConfig`]) |
 //! | [`token`] | development tokens ([`token::mint`]) |
 //! | [`users`] | user configuration checks beyond the store's validation |
 //! | [`routed`] | [`routed::RoutedVhost`], the response extension naming the virtual host that answered |
@@ -174,7 +175,7 @@
 //! | `admin` | [`AdminService`] |
 //! | `auth` | [`build_validator`], [`hs256_secret`] |
 //! | `store` | [`check_documents`] |
-//! | `telemetry`, `shutdown` | [`init_tracing`], [`Telemetry`], [`shutdown_signal`] |
+//! | `telemetry`, `shutdown` | [`init_tracing`], [`Telemetry`], [`TelemetryError`], [`shutdown_signal`] |
 
 mod admin;
 mod auth;
@@ -204,14 +205,13 @@ pub use admin::AdminService;
 pub use auth::{build_validator, hs256_secret};
 pub use body::{BoxError, GatewayBody};
 pub use check::{CheckReport, check_config};
-pub use config::{ConfigError, GatewayConfig};
 pub use error::GatewayError;
 pub use gateway::{BoundGateway, Gateway, GatewayBuilder};
 pub use json_posts::{DETAIL_UNSUPPORTED_MEDIA_TYPE, JsonPosts};
 pub use limits::{
     DETAIL_BODY_TOO_LARGE, DETAIL_MCP_HEADER_TOO_LARGE, DETAIL_ORIGIN, DETAIL_TOO_MANY_MCP_HEADERS,
 };
-pub use service::{GatewayService, McpStack, ResponseFuture, StackBody};
+pub use service::{GatewayService, ResponseFuture};
 pub use shutdown::shutdown_signal;
 pub use store::{DocumentReport, check_documents};
-pub use telemetry::{Telemetry, init_tracing};
+pub use telemetry::{Telemetry, TelemetryError, init_tracing};

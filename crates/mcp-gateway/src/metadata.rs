@@ -139,7 +139,8 @@ impl ResourceMetadata {
                 Err(PathError::InvalidId) => {
                     return detail(StatusCode::BAD_REQUEST, "Invalid virtual host id");
                 }
-                Err(PathError::NotAnEndpoint) => {
+                // `NotAnEndpoint`, and whatever else a path may fail with.
+                Err(_) => {
                     return detail(StatusCode::NOT_FOUND, "Not found");
                 }
             }

@@ -14,6 +14,7 @@ use tower_service::Service;
 
 /// Response extension: the virtual host whose router answered.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct RoutedVhost(pub VirtualHostId);
 
 /// Wraps the router; see the [module docs](self).

@@ -33,7 +33,10 @@ use crate::routed::{Routed, RoutedVhost};
 
 /// The layered MCP stack inside a [`GatewayService`]: vhost -> claims -> config store -> virtual
 /// host config -> JSON POSTs (415) -> router (behind the 2024-11-05 SSE bridge).
-pub type McpStack = Vhost<
+///
+/// Crate-private so the layering can change without a breaking release: users name
+/// [`GatewayService`] and its [`ResponseFuture`] only.
+pub(crate) type McpStack = Vhost<
     ClaimsService<
         ConfigStoreService<
             VirtualHostConfigService<JsonPosts<Routed<SseBridge<McpRouter>>>>,
@@ -43,7 +46,7 @@ pub type McpStack = Vhost<
 >;
 
 /// The response body of [`McpStack`].
-pub type StackBody =
+pub(crate) type StackBody =
     ResponseBody<ResponseBody<ResponseBody<ResponseBody<ResponseBody<SseBridgeBody<McpBody>>>>>>;
 
 /// State shared by every clone of a [`GatewayService`].
@@ -89,7 +92,7 @@ where
 {
     type Response = Response<GatewayBody>;
     type Error = Infallible;
-    type Future = ResponseFuture<<McpStack as Service<Request<B>>>::Future>;
+    type Future = ResponseFuture<B>;
 
     #[inline]
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
@@ -193,17 +196,23 @@ pin_project! {
 }
 
 pin_project! {
-    /// Response future of [`GatewayService`].
-    pub struct ResponseFuture<F> {
+    /// Response future of [`GatewayService`] for a request body `B`.
+    ///
+    /// Generic over the request body only: the future of the layers inside is not part of the
+    /// public API.
+    pub struct ResponseFuture<B>
+    where
+        McpStack: Service<Request<B>>,
+    {
         #[pin]
-        kind: Kind<F>,
+        kind: Kind<<McpStack as Service<Request<B>>>::Future>,
         log: Option<Log>,
     }
 }
 
-impl<F> Future for ResponseFuture<F>
+impl<B> Future for ResponseFuture<B>
 where
-    F: Future<Output = Result<Response<StackBody>, Infallible>>,
+    McpStack: Service<Request<B>, Response = Response<StackBody>, Error = Infallible>,
 {
     type Output = Result<Response<GatewayBody>, Infallible>;
 

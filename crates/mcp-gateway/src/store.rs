@@ -6,11 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use deadpool_redis::redis;
-use mcp_config_store::lookup_key::{issuer_scoped, split_issuer_scoped};
 use mcp_config_store::{
     CacheStats, CachedStore, FileStore, FileStoreError, RedisStore, RedisStoreConfig,
     RedisStoreError, UserConfig, UserConfigStore,
 };
+use mcp_config_store::{issuer_scoped, split_issuer_scoped};
 use serde_json::{Value, json};
 
 use crate::config::{ConfigError, GatewayConfig, Problem, Source, StoreKind};
@@ -45,6 +45,7 @@ pub(crate) struct Readiness {
 
 /// The result of checking every stored user configuration.
 #[derive(Debug, Default)]
+#[non_exhaustive]
 pub struct DocumentReport {
     /// How many subjects were checked.
     pub subjects: usize,
@@ -203,11 +204,9 @@ async fn open_file(config: &GatewayConfig) -> Result<FileStore, ConfigError> {
 
 pub(crate) async fn open_redis(config: &GatewayConfig) -> Result<RedisStore, GatewayError> {
     let c = &config.config_store;
-    let redis_config = RedisStoreConfig {
-        key_prefix: c.key_prefix.clone(),
-        pool_size: c.pool_size,
-        ..RedisStoreConfig::new(c.redis_url.clone())
-    };
+    let mut redis_config = RedisStoreConfig::new(c.redis_url.clone());
+    redis_config.key_prefix.clone_from(&c.key_prefix);
+    redis_config.pool_size = c.pool_size;
     RedisStore::connect(redis_config)
         .await
         .map_err(|e| match e {

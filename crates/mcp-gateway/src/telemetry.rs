@@ -37,6 +37,29 @@ pub(crate) const SAMPLERS: &[&str] = &[
     "parentbased_traceidratio",
 ];
 
+/// Why [`init_tracing`] could not install logging or traces.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TelemetryError {
+    /// `RUST_LOG` (when set) or `telemetry.log_level` is not a valid filter.
+    #[error("{setting}: {message}")]
+    Filter {
+        /// `RUST_LOG` or `telemetry.log_level`.
+        setting: &'static str,
+        /// Why the filter does not parse.
+        message: String,
+    },
+    /// A global subscriber is already installed.
+    #[error("cannot install the log subscriber: {0}")]
+    Subscriber(String),
+    /// The standard variables ask for an OTLP protocol this build does not export.
+    #[error("OTEL_EXPORTER_OTLP_PROTOCOL `{0}`: this build exports \"http/protobuf\" only")]
+    Protocol(String),
+    /// The OTLP span exporter cannot be built.
+    #[error("cannot build the OTLP span exporter: {0}")]
+    Exporter(String),
+}
+
 /// What [`init_tracing`] installed; dropping it flushes and stops the span exporter.
 #[must_use = "dropping it stops exporting spans"]
 #[derive(Debug)]
@@ -69,14 +92,20 @@ impl Drop for Telemetry {
 /// # Errors
 ///
 /// An invalid filter, a subscriber already installed, or an exporter that cannot be built.
-pub fn init_tracing(config: &TelemetryConfig) -> Result<Telemetry, String> {
+pub fn init_tracing(config: &TelemetryConfig) -> Result<Telemetry, TelemetryError> {
     let filter = match std::env::var("RUST_LOG") {
         Ok(directives) if !directives.trim().is_empty() => EnvFilter::builder()
             .parse(&directives)
-            .map_err(|e| format!("RUST_LOG: {e}"))?,
+            .map_err(|e| TelemetryError::Filter {
+                setting: "RUST_LOG",
+                message: e.to_string(),
+            })?,
         _ => EnvFilter::builder()
             .parse(&config.log_level)
-            .map_err(|e| format!("telemetry.log_level: {e}"))?,
+            .map_err(|e| TelemetryError::Filter {
+                setting: "telemetry.log_level",
+                message: e.to_string(),
+            })?,
     };
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
@@ -94,7 +123,7 @@ pub fn init_tracing(config: &TelemetryConfig) -> Result<Telemetry, String> {
             .with_ansi(std::io::stderr().is_terminal())
             .try_init(),
     };
-    result.map_err(|e| format!("cannot install the log subscriber: {e}"))?;
+    result.map_err(|e| TelemetryError::Subscriber(e.to_string()))?;
     let provider = tracer_provider(config)?;
     if let Some(provider) = &provider {
         global::set_text_map_propagator(TraceContextPropagator::new());
@@ -111,7 +140,7 @@ fn env(name: &str) -> Option<String> {
 
 /// The tracer provider, `None` when traces are off (no endpoint, or turned off by the standard
 /// variables).
-fn tracer_provider(config: &TelemetryConfig) -> Result<Option<SdkTracerProvider>, String> {
+fn tracer_provider(config: &TelemetryConfig) -> Result<Option<SdkTracerProvider>, TelemetryError> {
     let env_endpoint = env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
         .or_else(|| env("OTEL_EXPORTER_OTLP_ENDPOINT"))
         .is_some();
@@ -124,9 +153,7 @@ fn tracer_provider(config: &TelemetryConfig) -> Result<Option<SdkTracerProvider>
         env("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL").or_else(|| env("OTEL_EXPORTER_OTLP_PROTOCOL"))
         && protocol != "http/protobuf"
     {
-        return Err(format!(
-            "OTEL_EXPORTER_OTLP_PROTOCOL `{protocol}`: this build exports \"http/protobuf\" only"
-        ));
+        return Err(TelemetryError::Protocol(protocol));
     }
     let mut exporter = opentelemetry_otlp::SpanExporter::builder()
         .with_http()
@@ -137,7 +164,7 @@ fn tracer_provider(config: &TelemetryConfig) -> Result<Option<SdkTracerProvider>
     }
     let exporter = exporter
         .build()
-        .map_err(|e| format!("cannot build the OTLP span exporter: {e}"))?;
+        .map_err(|e| TelemetryError::Exporter(e.to_string()))?;
     let mut resource = Resource::builder();
     if env("OTEL_SERVICE_NAME").is_none() {
         resource = resource.with_service_name(config.service_name.clone());

@@ -85,7 +85,7 @@ pub enum TokenError {
 ///
 /// ```
 /// use std::time::Duration;
-/// use mcp_gateway::{GatewayConfig, token::{TokenRequest, mint}};
+/// use mcp_gateway::{config::GatewayConfig, token::{TokenRequest, mint}};
 ///
 /// let config = GatewayConfig::default();
 /// let token = mint(&config, b"a-long-random-development-secret", &TokenRequest::new("alice")).unwrap();
@@ -137,6 +137,18 @@ pub fn mint(
         .map_err(|e| TokenError::Sign(e.to_string()))
 }
 
+/// Why [`parse_ttl`] rejected a lifetime.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TtlError {
+    /// Not a number with an optional unit `s`, `m`, `h` or `d`.
+    #[error("`{0}`: expected e.g. 90s, 15m, 1h or 7d")]
+    Format(String),
+    /// Zero, or too long to count in seconds.
+    #[error("`{0}`: must be between 1s and a few centuries")]
+    Range(String),
+}
+
 /// Parses a lifetime: a number with an optional unit `s`, `m`, `h` or `d` (`90`, `90s`, `15m`,
 /// `1h`, `7d`); at least one second.
 ///
@@ -150,7 +162,7 @@ pub fn mint(
 /// # Errors
 ///
 /// Anything else, and zero.
-pub fn parse_ttl(text: &str) -> Result<Duration, String> {
+pub fn parse_ttl(text: &str) -> Result<Duration, TtlError> {
     let text = text.trim();
     let (digits, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
         Some(i) => text.split_at(i),
@@ -161,15 +173,15 @@ pub fn parse_ttl(text: &str) -> Result<Duration, String> {
         "m" => 60,
         "h" => 3600,
         "d" => 86_400,
-        _ => return Err(format!("`{text}`: expected e.g. 90s, 15m, 1h or 7d")),
+        _ => return Err(TtlError::Format(text.to_owned())),
     };
     let value: u64 = digits
         .parse()
-        .map_err(|_| format!("`{text}`: expected e.g. 90s, 15m, 1h or 7d"))?;
+        .map_err(|_| TtlError::Format(text.to_owned()))?;
     let secs = value
         .checked_mul(multiplier)
         .filter(|s| *s > 0)
-        .ok_or_else(|| format!("`{text}`: must be between 1s and a few centuries"))?;
+        .ok_or_else(|| TtlError::Range(text.to_owned()))?;
     Ok(Duration::from_secs(secs))
 }
 

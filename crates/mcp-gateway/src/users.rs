@@ -13,6 +13,7 @@ use crate::config::GatewayConfig;
 
 /// What the operator lets user configurations do.
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct OperatorRules {
     /// The process's `[breaker]` defaults (a backend's overrides must apply over them).
     pub breaker: BreakerConfig,
@@ -35,6 +36,7 @@ impl OperatorRules {
 
 /// One finding in a user configuration document: the field path and the problem.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct UserConfigFinding {
     /// Path of the field, e.g. `users.alice.virtual_hosts.vh1.backends.b.command`.
     pub path: String,

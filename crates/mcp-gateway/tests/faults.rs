@@ -410,9 +410,10 @@ async fn redis_killed_and_restarted_under_load() {
         return; // RedisServer::start said loudly why.
     };
     let alpha = TestBackend::start(BackendSpec::both("alpha")).await;
-    let store = RedisStore::connect(RedisStoreConfig {
-        key_prefix: "faults".into(),
-        ..RedisStoreConfig::new(redis.url())
+    let store = RedisStore::connect({
+        let mut config = RedisStoreConfig::new(redis.url());
+        config.key_prefix = "faults".into();
+        config
     })
     .await
     .expect("connect");

@@ -37,9 +37,10 @@ async fn redis_store_rows_readiness_and_check_config() {
         return; // RedisServer::start said loudly why.
     };
     let alpha = TestBackend::start(BackendSpec::modern("alpha")).await;
-    let store = RedisStore::connect(RedisStoreConfig {
-        key_prefix: "gwtest".into(),
-        ..RedisStoreConfig::new(redis.url())
+    let store = RedisStore::connect({
+        let mut config = RedisStoreConfig::new(redis.url());
+        config.key_prefix = "gwtest".into();
+        config
     })
     .await
     .expect("connect");

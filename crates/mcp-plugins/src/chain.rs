@@ -46,6 +46,7 @@ impl Entry {
 
 /// What the pre hooks decided for a call that may proceed.
 #[derive(Debug, Default)]
+#[non_exhaustive]
 pub struct PreOutcome {
     /// The rewritten arguments, when a plugin rewrote them (`None`: send the caller's).
     pub arguments: Option<Box<RawValue>>,

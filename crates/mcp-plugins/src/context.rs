@@ -89,6 +89,7 @@ impl<'a> PluginContext<'a> {
 /// allocate). The router adds the headers to the backend request and merges `meta` into
 /// `params._meta` (an entry already sent by the client is replaced).
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct UpstreamExtras {
     /// Headers to set on the upstream request (replacing same-named ones).
     pub headers: HeaderMap,

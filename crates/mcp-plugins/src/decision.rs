@@ -14,6 +14,7 @@ pub const DEFAULT_DENY_CODE: i64 = mcp_core::error_code::INVALID_REQUEST;
 
 /// A plugin's decision about one call.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum Decision {
     /// Let the call (or result) through unchanged.
     Allow,
@@ -38,6 +39,7 @@ impl Decision {
 /// the caller.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
+#[non_exhaustive]
 pub struct PluginError(pub String);
 
 impl PluginError {
@@ -69,6 +71,7 @@ pub type DecisionFuture<'a> =
 /// }
 /// # }
 /// ```
+#[non_exhaustive]
 pub enum Verdict<'a> {
     /// Decided.
     Ready(Result<Decision, PluginError>),

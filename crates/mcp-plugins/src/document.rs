@@ -80,6 +80,7 @@ impl ConfigError {
 
 /// The syntax of a document.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Format {
     /// TOML (the gateway's configuration language).
     Toml,
@@ -109,6 +110,7 @@ impl Format {
 /// What a document entry's mode does with the plugin's answers.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Mode {
     /// Denials deny; plugin errors deny with an internal error; rewrites apply; lists are filtered.
     #[default]
@@ -168,6 +170,7 @@ struct Wire {
 /// A parsed, structurally valid plugin document (kinds and per-plugin settings are checked when a
 /// [`Registry`](crate::Registry) builds it).
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct Document {
     /// The entries, in document order.
     pub plugins: Vec<PluginEntry>,
@@ -218,6 +221,7 @@ impl Document {
 
 /// The settings of one entry, handed to its kind's factory.
 #[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
 pub struct PluginConfig<'a> {
     /// The entry's name.
     pub name: &'a str,

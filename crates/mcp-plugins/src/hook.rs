@@ -17,6 +17,7 @@ use std::fmt;
 /// assert_eq!(Hook::ToolPostInvoke.pre(), Hook::ToolPreInvoke);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Hook {
     /// Before `tools/call` reaches the backend (payload: `params.arguments`).
     ToolPreInvoke,
@@ -97,6 +98,7 @@ impl fmt::Display for Hook {
 #[error(
     "unknown hook `{0}` (known: tool_pre_invoke, tool_post_invoke, prompt_pre_fetch, prompt_post_fetch, resource_pre_read, resource_post_read)"
 )]
+#[non_exhaustive]
 pub struct UnknownHook(pub String);
 
 impl std::str::FromStr for Hook {

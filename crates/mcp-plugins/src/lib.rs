@@ -6,18 +6,21 @@
 //!
 //! | module / item | what it holds |
 //! |---|---|
-//! | [`hook`] | [`Hook`] (tool pre-invoke / post-invoke, prompt pre-fetch / post-fetch, resource pre-read / post-read), [`HookSet`], [`ItemKind`] |
-//! | [`plugin`] | the [`Plugin`] trait |
-//! | [`decision`] | [`Decision`] (allow, rewrite, deny), [`Verdict`] (ready now or a boxed future), [`PluginError`] |
-//! | [`context`] | [`PluginContext`] (principal, virtual host, backend, names, `_meta`), [`UpstreamExtras`] |
-//! | [`document`] | the plugin document ([`Document`], [`PluginEntry`], [`Mode`], [`Format`]) and [`ConfigError`] with field paths |
-//! | [`conditions`], [`pattern`] | which calls an entry applies to; `*` name patterns |
-//! | [`registry`] | [`Registry`]: plugin kinds by name, built-ins pre-registered |
-//! | [`chain`] | [`PluginChain`]: priority-ordered entries; `applies`, `pre`, `post`, `listed` |
-//! | [`runtime`] | [`PluginRuntime`]: the current chain behind an atomic pointer, fail-closed states |
-//! | [`reload`] | file and Redis polling reload ([`PluginRuntime::watch_file`], [`PluginRuntime::watch_redis`]) |
+//! | `hook` | [`Hook`] (tool pre-invoke / post-invoke, prompt pre-fetch / post-fetch, resource pre-read / post-read), [`HookSet`], [`ItemKind`] |
+//! | `plugin` | the [`Plugin`] trait |
+//! | `decision` | [`Decision`] (allow, rewrite, deny), [`Verdict`] (ready now or a boxed future), [`PluginError`] |
+//! | `context` | [`PluginContext`] (principal, virtual host, backend, names, `_meta`), [`UpstreamExtras`] |
+//! | `document` | the plugin document ([`Document`], [`PluginEntry`], [`Mode`], [`Format`]) and [`ConfigError`] with field paths |
+//! | `conditions`, `pattern` | which calls an entry applies to; `*` name patterns |
+//! | `registry` | [`Registry`]: plugin kinds by name, built-ins pre-registered |
+//! | `chain` | [`PluginChain`]: priority-ordered entries; `applies`, `pre`, `post`, `listed` |
+//! | `runtime` | [`PluginRuntime`]: the current chain behind an atomic pointer, fail-closed states |
+//! | `reload` | file and Redis polling reload ([`PluginRuntime::watch_file`], [`PluginRuntime::watch_redis`]) |
 //! | [`builtin`] | `tool_filter`, `size_limit`, `secret_filter`, `rate_limit`, `upstream_headers` |
-//! | [`layer`] | [`PluginLayer`] / [`PluginService`]: tool hooks on JSON-RPC `tools/call` at the HTTP level |
+//! | `layer` | [`PluginLayer`] / [`PluginService`]: tool hooks on JSON-RPC `tools/call` at the HTTP level |
+//!
+//! Only [`builtin`] is a public module; the others are private and their items are re-exported
+//! here, one path per item.
 //!
 //! ## Semantics (DESIGN §3.5, §7)
 //!
@@ -103,18 +106,18 @@
 //! true, keep the items for which [`PluginChain::listed`] is true.
 
 pub mod builtin;
-pub mod chain;
-pub mod conditions;
-pub mod context;
-pub mod decision;
-pub mod document;
-pub mod hook;
-pub mod layer;
-pub mod pattern;
-pub mod plugin;
-pub mod registry;
-pub mod reload;
-pub mod runtime;
+mod chain;
+mod conditions;
+mod context;
+mod decision;
+mod document;
+mod hook;
+mod layer;
+mod pattern;
+mod plugin;
+mod registry;
+mod reload;
+mod runtime;
 
 pub use chain::{PluginChain, PreOutcome};
 pub use conditions::Conditions;
@@ -124,7 +127,7 @@ pub use document::{
     ConfigError, DOCUMENT_VERSION, Document, Format, Mode, PluginConfig, PluginEntry,
 };
 pub use hook::{Hook, HookSet, ItemKind, UnknownHook};
-pub use layer::{PluginBody, PluginLayer, PluginService, ResponseFuture};
+pub use layer::{DEFAULT_MAX_BODY_BYTES, PluginBody, PluginLayer, PluginService, ResponseFuture};
 pub use pattern::Pattern;
 pub use plugin::Plugin;
 pub use registry::Registry;

@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
 use deadpool_redis::redis;
-use mcp_config_store::redis_topology::{PoolSettings, RedisPool, RedisTopology};
+use mcp_config_store::{PoolSettings, RedisPool, RedisTopology};
 use tokio::task::JoinHandle;
 
 use crate::{ConfigError, Format, PluginRuntime};
@@ -74,12 +74,12 @@ impl RedisSource {
     fn pool(&self) -> Result<RedisPool, ConfigError> {
         RedisTopology::parse(&self.url)
             .and_then(|topology| {
-                topology.pool(&PoolSettings {
-                    max_size: 1,
-                    wait_timeout: REDIS_TIMEOUT,
-                    connect_timeout: REDIS_TIMEOUT,
-                    response_timeout: REDIS_TIMEOUT,
-                })
+                topology.pool(&PoolSettings::new(
+                    1,
+                    REDIS_TIMEOUT,
+                    REDIS_TIMEOUT,
+                    REDIS_TIMEOUT,
+                ))
             })
             .map_err(|e| {
                 ConfigError::new("", format!("invalid Redis URL: {e}")).with_source(self.source())

@@ -18,6 +18,7 @@ pub const FAILED_MESSAGE: &str = "Plugins unavailable: invalid plugin configurat
 
 /// Where the runtime stands.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RuntimeState {
     /// The last document applied was valid.
     Ready,

@@ -101,10 +101,10 @@ fn list_merge(c: &mut Criterion) {
             Arc::new(user_config(&urls)),
         )
     });
-    let vhost = VirtualHost {
-        id: VirtualHostId::new("vh"),
-        config: Arc::clone(config.virtual_hosts.get("vh").expect("vh")),
-    };
+    let vhost = VirtualHost::new(
+        VirtualHostId::new("vh"),
+        Arc::clone(config.virtual_hosts.get("vh").expect("vh")),
+    );
     let body = Bytes::from_static(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#);
     // What the foundation layers (vhost, claims, config store) would have inserted.
     let list = || {

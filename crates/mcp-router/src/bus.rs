@@ -32,7 +32,7 @@ use std::time::Duration;
 
 use deadpool_redis::redis;
 use futures_util::StreamExt;
-use mcp_config_store::redis_topology::{RedisPool, RedisTopology};
+use mcp_config_store::{RedisPool, RedisTopology};
 use serde::{Deserialize, Serialize};
 
 use crate::router::RouterInner;

@@ -155,6 +155,6 @@ pub use origin::OriginPolicy;
 pub use router::{McpRouter, McpRouterBuilder, ResponseFuture};
 pub use seal::{SealError, Sealer};
 pub use upstream::{
-    DEFAULT_DENIED, DestinationPolicy, Refusal, StdioRules, StdioServer, UpstreamError,
-    UpstreamOptions, is_loader_variable,
+    DEFAULT_DENIED, DestinationError, DestinationPolicy, Refusal, StdioRules, StdioServer,
+    UpstreamError, UpstreamOptions, is_loader_variable,
 };

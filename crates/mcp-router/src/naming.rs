@@ -49,6 +49,7 @@ pub struct Target<'a> {
 
 /// What a public name resolves to.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Resolution<'a> {
     /// No configured backend can own it.
     None,
@@ -148,6 +149,7 @@ impl<'a> Namer<'a> {
 
 /// Why a public name may not be listed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum NameProblem {
     /// Longer than the configured limit.
     TooLong,

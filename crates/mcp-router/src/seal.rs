@@ -12,6 +12,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
 /// Why a sealed handle was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum SealError {
     /// Not a handle this gateway minted, minted for another context (principal, virtual host,
     /// method…), or altered.

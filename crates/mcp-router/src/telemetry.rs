@@ -72,6 +72,7 @@ pub(crate) fn tracing_on() -> bool {
 
 /// The facts of one MCP message that name it in spans, metrics and the access log.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Operation {
     /// `mcp.method.name`: a method the gateway knows, or `other` (never the client's own text:
     /// it becomes a metric label).

@@ -83,10 +83,8 @@ mod tests {
         let alice = Principal::new("i", "alice");
         let bob = Principal::new("i", "bob");
         let table = ToolHintsTable::new(2);
-        let ro = ToolHints {
-            read_only: true,
-            idempotent: false,
-        };
+        let mut ro = ToolHints::NONE;
+        ro.read_only = true;
         let as_alice = target(&config, &alice, &headers, &caps);
         let as_bob = target(&config, &bob, &headers, &caps);
         table.remember(&as_bob, "read", ro);

@@ -25,17 +25,15 @@ fn record(subject: &str) -> SessionRecord {
 }
 
 fn store(url: String, wait_replicas: u32) -> RedisSessionStore {
-    RedisSessionStore::new(RedisSessionStoreConfig {
-        key_prefix: "topo".into(),
-        wait_replicas,
-        // Margins of seconds: a loaded machine must not miss a replica's acknowledgement.
-        wait_timeout: Duration::from_secs(3),
-        connect_timeout: Duration::from_secs(2),
-        response_timeout: Duration::from_secs(5),
-        pool_wait_timeout: Duration::from_secs(2),
-        ..RedisSessionStoreConfig::new(url)
-    })
-    .expect("store")
+    let mut config = RedisSessionStoreConfig::new(url);
+    config.key_prefix = "topo".into();
+    config.wait_replicas = wait_replicas;
+    // Margins of seconds: a loaded machine must not miss a replica's acknowledgement.
+    config.wait_timeout = Duration::from_secs(3);
+    config.connect_timeout = Duration::from_secs(2);
+    config.response_timeout = Duration::from_secs(5);
+    config.pool_wait_timeout = Duration::from_secs(2);
+    RedisSessionStore::new(config).expect("store")
 }
 
 /// Retries `op` until it stops answering `Unavailable` (the failover window), counting the

@@ -35,12 +35,10 @@ fn record(subject: &str) -> SessionRecord {
 }
 
 fn store(redis: &RedisServer, ttl: Duration) -> RedisSessionStore {
-    RedisSessionStore::new(RedisSessionStoreConfig {
-        ttl,
-        key_prefix: "test-sessions".into(),
-        ..RedisSessionStoreConfig::new(redis.url())
-    })
-    .expect("store")
+    let mut config = RedisSessionStoreConfig::new(redis.url());
+    config.ttl = ttl;
+    config.key_prefix = "test-sessions".into();
+    RedisSessionStore::new(config).expect("store")
 }
 
 #[tokio::test]

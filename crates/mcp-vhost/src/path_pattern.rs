@@ -10,6 +10,7 @@ pub const WELL_KNOWN_PREFIX: &str = "/.well-known/oauth-protected-resource";
 
 /// Why a path did not yield a virtual host id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum PathError {
     /// The path is not `{prefix}/{id}{suffix}`.
     #[error("path is not an MCP endpoint")]

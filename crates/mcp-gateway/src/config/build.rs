@@ -473,17 +473,15 @@ impl EffectiveConfig {
         };
 
         // [breaker]
-        let defaults = mcp_breaker::BreakerConfig::default();
-        let breaker = mcp_breaker::BreakerConfig {
-            consecutive_failures: u32::try_from(r.int("breaker.consecutive_failures"))
-                .unwrap_or(u32::MAX),
-            open_ms: r.int("breaker.open_ms"),
-            max_open_ms: r
-                .is_set("breaker.max_open_ms")
-                .then(|| r.int("breaker.max_open_ms")),
-            half_open_probes: u32::try_from(r.int("breaker.half_open_probes")).unwrap_or(u32::MAX),
-            ..defaults
-        };
+        let mut breaker = mcp_breaker::BreakerConfig::default();
+        breaker.consecutive_failures =
+            u32::try_from(r.int("breaker.consecutive_failures")).unwrap_or(u32::MAX);
+        breaker.open_ms = r.int("breaker.open_ms");
+        breaker.max_open_ms = r
+            .is_set("breaker.max_open_ms")
+            .then(|| r.int("breaker.max_open_ms"));
+        breaker.half_open_probes =
+            u32::try_from(r.int("breaker.half_open_probes")).unwrap_or(u32::MAX);
         if let Err(e) = breaker.validate() {
             // The message names the field (`breaker.<field>: ...`).
             let text = e.to_string();
@@ -513,7 +511,7 @@ impl EffectiveConfig {
         for key in ["backends.allow_destinations", "backends.deny_destinations"] {
             for entry in r.list(key) {
                 if let Err(reason) = mcp_router::DestinationPolicy::check_entry(&entry) {
-                    r.fail(key, reason);
+                    r.fail(key, reason.to_string());
                 }
             }
         }

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 /// Where a configuration value came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Source {
     /// The key's documented default.
     Default,
@@ -36,6 +37,7 @@ impl fmt::Display for Source {
 
 /// One problem: where, which key, what.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Problem {
     /// Where the offending value came from.
     pub source: Source,
@@ -58,7 +60,7 @@ impl fmt::Display for Problem {
 /// A configuration that cannot be used; lists every problem found (one per line when displayed).
 ///
 /// ```
-/// let err = mcp_gateway::GatewayConfig::from_toml_str("[listen]\naddr = \"nowhere\"\n")
+/// let err = mcp_gateway::config::GatewayConfig::from_toml_str("[listen]\naddr = \"nowhere\"\n")
 ///     .unwrap_err();
 /// assert!(err.to_string().contains("listen.addr"), "{err}");
 /// assert_eq!(err.problems()[0].key, "listen.addr");

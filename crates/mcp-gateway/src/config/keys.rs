@@ -10,6 +10,7 @@ pub const ENV_PREFIX: &str = "MCP_GATEWAY_";
 
 /// The type of a key's value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ValueKind {
     /// A string (in the environment: taken as is).
     String,
@@ -35,6 +36,7 @@ impl ValueKind {
 
 /// A key's default value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum DefaultValue {
     /// No default: the key is unset unless configured.
     Unset,
@@ -50,6 +52,7 @@ pub enum DefaultValue {
 
 /// Whether this build of the gateway honours a key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Support {
     /// Honoured.
     Supported,
@@ -60,6 +63,7 @@ pub enum Support {
 
 /// One configuration key.
 #[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
 pub struct KeySpec {
     /// The dotted key, e.g. `listen.addr`.
     pub key: &'static str,

@@ -11,6 +11,7 @@ use super::stdio_servers::{self, Catalog};
 
 /// A configuration value.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Value {
     /// A string.
     Str(String),
@@ -61,6 +62,7 @@ pub(crate) struct Entry {
 
 /// A command-line override of one key.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Override {
     /// The key, e.g. `listen.addr`.
     pub key: String,
@@ -85,14 +87,19 @@ impl Override {
     /// # Errors
     ///
     /// When there is no `=`.
-    pub fn parse_assignment(text: &str) -> Result<Self, String> {
+    pub fn parse_assignment(text: &str) -> Result<Self, InvalidAssignment> {
         let (key, value) = text
             .split_once('=')
-            .ok_or_else(|| format!("expected KEY=VALUE, found `{text}`"))?;
+            .ok_or_else(|| InvalidAssignment(text.to_owned()))?;
         let key = key.trim();
         Ok(Self::new(key, value, format!("--set {key}")))
     }
 }
+
+/// Why [`Override::parse_assignment`] rejected its argument: it has no `=`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("expected KEY=VALUE, found `{0}`")]
+pub struct InvalidAssignment(String);
 
 /// The merged configuration: every set key with its value and origin, before semantic checks.
 ///

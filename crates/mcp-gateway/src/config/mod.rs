@@ -16,7 +16,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use mcp_gateway::GatewayConfig;
+//! use mcp_gateway::config::GatewayConfig;
 //!
 //! let config = GatewayConfig::from_toml_str(r#"
 //!     [listen]
@@ -57,7 +57,7 @@ pub use error::{ConfigError, Problem, Source};
 pub use keys::{
     DefaultValue, ENV_PREFIX, KEYS, KeySpec, Support, ValueKind, env_name, reference_markdown,
 };
-pub use layers::{EffectiveConfig, Override, Value};
+pub use layers::{EffectiveConfig, InvalidAssignment, Override, Value};
 
 /// The typed process configuration. Build it from TOML ([`from_toml_str`](Self::from_toml_str)),
 /// from layered sources ([`EffectiveConfig::build`]), or start from [`Default`] and set fields.
@@ -107,6 +107,7 @@ pub struct ListenConfig {
 
 /// PEM files of the TLS listener.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TlsFiles {
     /// Certificate chain (leaf first).
     pub cert: PathBuf,
@@ -198,11 +199,22 @@ pub struct JwtConfig {
 
 /// `config_store.kind`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum StoreKind {
     /// A JSON or TOML file, reloaded on change.
     File,
     /// Redis.
     Redis,
+}
+
+impl StoreKind {
+    /// The value of `config_store.kind`: `file` or `redis`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::File => "file",
+            Self::Redis => "redis",
+        }
+    }
 }
 
 /// `[config_store]`: where user configurations come from.
@@ -320,11 +332,13 @@ pub struct BackendsConfig {
 impl BackendsConfig {
     /// The router's stdio rules for these settings.
     pub fn stdio_rules(&self) -> mcp_router::StdioRules {
-        mcp_router::StdioRules {
-            servers: self.stdio_servers.clone(),
-            allowed_commands: self.stdio_allowed_commands.clone(),
-            trust_user_commands: self.trust_user_commands,
-        }
+        let mut rules = mcp_router::StdioRules::default();
+        rules.servers.clone_from(&self.stdio_servers);
+        rules
+            .allowed_commands
+            .clone_from(&self.stdio_allowed_commands);
+        rules.trust_user_commands = self.trust_user_commands;
+        rules
     }
 }
 
@@ -382,6 +396,7 @@ pub struct RouterConfig {
 
 /// `telemetry.log_format`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum LogFormat {
     /// Human-readable lines.
     Pretty,

@@ -135,11 +135,7 @@ impl Catalog {
             if let Some(cwd) = &e.cwd {
                 let _ = writeln!(out, "cwd = {}", quote(&cwd.to_string_lossy()));
             }
-            let policy = match e.policy {
-                StdioPolicy::Shared => "shared",
-                StdioPolicy::PerPrincipal => "per_principal",
-            };
-            let _ = writeln!(out, "policy = {}", quote(policy));
+            let _ = writeln!(out, "policy = {}", quote(e.policy.as_str()));
             if let Some(idle) = e.idle_timeout_s {
                 let _ = writeln!(out, "idle_timeout_s = {idle}");
             }

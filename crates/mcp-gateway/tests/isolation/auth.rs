@@ -244,9 +244,10 @@ async fn two_issuers_each_alice_her_own_config_redis_store() {
     };
     let alpha = TestBackend::start(BackendSpec::modern("alpha")).await;
     let beta = TestBackend::start(BackendSpec::modern("beta")).await;
-    let store = RedisStore::connect(RedisStoreConfig {
-        key_prefix: "iso".into(),
-        ..RedisStoreConfig::new(redis.url())
+    let store = RedisStore::connect({
+        let mut config = RedisStoreConfig::new(redis.url());
+        config.key_prefix = "iso".into();
+        config
     })
     .await
     .expect("connect");

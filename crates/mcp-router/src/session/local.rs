@@ -13,6 +13,7 @@ use super::store::{SessionStore, SessionStoreError, StoreFuture};
 
 /// Limits of a [`LocalSessionStore`].
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct LocalSessionLimits {
     /// A session unused this long is forgotten (default 30 minutes).
     pub idle_timeout: Duration,

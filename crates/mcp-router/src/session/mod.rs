@@ -2,9 +2,9 @@
 
 mod local;
 mod record;
-pub mod redis;
+pub(crate) mod redis;
 mod revoked;
-pub mod sealed;
+mod sealed;
 mod store;
 
 pub use local::{LocalSessionLimits, LocalSessionStore};

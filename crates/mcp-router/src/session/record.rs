@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 /// The era a backend was found to speak when the session was initialised.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum BackendEra {
     /// 2026-07-28: stateless, no upstream session.
     Modern,

@@ -40,8 +40,9 @@ use std::time::Duration;
 use deadpool_redis::PoolError;
 use deadpool_redis::redis::{self, RedisError};
 
-use mcp_config_store::redis::{is_transient, is_transient_pool_error};
-use mcp_config_store::redis_topology::{PoolSettings, RedisConnection, RedisPool, RedisTopology};
+use mcp_config_store::{
+    PoolSettings, RedisConnection, RedisPool, RedisTopology, is_transient, is_transient_pool_error,
+};
 
 use super::local::new_session_id;
 use super::record::SessionRecord;
@@ -50,20 +51,19 @@ use super::store::{SessionStore, SessionStoreError, StoreFuture};
 /// Default key prefix.
 pub const DEFAULT_SESSION_KEY_PREFIX: &str = "mcpgw";
 
-/// Settings of a [`RedisSessionStore`]. Build with [`RedisSessionStoreConfig::new`] or a struct
-/// literal with `..Default::default()`.
+/// Settings of a [`RedisSessionStore`]. Build with [`RedisSessionStoreConfig::new`], then set
+/// the fields to change (the struct is `#[non_exhaustive]`).
 ///
 /// ```
 /// use std::time::Duration;
 /// use mcp_router::session::RedisSessionStoreConfig;
 ///
-/// let config = RedisSessionStoreConfig {
-///     ttl: Duration::from_secs(600),
-///     ..RedisSessionStoreConfig::new("redis://127.0.0.1:6379/")
-/// };
+/// let mut config = RedisSessionStoreConfig::new("redis://127.0.0.1:6379/");
+/// config.ttl = Duration::from_secs(600);
 /// assert_eq!(config.key_prefix, "mcpgw");
 /// ```
 #[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RedisSessionStoreConfig {
     /// Redis URL, e.g. `redis://user:pass@host:6379/0`, or a Sentinel or Cluster URL
     /// ([`RedisTopology`]).
@@ -352,12 +352,12 @@ pub(crate) fn pool(
     let topology = RedisTopology::parse(&config.url)
         .map_err(|e| RedisSessionStoreError::InvalidUrl(e.to_string()))?;
     let pool = topology
-        .pool(&PoolSettings {
+        .pool(&PoolSettings::new(
             max_size,
-            wait_timeout: config.pool_wait_timeout,
-            connect_timeout: config.connect_timeout,
-            response_timeout: config.response_timeout,
-        })
+            config.pool_wait_timeout,
+            config.connect_timeout,
+            config.response_timeout,
+        ))
         .map_err(|e| RedisSessionStoreError::Pool(e.to_string()))?;
     Ok((topology, pool))
 }
@@ -370,7 +370,7 @@ fn classify_pool(err: PoolError) -> SessionStoreError {
     }
 }
 
-/// The gateway's one rule for Redis outages (see `mcp_config_store::redis::is_transient`);
+/// The gateway's one rule for Redis outages (see `mcp_config_store::is_transient`);
 /// anything else (wrong type, authentication, ACL, unknown command on an old Redis) is `Other`.
 fn classify(err: RedisError) -> SessionStoreError {
     if is_transient(&err) {

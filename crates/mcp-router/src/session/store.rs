@@ -14,6 +14,7 @@ pub type StoreFuture<'a, T> =
 
 /// A store failure (never "not found": that is `Ok(None)`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum SessionStoreError {
     /// The store cannot be reached.
     #[error("session store unavailable")]

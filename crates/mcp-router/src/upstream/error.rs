@@ -7,6 +7,7 @@ use std::time::Duration;
 /// Messages are short and never contain the backend's address (callers see them in JSON-RPC
 /// errors); the address goes to the logs only.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum UpstreamError {
     /// The backend could not be reached (connection refused, DNS, TLS).
     #[error("backend unreachable")]

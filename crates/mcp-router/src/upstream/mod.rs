@@ -51,7 +51,7 @@ pub(crate) use scoped_table::ScopedTable;
 pub(crate) use session::LegacySession;
 pub use stdio::catalog::{Refusal, StdioRules, StdioServer, is_loader_variable};
 pub(crate) use transport::MessageStream;
-pub use transport::{DEFAULT_DENIED, DestinationPolicy};
+pub use transport::{DEFAULT_DENIED, DestinationError, DestinationPolicy};
 
 use request::Outgoing;
 use scope::digest_of as capability_digest;
@@ -60,6 +60,7 @@ use transport::{Answer, HttpClient};
 
 /// Tuning of the upstream side.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct UpstreamOptions {
     /// TCP connect timeout for every backend.
     pub connect_timeout: Duration,

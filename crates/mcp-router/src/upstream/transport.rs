@@ -21,7 +21,7 @@ mod destinations;
 
 use destinations::Guarded;
 pub(crate) use destinations::is_denied;
-pub use destinations::{DEFAULT_DENIED, DestinationPolicy};
+pub use destinations::{DEFAULT_DENIED, DestinationError, DestinationPolicy};
 
 /// The pooled HTTP client shared by every backend (streamable HTTP, GET streams and HTTP+SSE).
 pub(crate) type HttpClient = Client<HttpsConnector<Guarded>, Full<Bytes>>;

@@ -224,10 +224,7 @@ fn check(config: &GatewayConfig, file: Option<PathBuf>) -> Result<(), u8> {
     println!(
         "configuration OK: {file}; {} user configuration(s) checked in the {} store{}",
         report.documents.subjects,
-        match config.config_store.kind {
-            mcp_gateway::config::StoreKind::File => "file",
-            mcp_gateway::config::StoreKind::Redis => "redis",
-        },
+        config.config_store.kind.as_str(),
         if report.hs256 {
             "; HS256 secret present"
         } else {

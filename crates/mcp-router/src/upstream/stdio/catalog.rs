@@ -55,6 +55,7 @@ impl StdioServer {
 
 /// The operator's rules for stdio backends.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct StdioRules {
     /// The catalog: servers by name (what `"stdio": "NAME"` refers to).
     pub servers: BTreeMap<String, StdioServer>,

@@ -38,6 +38,24 @@ pub const DEFAULT_DENIED: &[&str] = &[
     "168.63.129.16/32",
 ];
 
+/// Why an allow or deny list entry was refused ([`DestinationPolicy::new`],
+/// [`DestinationPolicy::check_entry`]).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DestinationError {
+    /// An address with a prefix length longer than the address.
+    #[error("{entry:?}: the prefix length must be 0-{max}")]
+    Prefix {
+        /// The entry as written (trimmed).
+        entry: String,
+        /// The longest prefix of the address family (32 or 128).
+        max: u8,
+    },
+    /// Neither an address range nor a host name.
+    #[error("{0:?} is neither an address range (CIDR) nor a host name")]
+    Unrecognised(String),
+}
+
 /// One entry of an allow or deny list.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Rule {
@@ -48,7 +66,7 @@ enum Rule {
 }
 
 impl Rule {
-    fn parse(text: &str) -> Result<Self, String> {
+    fn parse(text: &str) -> Result<Self, DestinationError> {
         let text = text.trim();
         let (addr, prefix) = match text.split_once('/') {
             Some((addr, prefix)) => (addr, Some(prefix)),
@@ -58,11 +76,12 @@ impl Rule {
             let max = if addr.is_ipv4() { 32 } else { 128 };
             let prefix = match prefix {
                 None => max,
-                Some(p) => p
-                    .parse::<u8>()
-                    .ok()
-                    .filter(|p| *p <= max)
-                    .ok_or_else(|| format!("{text:?}: the prefix length must be 0-{max}"))?,
+                Some(p) => p.parse::<u8>().ok().filter(|p| *p <= max).ok_or_else(|| {
+                    DestinationError::Prefix {
+                        entry: text.to_owned(),
+                        max,
+                    }
+                })?,
             };
             return Ok(Self::Net {
                 addr: addr.to_canonical(),
@@ -78,9 +97,7 @@ impl Rule {
         if valid {
             Ok(Self::Host(text.to_ascii_lowercase()))
         } else {
-            Err(format!(
-                "{text:?} is neither an address range (CIDR) nor a host name"
-            ))
+            Err(DestinationError::Unrecognised(text.to_owned()))
         }
     }
 
@@ -144,8 +161,8 @@ impl DestinationPolicy {
     /// # Errors
     ///
     /// The first entry that is neither, with the reason.
-    pub fn new(allow: &[String], deny: &[String]) -> Result<Self, String> {
-        let parse = |list: &[String]| -> Result<Vec<Rule>, String> {
+    pub fn new(allow: &[String], deny: &[String]) -> Result<Self, DestinationError> {
+        let parse = |list: &[String]| -> Result<Vec<Rule>, DestinationError> {
             list.iter().map(|r| Rule::parse(r)).collect()
         };
         Ok(Self {
@@ -160,7 +177,7 @@ impl DestinationPolicy {
     /// # Errors
     ///
     /// As [`new`](Self::new).
-    pub fn check_entry(entry: &str) -> Result<(), String> {
+    pub fn check_entry(entry: &str) -> Result<(), DestinationError> {
         Rule::parse(entry).map(|_| ())
     }
 

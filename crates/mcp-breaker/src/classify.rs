@@ -1,10 +1,12 @@
-//! Failure classification: [`Outcome`], the [`Classify`] trait, [`DefaultClassifier`] and
-//! [`McpClassifier`].
+//! Failure classification: [`Outcome`], the [`Classify`] trait, [`DefaultClassifier`],
+//! [`McpClassifier`], and deferred outcomes ([`CarryPermit`], [`AtEnd`]).
 
 use std::time::Duration;
 
 use http::{HeaderMap, Response, StatusCode, header};
 use mcp_core::{Envelope, MessageKind};
+
+use crate::Permit;
 
 /// What a finished call means for the breaker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -51,6 +53,83 @@ impl Outcome {
 pub trait Classify<T, E> {
     /// The outcome of one call.
     fn classify(&self, result: &Result<T, E>, latency: Duration) -> Outcome;
+
+    /// Settles the call's permit when its response future completes: by default, records
+    /// [`classify`](Self::classify) at once.
+    ///
+    /// A classifier whose outcome is only known later — a streamed answer that may still break
+    /// or stall after a good head, like tower-http's `ClassifyEos` — overrides this to hand the
+    /// permit to the response instead (see [`Permit`]: dropped unrecorded it releases its slot
+    /// and records nothing). [`AtEnd`] does that for responses that implement [`CarryPermit`].
+    fn settle(&self, result: &mut Result<T, E>, permit: Permit) {
+        let latency = permit.elapsed();
+        let outcome = self.classify(result, latency);
+        permit.record(outcome, latency);
+    }
+}
+
+/// A response that records its call's breaker outcome itself, once it knows it (at the end of a
+/// streamed answer): it keeps the [`Permit`] until then.
+pub trait CarryPermit {
+    /// Keeps `permit` until the outcome is known; then calls [`Permit::record`] (or
+    /// [`Permit::record_elapsed`]).
+    fn carry_permit(&mut self, permit: Permit);
+}
+
+/// A classifier that defers the outcome of a successful response to the response itself
+/// ([`CarryPermit`]) and classifies errors at once with `C`.
+///
+/// ```
+/// use std::time::Duration;
+/// use mcp_breaker::{AtEnd, CarryPermit, CircuitBreaker, DefaultClassifier, Outcome, Permit};
+/// use tower::{ServiceBuilder, ServiceExt, service_fn};
+///
+/// /// A streamed answer: its outcome is known when its last part has been read.
+/// struct Streamed { permit: Option<Permit>, parts: Vec<Result<&'static str, ()>> }
+/// impl CarryPermit for Streamed {
+///     fn carry_permit(&mut self, permit: Permit) { self.permit = Some(permit); }
+/// }
+/// impl Streamed {
+///     fn read_all(mut self) {
+///         let outcome = if self.parts.iter().all(Result::is_ok) { Outcome::Success } else { Outcome::Failure };
+///         if let Some(permit) = self.permit.take() { permit.record_elapsed(outcome); }
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let breaker = CircuitBreaker::builder("stream").consecutive_failures(1).build()?;
+/// let svc = ServiceBuilder::new()
+///     .layer(breaker.layer().classifier(AtEnd(DefaultClassifier)))
+///     .service(service_fn(|_: ()| async {
+///         Ok::<_, std::io::Error>(Streamed { permit: None, parts: vec![Ok("head"), Err(())] })
+///     }));
+/// let answer = svc.oneshot(()).await?;
+/// // The head was fine: nothing recorded yet.
+/// assert_eq!(breaker.snapshot().state, mcp_breaker::BreakerState::Closed);
+/// answer.read_all(); // the stream broke: a failure, and one trips this breaker
+/// assert_eq!(breaker.snapshot().state, mcp_breaker::BreakerState::Open);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AtEnd<C = DefaultClassifier>(pub C);
+
+impl<C, T, E> Classify<T, E> for AtEnd<C>
+where
+    C: Classify<T, E>,
+    T: CarryPermit,
+{
+    fn classify(&self, result: &Result<T, E>, latency: Duration) -> Outcome {
+        self.0.classify(result, latency)
+    }
+
+    fn settle(&self, result: &mut Result<T, E>, permit: Permit) {
+        match result {
+            Ok(response) => response.carry_permit(permit),
+            Err(_) => self.0.settle(result, permit),
+        }
+    }
 }
 
 impl<F, T, E> Classify<T, E> for F

@@ -61,9 +61,9 @@ where
                 permit,
                 classifier,
             } => {
-                let result = ready!(future.poll(cx));
+                let mut result = ready!(future.poll(cx));
                 if let Some(permit) = permit.take() {
-                    record(permit, classifier, &result);
+                    record(permit, classifier, &mut result);
                 }
                 Poll::Ready(result.map_err(BreakerError::Inner))
             }
@@ -74,10 +74,8 @@ where
     }
 }
 
-fn record<C: Classify<T, E>, T, E>(permit: Permit, classifier: &C, result: &Result<T, E>) {
-    let latency = permit.elapsed();
-    let outcome = classifier.classify(result, latency);
-    permit.record(outcome, latency);
+fn record<C: Classify<T, E>, T, E>(permit: Permit, classifier: &C, result: &mut Result<T, E>) {
+    classifier.settle(result, permit);
 }
 
 pin_project! {
@@ -131,9 +129,9 @@ where
                 permit,
                 classifier,
             } => {
-                let result = ready!(future.poll(cx));
+                let mut result = ready!(future.poll(cx));
                 if let Some(permit) = permit.take() {
-                    record(permit, classifier, &result);
+                    record(permit, classifier, &mut result);
                 }
                 Poll::Ready(result.map(|res| res.map(ResponseBody::inner)))
             }

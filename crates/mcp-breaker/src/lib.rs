@@ -11,6 +11,7 @@
 //! | [`BreakerLayer`] / [`BreakerService`] | client stacks: an open breaker fails with [`BreakerError::Open`] `{ retry_after }` |
 //! | [`HttpBreakerLayer`] / [`HttpBreakerService`] | HTTP stacks: an open breaker answers [`open_response`] (503, `Retry-After`, JSON-RPC error), `S::Error` unchanged |
 //! | [`Classify`], [`Outcome`], [`DefaultClassifier`], [`McpClassifier`] | failure classification: `Success` \| `Failure` \| `Ignore` from the result and latency |
+//! | [`AtEnd`], [`CarryPermit`] | deferred classification: the response keeps the permit until its streamed answer ends |
 //! | [`BreakerConfig`] | serde config (`[breaker]` table, backend overrides), validated at build |
 //! | [`BreakerHandle`] | operator control: state, force open / force closed / disable / reset |
 //! | [`BreakerRegistry`] | one shared breaker per key (backend) |
@@ -161,7 +162,7 @@ mod tests;
 pub use breaker::{
     BreakerBuilder, BreakerHandle, BreakerSnapshot, CircuitBreaker, CircuitOpen, Permit,
 };
-pub use classify::{Classify, DefaultClassifier, McpClassifier, Outcome};
+pub use classify::{AtEnd, CarryPermit, Classify, DefaultClassifier, McpClassifier, Outcome};
 pub use config::{
     Backoff, BreakerConfig, BreakerConfigError, DEFAULT_CONSECUTIVE_FAILURES,
     DEFAULT_HALF_OPEN_PROBES, DEFAULT_MAX_HALF_OPEN_MS, DEFAULT_MAX_OPEN_MS, DEFAULT_MINIMUM_CALLS,

@@ -986,3 +986,99 @@ fn breaker_errors_box_even_over_boxed_inner_errors() {
         Some(io::ErrorKind::TimedOut)
     );
 }
+
+// ===== deferred classification (AtEnd) =====
+
+/// A streamed answer that records its permit when read to the end.
+#[derive(Debug)]
+struct Streamed {
+    permit: Option<Permit>,
+    breaks: bool,
+}
+
+impl CarryPermit for Streamed {
+    fn carry_permit(&mut self, permit: Permit) {
+        self.permit = Some(permit);
+    }
+}
+
+impl Streamed {
+    fn end(mut self) {
+        let outcome = if self.breaks {
+            Outcome::Failure
+        } else {
+            Outcome::Success
+        };
+        if let Some(permit) = self.permit.take() {
+            permit.record_elapsed(outcome);
+        }
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn at_end_defers_answers_and_classifies_errors_at_once() {
+    let b = exact("stream")
+        .consecutive_failures(2)
+        .build()
+        .expect("valid");
+    let svc = ServiceBuilder::new()
+        .layer(b.layer().classifier(AtEnd(DefaultClassifier)))
+        .service(service_fn(|breaks: Option<bool>| async move {
+            match breaks {
+                Some(breaks) => Ok(Streamed {
+                    permit: None,
+                    breaks,
+                }),
+                None => Err(io::Error::from(io::ErrorKind::ConnectionRefused)),
+            }
+        }));
+    // Two good heads whose streams break: nothing counts until each stream ends.
+    let first = svc.clone().oneshot(Some(true)).await.expect("head");
+    let second = svc.clone().oneshot(Some(true)).await.expect("head");
+    assert!(first.permit.is_some() && second.permit.is_some());
+    assert_eq!(b.snapshot().consecutive_failures, 0);
+    first.end();
+    assert_eq!(b.snapshot().consecutive_failures, 1);
+    second.end();
+    assert_eq!(b.state(), BreakerState::Open, "broken streams trip it");
+
+    // An error is classified when the future completes (nothing to carry a permit).
+    let b = exact("errors")
+        .consecutive_failures(1)
+        .build()
+        .expect("valid");
+    let svc = ServiceBuilder::new()
+        .layer(b.layer().classifier(AtEnd(DefaultClassifier)))
+        .service(service_fn(|(): ()| async {
+            Err::<Streamed, _>(io::Error::from(io::ErrorKind::ConnectionRefused))
+        }));
+    svc.oneshot(()).await.expect_err("refused");
+    assert_eq!(b.state(), BreakerState::Open);
+}
+
+#[tokio::test(start_paused = true)]
+async fn at_end_answer_dropped_unread_records_nothing_and_frees_the_probe() {
+    let b = exact("probe")
+        .consecutive_failures(1)
+        .open_duration(ms(100))
+        .build()
+        .expect("valid");
+    fail(&b);
+    advance(ms(100)).await;
+    let svc = ServiceBuilder::new()
+        .layer(b.layer().classifier(AtEnd(DefaultClassifier)))
+        .service(service_fn(|(): ()| async {
+            Ok::<_, io::Error>(Streamed {
+                permit: None,
+                breaks: false,
+            })
+        }));
+    let answer = svc.clone().oneshot(()).await.expect("probe admitted");
+    assert_eq!(b.state(), BreakerState::HalfOpen);
+    // The probe's answer is still streaming: its slot is taken.
+    assert!(b.try_acquire().is_err());
+    drop(answer);
+    // Dropped unread (the client went away): says nothing, the slot is free again.
+    svc.oneshot(()).await.expect("next probe admitted").end();
+    assert_eq!(b.state(), BreakerState::Closed);
+}

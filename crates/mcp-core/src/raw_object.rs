@@ -141,6 +141,17 @@ impl<'a> RawObject<'a> {
         RawObject { entries }
     }
 
+    /// A view of this object that borrows its keys and values (none is copied): for passing an
+    /// owned object where a `RawObject<'_>` is taken by value.
+    pub fn borrowed(&self) -> RawObject<'_> {
+        let entries = self
+            .entries
+            .iter()
+            .map(|(k, v)| (Cow::Borrowed(&**k), Cow::Borrowed(&**v)))
+            .collect();
+        RawObject { entries }
+    }
+
     /// The keys, in order.
     pub fn keys(&self) -> impl Iterator<Item = &str> {
         self.entries.iter().map(|(k, _)| k.as_ref())

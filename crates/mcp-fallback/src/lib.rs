@@ -7,7 +7,7 @@
 //! A `tools/call` goes to an alternate only when the primary provably never received it or the
 //! tool is annotated `readOnlyHint` / `idempotentHint`. The fallback path has its own timeout.
 //!
-//! The pieces are usable on their own (the router calls backends directly, not through tower):
+//! The pieces are usable on their own too:
 //!
 //! | item | what it is |
 //! |---|---|
@@ -86,18 +86,19 @@
 //!
 //! ## In the router
 //!
-//! Upstream calls in the router are plain async functions, so it uses the pieces:
+//! Every upstream call of `mcp-router` goes through a backend stack whose outer layer is a
+//! [`FallbackLayer`]: the primary address behind its breaker, the `replicas` as alternates (each
+//! behind its own breaker), [`McpReplay`] as the replay guard (the request carries its method and
+//! the called tool's [`ToolHints`], read from its definition in the backend's `tools/list`), the
+//! per-call timeout times the attempts as the fallback deadline. Some pieces are still used on
+//! their own:
 //!
-//! - **Replay**: after an upstream failure, compute the [`FailureKind`] (`UpstreamError::never_sent()`,
-//!   a `CircuitOpen` from `CircuitBreaker::try_acquire`: `NeverSent`; anything else:
-//!   `MaybeReceived`) and the called tool's [`ToolHints`] (from its definition in the backend's
-//!   `tools/list`, [`ToolHints::from_tool_json`]); try `replicas` in order while
-//!   [`may_replay`]`(method, hints, kind)` holds for the latest failure, each under the backend's
-//!   breaker, within one deadline for the whole loop.
-//! - **Stale**: keep a `StaleCache<(principal, vhost, backend, method, cursor), Box<RawValue>>` of
-//!   each backend's list/discover `result`; `insert` on success; when the backend and its replicas
-//!   fail, `get(&key, max_staleness)` and merge [`degraded::mark_stale`]`(&result, stale.age)` in
-//!   place of the missing contribution.
+//! - **Describing** a backend (`server/discover`, `initialize`) walks the replicas (a
+//!   read: always replayable), each behind its breaker.
+//! - **Stale**: the router keeps each backend's last good list/discover `result` per caller and
+//!   merges [`degraded::mark_stale`]`(&result, age)` in place of a failed backend's contribution
+//!   to a fan-out: a step after the stack, on the parsed result of the whole answer, not a
+//!   [`StaleSource`] on the stream the stack answers with (a good head says nothing yet).
 //! - **Metrics**: count answers by [`ServedBy::as_str`] and failures by [`FailureKind::as_str`].
 
 mod failure;

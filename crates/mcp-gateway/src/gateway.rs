@@ -17,7 +17,10 @@ use mcp_router::session::{
     SealedSessionStore, SessionStore,
 };
 use mcp_router::sse_bridge::{MESSAGES_PATH_SUFFIX, SSE_PATH_SUFFIX, SseBridge, SseBridgeLayer};
-use mcp_router::{DestinationPolicy, McpRouter, UpstreamOptions};
+use mcp_router::{
+    BackendService, DestinationPolicy, McpRouter, McpRouterBuilder, UpstreamError, UpstreamOptions,
+    UpstreamReply, UpstreamRequest,
+};
 use mcp_vhost::{PathPattern, VhostLayer};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -78,7 +81,12 @@ pub struct GatewayBuilder {
     sealing_secret: Option<Vec<u8>>,
     store: Option<Arc<dyn UserConfigStore>>,
     validator: Option<JwtValidator>,
+    /// The integrator's backend layers, applied to the router builder in the order given.
+    backend_layers: Vec<RouterOption>,
 }
+
+/// One option the integrator set on the router builder.
+type RouterOption = Box<dyn FnOnce(McpRouterBuilder) -> McpRouterBuilder + Send>;
 
 impl std::fmt::Debug for GatewayBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -87,6 +95,7 @@ impl std::fmt::Debug for GatewayBuilder {
             .field("config", &self.config)
             .field("hs256_secret", &self.hs256_secret.as_ref().map(|_| "<set>"))
             .field("custom_store", &self.store.is_some())
+            .field("backend_layers", &self.backend_layers.len())
             .finish_non_exhaustive()
     }
 }
@@ -117,6 +126,33 @@ impl GatewayBuilder {
     /// several issuers (`mcp_config_store::lookup_key`), else `sub`.
     pub fn validator(mut self, validator: JwtValidator) -> Self {
         self.validator = Some(validator);
+        self
+    }
+
+    /// Adds a tower layer to every backend stack of the gateway (see
+    /// [`McpRouterBuilder::backend_layer`]): one stack per backend and credential scope, so the
+    /// layer's state is never shared between tenants.
+    ///
+    /// ```
+    /// use mcp_gateway::{Gateway, GatewayConfig};
+    /// use tower::limit::ConcurrencyLimitLayer;
+    ///
+    /// let builder = Gateway::builder(GatewayConfig::default())
+    ///     .backend_layer(ConcurrencyLimitLayer::new(8));
+    /// # drop(builder);
+    /// ```
+    pub fn backend_layer<L>(mut self, layer: L) -> Self
+    where
+        L: Layer<BackendService> + Send + Sync + 'static,
+        L::Service: tower_service::Service<UpstreamRequest, Response = UpstreamReply, Error = UpstreamError>
+            + Clone
+            + Send
+            + Sync
+            + 'static,
+        <L::Service as tower_service::Service<UpstreamRequest>>::Future: Send + 'static,
+    {
+        self.backend_layers
+            .push(Box::new(move |builder| builder.backend_layer(layer)));
         self
     }
 
@@ -156,6 +192,7 @@ impl GatewayBuilder {
             sessions,
             bus,
             plugins.as_ref().map(|p| Arc::clone(&p.runtime)),
+            self.backend_layers,
         );
         let breakers = router.breakers().clone();
         let parked = router.clone();
@@ -271,6 +308,7 @@ fn build_router(
     sessions: Arc<dyn SessionStore>,
     bus: Option<NodeBus>,
     plugins: Option<Arc<PluginRuntime>>,
+    backend_layers: Vec<RouterOption>,
 ) -> McpRouter {
     let r = &config.router;
     let l = &config.limits;
@@ -302,6 +340,9 @@ fn build_router(
     }
     if let Some(plugins) = plugins {
         builder = builder.plugins(plugins);
+    }
+    for add in backend_layers {
+        builder = add(builder);
     }
     match sealing {
         Some(secret) => builder = builder.sealing_secret(secret),
@@ -360,6 +401,7 @@ impl Gateway {
             sealing_secret: None,
             store: None,
             validator: None,
+            backend_layers: Vec::new(),
         }
     }
 

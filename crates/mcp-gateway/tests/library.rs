@@ -1,9 +1,12 @@
 //! The library entry points without the binary: `Gateway::from_config(..).serve(shutdown)` in a
 //! few lines, the tower service alone, `[auth.jwt]` with a PEM public key (RS256) instead of an
-//! HS256 secret, and `GatewayConfig` errors for unreadable files.
+//! HS256 secret, `GatewayConfig` errors for unreadable files, and an integrator's tower layer
+//! around every backend stack.
 
 mod support;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -13,6 +16,8 @@ use jsonwebtoken::{Algorithm, EncodingKey, Header, encode};
 use mcp_config_store::{MemoryStore, UserConfig};
 use mcp_gateway::config::GatewayConfig;
 use mcp_gateway::{Gateway, GatewayError};
+use mcp_router::UpstreamRequest;
+use mcp_test_backends::{BackendSpec, TestBackend};
 use serde_json::json;
 use support::{AUDIENCE, ISSUER, now, users_json, workdir, write};
 use tower::ServiceExt;
@@ -157,4 +162,125 @@ async fn unreadable_files_are_configuration_errors() {
             .contains("config_store.path: cannot read the user configuration file"),
         "{err}"
     );
+}
+
+/// A layer that records what passes through the backend stacks it wraps, and how many stacks it
+/// wrapped: `GatewayBuilder::backend_layer` puts it around every backend stack.
+#[derive(Clone, Default)]
+struct Recording {
+    stacks: Arc<AtomicUsize>,
+    calls: Arc<Mutex<Vec<String>>>,
+}
+
+impl<S> tower::Layer<S> for Recording {
+    type Service = RecordingService<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        self.stacks.fetch_add(1, Ordering::SeqCst);
+        RecordingService {
+            inner,
+            calls: Arc::clone(&self.calls),
+        }
+    }
+}
+
+#[derive(Clone)]
+struct RecordingService<S> {
+    inner: S,
+    calls: Arc<Mutex<Vec<String>>>,
+}
+
+impl<S: tower::Service<UpstreamRequest>> tower::Service<UpstreamRequest> for RecordingService<S> {
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn poll_ready(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: UpstreamRequest) -> Self::Future {
+        self.calls.lock().expect("calls").push(format!(
+            "{} {} {}",
+            req.backend(),
+            req.method(),
+            req.name().unwrap_or("-")
+        ));
+        self.inner.call(req)
+    }
+}
+
+#[tokio::test]
+async fn an_integrators_layer_wraps_every_backend_stack_per_scope() {
+    let backend = TestBackend::start(BackendSpec::modern("alpha")).await;
+    let config = GatewayConfig::from_toml_str(&format!(
+        r#"
+[listen]
+addr = "127.0.0.1:0"
+admin_addr = ""
+[auth.jwt]
+issuer = "{ISSUER}"
+audience = "{AUDIENCE}"
+"#
+    ))
+    .expect("valid config");
+    let user = |name: &str| {
+        UserConfig::from_json_str(&format!(
+            r#"{{"virtual_hosts":{{"vh":{{"backends":{{"{name}":{{"url":"{}"}}}}}}}}}}"#,
+            backend.url()
+        ))
+        .expect("user config")
+    };
+    let recording = Recording::default();
+    let gateway = Gateway::builder(config)
+        .hs256_secret(support::SECRET)
+        .user_store(
+            MemoryStore::new()
+                .with_user("alice", user("b"))
+                .with_user("bob", user("b")),
+        )
+        // The example's limit and the recording layer, both around every stack.
+        .backend_layer(tower::limit::ConcurrencyLimitLayer::new(1))
+        .backend_layer(recording.clone())
+        .build()
+        .await
+        .expect("gateway");
+    let service = gateway.service();
+    let call = |sub: &'static str, text: &'static str| {
+        let service = service.clone();
+        async move {
+            let (headers, body) = support::modern_request(
+                "tools/call",
+                json!({"name": "b-echo", "arguments": {"text": text}}),
+            );
+            let mut req = Request::post("/servers/vh/mcp")
+                .header(header::HOST, "gw.test")
+                .header(header::AUTHORIZATION, support::bearer(sub));
+            for (name, value) in headers {
+                req = req.header(name, value);
+            }
+            let res = service
+                .oneshot(req.body(Full::new(Bytes::from(body))).expect("request"))
+                .await
+                .expect("infallible");
+            assert_eq!(res.status(), StatusCode::OK);
+            let body = res.into_body().collect().await.expect("body").to_bytes();
+            String::from_utf8(body.to_vec()).expect("utf-8")
+        }
+    };
+    for (sub, text) in [("alice", "one"), ("alice", "two"), ("bob", "three")] {
+        let answer = call(sub, text).await;
+        assert!(answer.contains(&format!("alpha: {text}")), "{answer}");
+    }
+    assert_eq!(
+        *recording.calls.lock().expect("calls"),
+        ["b tools/call echo"; 3],
+        "every call to the backend went through the layer"
+    );
+    // One stack per credential scope, kept between calls: alice's and bob's.
+    assert_eq!(recording.stacks.load(Ordering::SeqCst), 2);
+    backend.stop().await;
 }

@@ -16,9 +16,12 @@
 //!   requests with synthesised `_meta` and the standard headers; legacy (2025) backends get
 //!   upstream sessions, one per (credential scope, client capability set) shared by the caller's
 //!   requests and sessions, re-initialised transparently when the backend forgets them (404).
-//!   Every credential scope has a circuit breaker (`mcp-breaker`); a backend's `replicas` take
-//!   over under `mcp-fallback`'s replay rules; a failing backend's last good list/discover answer
-//!   is served for a while, marked stale.
+//!   Every call goes through the backend's stack, a `tower::Service<UpstreamRequest>` per
+//!   credential scope built from the published layers: `mcp-fallback`'s `FallbackLayer` (the
+//!   `replicas`, under the MCP replay rule) -> `mcp-breaker`'s `BreakerLayer` (one breaker per
+//!   address, judged at the end of the answer) -> a timeout -> the transport client, with an
+//!   integrator's layer around it ([`McpRouterBuilder::backend_layer`]); a failing backend's last
+//!   good list/discover answer is served for a while, marked stale.
 //! - **Isolation (the credential scope)**: every piece of upstream state that outlives a call
 //!   (upstream sessions and their GET streams, HTTP+SSE connections, the era cache, breakers, tool
 //!   hints, stale answers) is keyed by who the gateway is towards the backend: the backend's
@@ -89,6 +92,7 @@
 //! | [`sse_bridge`] | the 2024-11-05 HTTP+SSE transport for clients (`…/sse` + `…/messages`), bridged onto the 2025 session engine |
 //! | [`bus`] | messages between the nodes sharing one Redis |
 //! | [`UpstreamOptions`] | upstream client tuning |
+//! | [`UpstreamRequest`], [`UpstreamReply`], [`BackendService`] | one backend exchange as a tower service, for [`McpRouterBuilder::backend_layer`] |
 //!
 //! The client's `Authorization` header never reaches a backend unless the backend's
 //! `headers.passthrough` names it; `traceparent`/`tracestate`/`baggage` are propagated.
@@ -155,6 +159,7 @@ pub use origin::OriginPolicy;
 pub use router::{McpRouter, McpRouterBuilder, ResponseFuture};
 pub use seal::{SealError, Sealer};
 pub use upstream::{
-    DEFAULT_DENIED, DestinationError, DestinationPolicy, Refusal, StdioRules, StdioServer,
-    UpstreamError, UpstreamOptions, is_loader_variable,
+    BackendService, DEFAULT_DENIED, DestinationError, DestinationPolicy, Refusal, StdioRules,
+    StdioServer, UpstreamError, UpstreamOptions, UpstreamReply, UpstreamRequest,
+    is_loader_variable,
 };

@@ -32,7 +32,10 @@ use crate::session_ends::SessionEnds;
 use crate::stale_answers::StaleAnswers;
 use crate::telemetry::{self, ServerOp};
 use crate::tool_hints::ToolHintsTable;
-use crate::upstream::{DestinationPolicy, StdioServer, Upstream, UpstreamOptions};
+use crate::upstream::{
+    BackendLayer, BackendService, DestinationPolicy, StdioServer, Upstream, UpstreamError,
+    UpstreamOptions, UpstreamReply, UpstreamRequest,
+};
 use crate::{legacy, modern, respond};
 use mcp_plugins::PluginRuntime;
 
@@ -242,6 +245,7 @@ pub struct McpRouterBuilder {
     origins: OriginPolicy,
     request_state_ttl: Duration,
     upstream: UpstreamOptions,
+    backend_layer: Option<BackendLayer>,
     sessions: Option<Arc<dyn SessionStore>>,
     bus: Option<Arc<NodeBus>>,
     plugins: Option<Arc<PluginRuntime>>,
@@ -280,6 +284,7 @@ impl Default for McpRouterBuilder {
             origins: OriginPolicy::default(),
             request_state_ttl: Duration::from_secs(600),
             upstream: UpstreamOptions::default(),
+            backend_layer: None,
             sessions: None,
             bus: None,
             plugins: None,
@@ -351,6 +356,44 @@ impl McpRouterBuilder {
     /// Upstream client tuning.
     pub fn upstream(mut self, options: UpstreamOptions) -> Self {
         self.upstream = options;
+        self
+    }
+
+    /// Adds a tower layer to every backend stack: a concurrency limit, a rate limit, retries,
+    /// tracing, a custom policy. Each backend gets one stack per credential scope (its address,
+    /// the caller's effective credentials and principal), so the layer's state (a limit's
+    /// permits, say) is never shared between scopes. The layer wraps the whole stack (fallback to
+    /// replicas, breakers, timeout, transport) and sees each call as an [`UpstreamRequest`];
+    /// layers added later sit further out.
+    ///
+    /// The layered service must keep the stack's error type, [`UpstreamError`]: map a layer's own
+    /// errors (tower's `Timeout` answers a `BoxError`) with `map_err`.
+    ///
+    /// ```
+    /// use mcp_router::McpRouter;
+    /// use tower::limit::ConcurrencyLimitLayer;
+    ///
+    /// // At most 8 calls in flight per backend and caller.
+    /// let router = McpRouter::builder()
+    ///     .backend_layer(ConcurrencyLimitLayer::new(8))
+    ///     .build();
+    /// # drop(router);
+    /// ```
+    pub fn backend_layer<L>(mut self, layer: L) -> Self
+    where
+        L: tower_layer::Layer<BackendService> + Send + Sync + 'static,
+        L::Service: tower_service::Service<UpstreamRequest, Response = UpstreamReply, Error = UpstreamError>
+            + Clone
+            + Send
+            + Sync
+            + 'static,
+        <L::Service as tower_service::Service<UpstreamRequest>>::Future: Send + 'static,
+    {
+        let layer = BackendLayer::new(layer);
+        self.backend_layer = Some(match self.backend_layer.take() {
+            Some(inner) => inner.then(layer),
+            None => layer,
+        });
         self
     }
 
@@ -492,7 +535,7 @@ impl McpRouterBuilder {
         let sealer = self.sealer.unwrap_or_else(Sealer::random);
         McpRouter {
             inner: Arc::new(RouterInner {
-                upstream: Upstream::new(self.upstream, info.clone()),
+                upstream: Upstream::new(self.upstream, info.clone(), self.backend_layer),
                 pending: PendingRequests::new(
                     sealer.clone(),
                     self.bus

@@ -114,6 +114,13 @@ impl UpstreamError {
     }
 }
 
+/// What the fallback layer of a backend stack reads to decide whether a replica may be tried.
+impl mcp_fallback::FailureKindOf for UpstreamError {
+    fn failure_kind(&self) -> mcp_fallback::FailureKind {
+        UpstreamError::failure_kind(self)
+    }
+}
+
 /// Why the client could not exchange a request: a destination the operator's policy refused, a
 /// connection that could not be made, or one that broke.
 pub(crate) fn classify_client_error(e: &hyper_util::client::legacy::Error) -> UpstreamError {

@@ -41,7 +41,7 @@ use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
 use super::meta;
-use super::{Call, MessageStream, Reply, Target, UpstreamError, final_result};
+use super::{Call, MessageStream, Target, UpstreamError, UpstreamReply, final_result};
 
 /// Restart delays after a link died or failed to start, doubling up to the last.
 const BACKOFF_START: Duration = Duration::from_millis(100);
@@ -217,7 +217,7 @@ impl Link {
         call: &Call<'_>,
         client_info: &RawValue,
         headers: Option<HeaderMap>,
-    ) -> Result<Reply, UpstreamError> {
+    ) -> Result<UpstreamReply, UpstreamError> {
         let meta = match self.era() {
             Era::Modern => Some(meta::modern(
                 target.meta,
@@ -299,7 +299,7 @@ impl Link {
         progress_token: Option<&str>,
         timeout: Duration,
         headers: Option<HeaderMap>,
-    ) -> Result<Reply, UpstreamError> {
+    ) -> Result<UpstreamReply, UpstreamError> {
         if !self.alive() {
             return Err(UpstreamError::Disconnected);
         }
@@ -323,11 +323,12 @@ impl Link {
             Some(key.clone()),
             headers,
         );
-        Ok(Reply {
+        Ok(UpstreamReply {
             id,
             messages: messages(rx, timeout, self.out.clone(), key),
             session: None,
             link: Some(LinkWriter(self.out.clone())),
+            permit: None,
         })
     }
 
@@ -756,7 +757,7 @@ mod tests {
     }
 
     /// A call on `link` (the handshake is skipped: the link speaks 2025).
-    fn call(link: &Link, method: &str, token: Option<&str>) -> Reply {
+    fn call(link: &Link, method: &str, token: Option<&str>) -> UpstreamReply {
         link.request(
             method,
             RawObject::new(),
@@ -768,7 +769,7 @@ mod tests {
         .expect("a live link")
     }
 
-    async fn next_text(reply: &mut Reply) -> String {
+    async fn next_text(reply: &mut UpstreamReply) -> String {
         use futures_util::StreamExt;
         let message = reply.messages.next().await.expect("a message").expect("ok");
         String::from_utf8(message.to_vec()).expect("utf-8")

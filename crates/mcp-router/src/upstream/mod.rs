@@ -10,6 +10,7 @@
 //! URL as SSE until `era_ttl` passes. Both carry many callers over one connection ([`link`]).
 
 mod error;
+mod exchange;
 mod get_stream;
 mod link;
 mod meta;
@@ -18,6 +19,7 @@ mod scope;
 mod scoped_table;
 mod session;
 mod sse;
+mod stack;
 mod stdio;
 mod transport;
 
@@ -34,21 +36,25 @@ use mcp_core::headers::{
     MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, encode_header_value,
 };
 use mcp_core::{Envelope, Era, MessageKind, Principal, ProtocolVersion, RawObject, RequestId};
-use mcp_fallback::{ToolHints, may_replay};
+use mcp_fallback::ToolHints;
 use opentelemetry::KeyValue;
 use opentelemetry::context::FutureExt as _;
 use serde_json::value::RawValue;
 use tokio::sync::OnceCell;
+use tower_service::Service;
 use url::Url;
 
 use crate::telemetry::{self, ClientOp};
 
 pub use error::UpstreamError;
+pub use exchange::{UpstreamReply, UpstreamRequest};
 pub(crate) use link::LinkWriter;
 pub(crate) use meta::{CLIENT_CAPABILITIES, PROGRESS_TOKEN, PROTOCOL_VERSION};
 pub(crate) use scope::CredentialScope;
 pub(crate) use scoped_table::ScopedTable;
 pub(crate) use session::LegacySession;
+pub(crate) use stack::BackendLayer;
+pub use stack::BackendService;
 pub use stdio::catalog::{Refusal, StdioRules, StdioServer, is_loader_variable};
 pub(crate) use transport::MessageStream;
 pub use transport::{DEFAULT_DENIED, DestinationError, DestinationPolicy};
@@ -155,19 +161,6 @@ pub(crate) struct Call<'a> {
     pub(crate) headers: Option<&'a HeaderMap>,
 }
 
-/// What a backend answered to one request.
-pub(crate) struct Reply {
-    /// The id the gateway used upstream.
-    pub(crate) id: RequestId,
-    /// The messages: notifications related to the call, server-to-client requests (legacy),
-    /// then the response.
-    pub(crate) messages: MessageStream,
-    /// The legacy session the call ran in.
-    pub(crate) session: Option<Arc<LegacySession>>,
-    /// The link the call ran on (stdio, HTTP+SSE): where answers to the backend's requests go.
-    pub(crate) link: Option<LinkWriter>,
-}
-
 /// What a backend speaks towards one credential scope.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Speaks {
@@ -229,8 +222,36 @@ const MAX_SCOPED_ENTRIES: usize = 100_000;
 /// table drops such entries (of anyone) before it refuses a newcomer.
 const SCOPED_IDLE: Duration = Duration::from_secs(30 * 60);
 
-/// The upstream client shared by every request of a router.
+/// The upstream side of a router: the transport client and a stack per backend scope.
+///
+/// Dereferences to the [`Client`] for everything that is not one call (sessions, links, describing).
 pub(crate) struct Upstream {
+    client: Arc<Client>,
+    /// One backend stack per breaker key of the primary address (see [`breaker_key`]).
+    stacks: ScopedTable<String, Arc<stack::BackendStack>>,
+    /// The integrator's layer around every backend stack.
+    layer: Option<BackendLayer>,
+}
+
+impl std::ops::Deref for Upstream {
+    type Target = Client;
+
+    fn deref(&self) -> &Client {
+        &self.client
+    }
+}
+
+impl std::fmt::Debug for Upstream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Upstream")
+            .field("client", &self.client)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The transport client shared by every backend stack of a router: pooled HTTP connections, eras,
+/// upstream sessions, stdio processes and HTTP+SSE connections, all per credential scope.
+pub(crate) struct Client {
     http: HttpClient,
     options: UpstreamOptions,
     /// Backend eras per credential scope: a tenant's probe (made with its credentials) and its
@@ -255,9 +276,9 @@ pub(crate) struct Upstream {
     any_sse_url: std::sync::atomic::AtomicBool,
 }
 
-impl std::fmt::Debug for Upstream {
+impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Upstream")
+        f.debug_struct("Client")
             .field("options", &self.options)
             .finish_non_exhaustive()
     }
@@ -266,7 +287,104 @@ impl std::fmt::Debug for Upstream {
 const LEGACY_PROTOCOL: ProtocolVersion = ProtocolVersion::LATEST_LEGACY;
 
 impl Upstream {
-    pub(crate) fn new(options: UpstreamOptions, client_info: Box<RawValue>) -> Self {
+    pub(crate) fn new(
+        options: UpstreamOptions,
+        client_info: Box<RawValue>,
+        layer: Option<BackendLayer>,
+    ) -> Self {
+        let stacks = ScopedTable::new(
+            options.max_sessions_per_principal,
+            MAX_SCOPED_ENTRIES,
+            SCOPED_IDLE,
+        );
+        Self {
+            client: Arc::new(Client::new(options, client_info)),
+            stacks,
+            layer,
+        }
+    }
+
+    /// Sends `call` to the backend through its stack in the caller's scope: the primary address
+    /// first, then the replicas in order when the primary fails and the call may go elsewhere (it
+    /// never reached the primary, or it is replay-safe). Each address has its own circuit
+    /// breaker: an open one fails at once without touching the network. The first failure is
+    /// reported when every address fails.
+    pub(crate) async fn send(
+        &self,
+        target: &Target<'_>,
+        call: &Call<'_>,
+    ) -> Result<UpstreamReply, UpstreamError> {
+        let mut op = ClientOp::start(call.method, call.name, target.name);
+        let cx = op.context();
+        let sent = self.exchange(target, call);
+        let result = match &cx {
+            Some(cx) => sent.with_context(cx.clone()).await,
+            None => sent.await,
+        };
+        match result {
+            Ok(mut reply) => {
+                ClientOp::annotate(
+                    cx.as_ref(),
+                    vec![KeyValue::new("jsonrpc.request.id", reply.id.to_string())],
+                );
+                reply.messages = recording(
+                    reply.messages,
+                    reply.id.clone(),
+                    reply.permit.take(),
+                    op,
+                    cx,
+                );
+                Ok(reply)
+            }
+            Err(e) => {
+                op.finish(cx.as_ref(), Some(e.error_type()));
+                Err(e)
+            }
+        }
+    }
+
+    /// The scope of `target`'s primary address (see [`Client::primary_scope`]).
+    pub(crate) fn primary_scope(target: &Target<'_>) -> CredentialScope {
+        Client::primary_scope(target)
+    }
+
+    /// [`Self::send`] without its span and metric: one call of the scope's stack.
+    async fn exchange(
+        &self,
+        target: &Target<'_>,
+        call: &Call<'_>,
+    ) -> Result<UpstreamReply, UpstreamError> {
+        let stack = self.stack(target)?;
+        let request = UpstreamRequest::new(target, call, Arc::clone(&stack.config));
+        let mut service = stack.service.clone();
+        std::future::poll_fn(|cx| service.poll_ready(cx)).await?;
+        service.call(request).await
+    }
+
+    /// The backend stack of `target`'s scope, built on first use or when its config changed. A
+    /// full table (the caller has no share left) builds one for this call only.
+    fn stack(&self, target: &Target<'_>) -> Result<Arc<stack::BackendStack>, UpstreamError> {
+        let scope = Client::primary_scope(target);
+        let key = breaker_key(target, &scope);
+        if let Some(stack) = self.stacks.get(&key)
+            && *stack.config == *target.config
+        {
+            return Ok(stack);
+        }
+        let built = Arc::new(self.client.build_stack(target, self.layer.as_ref())?);
+        if self.stacks.replace(&key, Arc::clone(&built)) {
+            return Ok(built);
+        }
+        Ok(self
+            .stacks
+            .get_or_insert_with(&key, &scope.principal, || Arc::clone(&built))
+            .value
+            .unwrap_or(built))
+    }
+}
+
+impl Client {
+    fn new(options: UpstreamOptions, client_info: Box<RawValue>) -> Self {
         let stdio = stdio::StdioPool::new(
             options.stdio.clone(),
             options.max_stdio_processes,
@@ -470,128 +588,10 @@ impl Upstream {
         })
     }
 
-    /// Sends `call` to the backend: the primary URL first, then the replicas in order when the
-    /// primary fails and the call may go elsewhere (it never reached the primary, or it is
-    /// replay-safe). Each URL has its own circuit breaker: an open one fails at once without
-    /// touching the network. The first failure is reported when every URL fails.
-    pub(crate) async fn send(
-        &self,
-        target: &Target<'_>,
-        call: &Call<'_>,
-    ) -> Result<Reply, UpstreamError> {
-        let mut op = ClientOp::start(call.method, call.name, target.name);
-        let cx = op.context();
-        let sent = self.send_to_any(target, call);
-        let result = match &cx {
-            Some(cx) => sent.with_context(cx.clone()).await,
-            None => sent.await,
-        };
-        match result {
-            Ok((mut reply, permit)) => {
-                ClientOp::annotate(
-                    cx.as_ref(),
-                    vec![KeyValue::new("jsonrpc.request.id", reply.id.to_string())],
-                );
-                reply.messages = recording(reply.messages, reply.id.clone(), permit, op, cx);
-                Ok(reply)
-            }
-            Err(e) => {
-                op.finish(cx.as_ref(), Some(e.error_type()));
-                Err(e)
-            }
-        }
-    }
-
-    /// [`Self::send`] without its span and metric; the reply comes with the breaker permit to
-    /// record when the backend's answer is known.
-    async fn send_to_any(
-        &self,
-        target: &Target<'_>,
-        call: &Call<'_>,
-    ) -> Result<(Reply, Option<Permit>), UpstreamError> {
-        if let Some(command) = stdio::label(target.config) {
-            return self.send_stdio(target, call, &command).await;
-        }
-        let mut first_error: Option<UpstreamError> = None;
-        let mut latest_error: Option<UpstreamError> = None;
-        for url in Self::urls(target)? {
-            if let Some(e) = &latest_error
-                && !may_replay(call.method, call.hints, e.failure_kind())
-            {
-                break;
-            }
-            match self.send_guarded(target, url, call).await {
-                Ok(reply) => return Ok(reply),
-                Err(e) => {
-                    tracing::debug!(backend = target.name, error = %e, "backend URL failed");
-                    first_error.get_or_insert_with(|| e.clone());
-                    latest_error = Some(e);
-                }
-            }
-        }
-        Err(first_error.unwrap_or(UpstreamError::NoUrl))
-    }
-
-    /// A call to a stdio backend, behind the breaker of its command.
-    async fn send_stdio(
-        &self,
-        target: &Target<'_>,
-        call: &Call<'_>,
-        command: &str,
-    ) -> Result<(Reply, Option<Permit>), UpstreamError> {
-        let scope = Self::scope(target, &format!("stdio:{command}"));
-        let permit = match self.breaker(target, &scope) {
-            Some(breaker) => Some(breaker.try_acquire().map_err(|open| {
-                telemetry::annotate_current(|| {
-                    KeyValue::new(telemetry::ATTR_BREAKER_STATE, "open")
-                });
-                UpstreamError::CircuitOpen(open.retry_after())
-            })?),
-            None => None,
-        };
-        match self.stdio.send(target, call).await {
-            Ok(reply) => Ok((reply, permit)),
-            Err(e) => {
-                if let Some(permit) = permit {
-                    permit.record_elapsed(outcome_of(&e));
-                }
-                Err(e)
-            }
-        }
-    }
-
     /// The primary URL, then the replicas.
     fn urls<'a>(target: &Target<'a>) -> Result<impl Iterator<Item = &'a Url>, UpstreamError> {
         let primary = Self::url(target)?;
         Ok(std::iter::once(primary).chain(target.config.replicas.iter()))
-    }
-
-    /// One URL behind its breaker; the permit is recorded when the backend's answer is known.
-    async fn send_guarded(
-        &self,
-        target: &Target<'_>,
-        url: &Url,
-        call: &Call<'_>,
-    ) -> Result<(Reply, Option<Permit>), UpstreamError> {
-        let scope = Self::scope(target, url.as_str());
-        let permit = match self.breaker(target, &scope) {
-            Some(breaker) => Some(breaker.try_acquire().map_err(|open| {
-                telemetry::annotate_current(|| {
-                    KeyValue::new(telemetry::ATTR_BREAKER_STATE, "open")
-                });
-                UpstreamError::CircuitOpen(open.retry_after())
-            })?),
-            None => None,
-        };
-        match self.send_at(target, url, &scope, call).await {
-            Ok(reply) => Ok((reply, permit)),
-            Err(e) => {
-                if let Some(permit) = permit {
-                    permit.record_elapsed(outcome_of(&e));
-                }
-                Err(e)
-            }
-        }
     }
 
     /// The breaker of one credential scope and the caller's breaker settings: registry key
@@ -642,7 +642,7 @@ impl Upstream {
         url: &Url,
         scope: &CredentialScope,
         call: &Call<'_>,
-    ) -> Result<Reply, UpstreamError> {
+    ) -> Result<UpstreamReply, UpstreamError> {
         if self.speaks_sse(target, scope) {
             return self.sse.send(target, url, scope, call).await;
         }
@@ -751,7 +751,7 @@ impl Upstream {
         target: &Target<'_>,
         url: &Url,
         call: &Call<'_>,
-    ) -> Result<Reply, UpstreamError> {
+    ) -> Result<UpstreamReply, UpstreamError> {
         let id = self.next_id();
         let mut params = call.params.clone();
         params.set_raw(
@@ -778,11 +778,12 @@ impl Upstream {
         let timeout = Self::timeout(target);
         let gap = (call.method != "subscriptions/listen").then_some(timeout);
         let answer = transport::exchange_with(&self.http, request, timeout, gap).await?;
-        Ok(Reply {
+        Ok(UpstreamReply {
             id,
             messages: checked(answer)?,
             session: None,
             link: None,
+            permit: None,
         })
     }
 
@@ -792,7 +793,7 @@ impl Upstream {
         url: &Url,
         scope: &CredentialScope,
         call: &Call<'_>,
-    ) -> Result<Reply, UpstreamError> {
+    ) -> Result<UpstreamReply, UpstreamError> {
         let (key, session) = self.session_in(target, url, scope).await?;
         let id = self.next_id();
         let mut params = call.params.clone();
@@ -815,11 +816,12 @@ impl Upstream {
             self.sessions.forget(&key, &session, true);
             return Err(UpstreamError::SessionExpired);
         }
-        Ok(Reply {
+        Ok(UpstreamReply {
             id,
             messages: checked(answer)?,
             session: Some(session),
             link: None,
+            permit: None,
         })
     }
 
@@ -1149,7 +1151,7 @@ impl Upstream {
     }
 }
 
-impl Upstream {
+impl Client {
     /// Callers never see an HTTP+SSE backend's session: it describes itself like a modern one.
     async fn describe_sse(
         &self,
@@ -1187,7 +1189,7 @@ pub(crate) struct Description {
 
 /// The `result` of the response to `reply`'s request (notifications skipped; an error response is
 /// a malformed answer here, where only a result makes sense).
-pub(super) async fn final_result(mut reply: Reply) -> Result<Bytes, UpstreamError> {
+pub(super) async fn final_result(mut reply: UpstreamReply) -> Result<Bytes, UpstreamError> {
     let mut saw_invalid = false;
     while let Some(message) = reply.messages.next().await {
         let message = message?;

@@ -45,7 +45,7 @@ use url::Url;
 use super::link::{Carrier, Link, LinkKey, Outbound, Pool};
 use super::request::{self, Outgoing};
 use super::transport::{HttpClient, MAX_MESSAGE_BYTES};
-use super::{Call, CredentialScope, LinkEvents, Reply, Target, UpstreamError};
+use super::{Call, CredentialScope, LinkEvents, Target, UpstreamError, UpstreamReply};
 use crate::upstream::error::classify_client_error;
 
 /// Most SSE connections open at once (each holds a GET stream and a backend session).
@@ -104,7 +104,7 @@ impl SsePool {
         url: &Url,
         scope: &CredentialScope,
         call: &Call<'_>,
-    ) -> Result<Reply, UpstreamError> {
+    ) -> Result<UpstreamReply, UpstreamError> {
         let connection = self.connection(target, url, scope).await?;
         let mut post = post_request(&connection.endpoint, target);
         request::add_headers(&mut post, call.headers);

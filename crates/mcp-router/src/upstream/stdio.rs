@@ -40,7 +40,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
 use super::link::{Carrier, Link, LinkKey, Outbound, Pool};
-use super::{Call, LinkEvents, Reply, Target, UpstreamError};
+use super::{Call, LinkEvents, Target, UpstreamError, UpstreamReply};
 
 pub(crate) mod catalog;
 
@@ -112,7 +112,7 @@ impl StdioPool {
         &self,
         target: &Target<'_>,
         call: &Call<'_>,
-    ) -> Result<Reply, UpstreamError> {
+    ) -> Result<UpstreamReply, UpstreamError> {
         let process = self.process(target).await?;
         process.link.send(target, call, &self.client_info, None)
     }

@@ -1,68 +1,33 @@
-//! Shared helpers for the over-the-socket tests: serve a tower service on 127.0.0.1:0 with hyper,
-//! and send raw HTTP requests to it with hyper's client.
+//! [`Reply`]: a response read to its end, with the readers the tests assert on (JSON, SSE
+//! messages, JSON-RPC errors), and [`send`] / [`send_body`], which produce one.
 
-#![allow(dead_code, unreachable_pub)] // each test binary uses a different subset
-
-pub mod gateway;
-pub mod peers;
-
-use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use http::{HeaderMap, Request, Response, StatusCode};
+use http::{HeaderMap, StatusCode};
 use http_body_util::BodyExt;
-use hyper::body::Incoming;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto;
-use hyper_util::service::TowerToHyperService;
-use tokio::net::TcpListener;
-use tower::Service;
+use serde_json::{Value, json};
 
-/// Serves `service` on a fresh loopback port until the test ends.
-pub async fn serve<S, B>(service: S) -> SocketAddr
-where
-    S: Service<Request<Incoming>, Response = Response<B>, Error = Infallible>
-        + Clone
-        + Send
-        + 'static,
-    S::Future: Send + 'static,
-    B: http_body::Body<Data = Bytes> + Send + 'static,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-{
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    tokio::spawn(async move {
-        loop {
-            let Ok((stream, _)) = listener.accept().await else {
-                return;
-            };
-            let _ = stream.set_nodelay(true);
-            let svc = TowerToHyperService::new(service.clone());
-            tokio::spawn(async move {
-                let _ = auto::Builder::new(TokioExecutor::new())
-                    .serve_connection(TokioIo::new(stream), svc)
-                    .await;
-            });
-        }
-    });
-    addr
-}
+use crate::exchange;
 
 /// A received response, fully read.
 #[derive(Debug)]
 pub struct Reply {
+    /// The response status.
     pub status: StatusCode,
+    /// The response headers.
     pub headers: HeaderMap,
+    /// The whole body.
     pub body: Bytes,
 }
 
 impl Reply {
+    /// The body as UTF-8 text.
     pub fn text(&self) -> &str {
         std::str::from_utf8(&self.body).expect("utf-8 body")
     }
 
+    /// The value of header `name`, when present.
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .get(name)
@@ -70,7 +35,7 @@ impl Reply {
     }
 
     /// The body as JSON.
-    pub fn json(&self) -> serde_json::Value {
+    pub fn json(&self) -> Value {
         serde_json::from_slice(&self.body)
             .unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.text()))
     }
@@ -95,23 +60,65 @@ impl Reply {
     }
 
     /// The JSON messages of an SSE body, in order.
-    pub fn sse_messages(&self) -> Vec<serde_json::Value> {
-        self.text()
-            .split("\n\n")
-            .filter_map(|event| {
-                let data: Vec<&str> = event
-                    .lines()
-                    .filter_map(|l| {
-                        l.strip_prefix("data:")
-                            .map(|d| d.strip_prefix(' ').unwrap_or(d))
-                    })
-                    .collect();
-                (!data.is_empty()).then(|| data.join("\n"))
-            })
-            .filter(|d| !d.trim().is_empty())
-            .map(|d| serde_json::from_str(&d).expect("SSE data is JSON"))
-            .collect()
+    pub fn sse_messages(&self) -> Vec<Value> {
+        sse_messages(self.text())
     }
+
+    /// The JSON messages of an SSE body, or the JSON body itself.
+    pub fn messages(&self) -> Vec<Value> {
+        if self
+            .header("content-type")
+            .is_some_and(|c| c.starts_with("text/event-stream"))
+        {
+            self.sse_messages()
+        } else {
+            vec![self.json()]
+        }
+    }
+
+    /// The final JSON-RPC message, whether it came as JSON or as an SSE stream.
+    pub fn last_message(&self) -> Value {
+        self.messages()
+            .pop()
+            .unwrap_or_else(|| panic!("a final message: {}", self.text()))
+    }
+
+    /// Asserts a `{"detail": ...}` answer with `status`.
+    pub fn assert_detail(&self, status: u16, detail: &str) {
+        assert_eq!(self.status.as_u16(), status, "body: {}", self.text());
+        assert_eq!(self.header("content-type"), Some("application/json"));
+        assert_eq!(self.text(), json!({ "detail": detail }).to_string());
+    }
+}
+
+/// The JSON data of each SSE event in `text`, in order (events without data are skipped).
+pub fn sse_messages(text: &str) -> Vec<Value> {
+    text.split("\n\n")
+        .filter_map(|event| {
+            let data: Vec<&str> = event
+                .lines()
+                .filter_map(|l| {
+                    l.strip_prefix("data:")
+                        .map(|d| d.strip_prefix(' ').unwrap_or(d))
+                })
+                .collect();
+            (!data.is_empty()).then(|| data.join("\n"))
+        })
+        .filter(|d| !d.trim().is_empty())
+        .map(|d| serde_json::from_str(&d).expect("SSE data is JSON"))
+        .collect()
+}
+
+/// `(code, message)` of the JSON-RPC error `reply` ends with (the last message of an SSE answer).
+pub fn rpc_error(reply: &Reply) -> (i64, String) {
+    let message = reply.messages().pop().expect("a JSON-RPC message");
+    let error = &message["error"];
+    (
+        error["code"]
+            .as_i64()
+            .unwrap_or_else(|| panic!("not a JSON-RPC error: {message}")),
+        error["message"].as_str().unwrap_or_default().to_owned(),
+    )
 }
 
 /// Sends one request with body `{}`; `headers` are `(name, value)` pairs.
@@ -119,7 +126,7 @@ pub async fn send(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, 
     send_body(addr, method, path, headers, "{}").await
 }
 
-/// Sends one request with `body`.
+/// Sends one request with `body` and reads the answer to its end.
 pub async fn send_body(
     addr: SocketAddr,
     method: &str,
@@ -136,38 +143,4 @@ pub async fn send_body(
         headers: parts.headers,
         body,
     }
-}
-
-use mcp_test_support::exchange;
-
-/// Seconds since the epoch.
-pub fn now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .expect("clock after 1970")
-        .as_secs()
-}
-
-pub use mcp_test_support::EventStream;
-
-/// Opens a request whose answer is an SSE stream and returns it unread.
-pub async fn open_stream(
-    addr: SocketAddr,
-    method: &str,
-    path: &str,
-    headers: &[(&str, &str)],
-) -> EventStream {
-    open_stream_with_body(addr, method, path, headers, "").await
-}
-
-/// Like [`open_stream`] with a request body: POSTs `body` (e.g. a `subscriptions/listen`) and
-/// returns the SSE answer unread, so a test can read it event by event while it stays open.
-pub async fn open_stream_with_body(
-    addr: SocketAddr,
-    method: &str,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: &str,
-) -> EventStream {
-    EventStream::open(addr, method, path, headers, body).await
 }

@@ -1,8 +1,6 @@
 //! The whole stack (foundation layers + router) mounted in an axum `Router`, next to the
 //! application's own routes: integrators can nest the gateway into an existing axum service.
 
-mod support;
-
 use std::sync::Arc;
 
 use axum::Router;
@@ -12,9 +10,9 @@ use mcp_claims::{ClaimsLayer, Issuer, JwtValidator};
 use mcp_config_store::{ConfigStoreLayer, MemoryStore, UserConfig, VirtualHostConfigLayer};
 use mcp_router::McpRouter;
 use mcp_test_backends::{BackendSpec, TestBackend};
+use mcp_test_support::stack::{AUDIENCE, ISSUER, modern_request, token, user_config};
 use mcp_vhost::VhostLayer;
 use serde_json::json;
-use support::gateway::{AUDIENCE, ISSUER, modern_request, token, user_config};
 use tower::ServiceBuilder;
 
 #[tokio::test]
@@ -47,7 +45,7 @@ async fn gateway_stack_runs_inside_an_axum_router() {
     let addr = listener.local_addr().expect("addr");
     tokio::spawn(async move { axum::serve(listener, app).await });
 
-    let health = support::send(addr, "GET", "/health", &[]).await;
+    let health = mcp_test_support::send(addr, "GET", "/health", &[]).await;
     assert_eq!(health.text(), "ok");
 
     let (headers, body) = modern_request(
@@ -57,7 +55,7 @@ async fn gateway_stack_runs_inside_an_axum_router() {
     let auth = format!("Bearer {}", token("alice"));
     let mut all: Vec<(&str, &str)> = vec![("authorization", &auth)];
     all.extend(headers.iter().map(|(k, v)| (*k, v.as_str())));
-    let reply = support::send_body(addr, "POST", "/servers/vh/mcp", &all, &body).await;
+    let reply = mcp_test_support::send_body(addr, "POST", "/servers/vh/mcp", &all, &body).await;
     assert_eq!(reply.status, 200, "{}", reply.text());
     assert_eq!(
         reply.json()["result"]["content"][0]["text"],
@@ -65,8 +63,9 @@ async fn gateway_stack_runs_inside_an_axum_router() {
     );
 
     // The foundation layers answer inside axum exactly as under plain hyper.
-    let missing = support::send_body(addr, "POST", "/servers/vh/mcp", &[], &body).await;
+    let missing = mcp_test_support::send_body(addr, "POST", "/servers/vh/mcp", &[], &body).await;
     assert_eq!(missing.status, 401);
-    let unknown = support::send_body(addr, "POST", "/servers/other/mcp", &all, &body).await;
+    let unknown =
+        mcp_test_support::send_body(addr, "POST", "/servers/other/mcp", &all, &body).await;
     assert_eq!(unknown.text(), r#"{"detail":"Server not found"}"#);
 }

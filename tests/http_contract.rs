@@ -2,8 +2,6 @@
 //! service (vhost -> claims -> config store -> virtual host config), every row they own asserted
 //! with status, headers and exact body; with a memory store and with a private Redis.
 
-mod support;
-
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -19,9 +17,9 @@ use mcp_config_store::{
 };
 use mcp_core::{Principal, VirtualHostId};
 use mcp_test_support::RedisServer;
+use mcp_test_support::{Reply, poll_until, send, unix_now};
 use mcp_vhost::VhostLayer;
 use serde_json::json;
-use support::{Reply, now, send};
 use tower::{ServiceBuilder, service_fn};
 
 const ISSUER: &str = "https://issuer.test";
@@ -40,7 +38,7 @@ fn token_with(claims: serde_json::Value, alg: Algorithm, secret: &[u8]) -> Strin
 
 fn token(sub: &str) -> String {
     token_with(
-        json!({"iss": ISSUER, "aud": AUDIENCE, "sub": sub, "exp": now() + 600}),
+        json!({"iss": ISSUER, "aud": AUDIENCE, "sub": sub, "exp": unix_now() + 600}),
         Algorithm::HS256,
         SECRET,
     )
@@ -89,7 +87,7 @@ async fn serve_stack(store: Arc<dyn UserConfigStore>) -> std::net::SocketAddr {
         .layer(ConfigStoreLayer::from_shared(store))
         .layer(VirtualHostConfigLayer::new())
         .service(service_fn(inner));
-    support::serve(service).await
+    mcp_test_support::serve(service).await
 }
 
 fn assert_detail(reply: &Reply, status: u16, detail: &str) {
@@ -172,7 +170,7 @@ async fn foundation_stack_answers_every_http_row_over_a_socket() {
         "Malformed token",
     );
     let hs384 = token_with(
-        json!({"iss": ISSUER, "aud": AUDIENCE, "sub": "alice", "exp": now() + 600}),
+        json!({"iss": ISSUER, "aud": AUDIENCE, "sub": "alice", "exp": unix_now() + 600}),
         Algorithm::HS384,
         SECRET,
     );
@@ -181,7 +179,7 @@ async fn foundation_stack_answers_every_http_row_over_a_socket() {
         "Unsupported token algorithm",
     );
     let wrong_key = token_with(
-        json!({"iss": ISSUER, "aud": AUDIENCE, "sub": "alice", "exp": now() + 600}),
+        json!({"iss": ISSUER, "aud": AUDIENCE, "sub": "alice", "exp": unix_now() + 600}),
         Algorithm::HS256,
         b"another-secret-another-secret-an",
     );
@@ -199,19 +197,19 @@ async fn foundation_stack_answers_every_http_row_over_a_socket() {
     // Row 4: expired beyond leeway, not yet valid, wrong issuer, wrong audience.
     let cases = [
         (
-            json!({"iss": ISSUER, "aud": AUDIENCE, "sub": "alice", "exp": now() - 60}),
+            json!({"iss": ISSUER, "aud": AUDIENCE, "sub": "alice", "exp": unix_now() - 60}),
             "Token expired",
         ),
         (
-            json!({"iss": ISSUER, "aud": AUDIENCE, "sub": "alice", "exp": now() + 600, "nbf": now() + 300}),
+            json!({"iss": ISSUER, "aud": AUDIENCE, "sub": "alice", "exp": unix_now() + 600, "nbf": unix_now() + 300}),
             "Token not yet valid",
         ),
         (
-            json!({"iss": "https://evil.test", "aud": AUDIENCE, "sub": "alice", "exp": now() + 600}),
+            json!({"iss": "https://evil.test", "aud": AUDIENCE, "sub": "alice", "exp": unix_now() + 600}),
             "Invalid token issuer",
         ),
         (
-            json!({"iss": ISSUER, "aud": "someone-else", "sub": "alice", "exp": now() + 600}),
+            json!({"iss": ISSUER, "aud": "someone-else", "sub": "alice", "exp": unix_now() + 600}),
             "Invalid token audience",
         ),
     ];
@@ -224,7 +222,7 @@ async fn foundation_stack_answers_every_http_row_over_a_socket() {
     }
     // Expired but within the 5 s leeway is still accepted.
     let within = token_with(
-        json!({"iss": ISSUER, "aud": AUDIENCE, "sub": "alice", "exp": now() - 2}),
+        json!({"iss": ISSUER, "aud": AUDIENCE, "sub": "alice", "exp": unix_now() - 2}),
         Algorithm::HS256,
         SECRET,
     );
@@ -358,21 +356,4 @@ async fn redis_backed_stack_maps_store_failures_and_recovers() {
     })
     .await;
     assert!(recovered, "the stack did not recover after Redis came back");
-}
-
-async fn poll_until<F, Fut>(limit: Duration, mut check: F) -> bool
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = Instant::now() + limit;
-    loop {
-        if check().await {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }

@@ -15,52 +15,21 @@
 //! lives in this one binary, sharing the peer runners and server starters, and one test binary
 //! keeps the link time down.
 
-mod support;
-
 use std::io::Read;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use mcp_test_backends::{BackendSpec, TestBackend};
+use mcp_test_support::peers::{EverythingTransport, ServerEverything, node_project, python, root};
+use mcp_test_support::stack::{Gateway, token, user_config};
 use serde_json::{Value, json};
-use support::gateway::{Gateway, token, user_config};
-use support::peers::{in_ci, installed, python, root, skipped};
 
 /// Longest run of one client script (interpreter start-up included) on a loaded 2-core machine.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(90);
-/// Longest wait for `server-everything` to accept connections.
-const SERVER_START_TIMEOUT: Duration = Duration::from_secs(30);
 /// The protocol revisions a legacy (initialize) session may settle on.
 const LEGACY_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
-
-/// The npm project `tests/interop/node`, when its node_modules are installed and `node` runs.
-fn node_project() -> Option<PathBuf> {
-    let project = root().join("tests/interop/node");
-    let modules = project.join("node_modules");
-    if !installed(
-        &modules,
-        &project.join("package-lock.json"),
-        &modules.join("@modelcontextprotocol/sdk/package.json"),
-    ) {
-        return None;
-    }
-    if Command::new("node")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-    {
-        return Some(project);
-    }
-    let reason = "`node` is not on PATH";
-    if in_ci() {
-        panic!("{reason}; CI=true requires the interop tests to run");
-    }
-    skipped(reason);
-    None
-}
 
 /// Reads a child's pipe to the end on a thread, so a full pipe never blocks the child.
 fn drain(pipe: Option<impl Read + Send + 'static>) -> JoinHandle<String> {
@@ -346,73 +315,13 @@ async fn typescript_sdk_1x_legacy_session_lists_calls_and_gets_progress() {
     assert_eq!(alpha.calls_finished("slow"), 1);
 }
 
-/// `server-everything` (streamable HTTP) as a node subprocess, killed on drop.
-struct ServerEverything {
-    child: Child,
-    port: u16,
-}
-
-impl ServerEverything {
-    /// Starts it on a free port and waits until it accepts connections. It has no option to pick
-    /// the interface and binds all of them; its environment is emptied (it has a `get-env` tool).
-    async fn start(project: &Path) -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
-        let entry =
-            project.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-        let child = Command::new("node")
-            .arg(&entry)
-            .arg("streamableHttp")
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("PORT", port.to_string())
-            .current_dir(project)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null()) // a line per request
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {}: {e}", entry.display()));
-        let mut server = ServerEverything { child, port };
-        let deadline = Instant::now() + SERVER_START_TIMEOUT;
-        loop {
-            if tokio::net::TcpStream::connect(("127.0.0.1", port))
-                .await
-                .is_ok()
-            {
-                return server;
-            }
-            if let Some(status) = server.child.try_wait().expect("wait for server-everything") {
-                panic!("server-everything exited before listening ({status})");
-            }
-            assert!(
-                Instant::now() < deadline,
-                "server-everything did not listen on {port} within {SERVER_START_TIMEOUT:?}"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/mcp", self.port)
-    }
-}
-
-impl Drop for ServerEverything {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_everything_behind_the_gateway_serves_the_python_sdk_1x() {
     let Some(python) = python("mcp1") else { return };
     let Some(project) = node_project() else {
         return;
     };
-    let everything = ServerEverything::start(&project).await;
+    let everything = ServerEverything::start(&project, EverythingTransport::StreamableHttp).await;
     let alpha = TestBackend::start(BackendSpec::modern("alpha")).await;
     let gw = Gateway::start(&[(
         "alice",
@@ -467,7 +376,7 @@ const TEXT_2: &str = "everything-demo://resource/dynamic/text/2";
 /// server-everything (`everything`) and an rmcp backend (`alpha`) behind the gateway, so that
 /// names carry prefixes; for subject `alice`.
 async fn everything_and_alpha(project: &Path) -> (ServerEverything, TestBackend, Gateway) {
-    let everything = ServerEverything::start(project).await;
+    let everything = ServerEverything::start(project, EverythingTransport::StreamableHttp).await;
     let alpha = TestBackend::start(BackendSpec::modern("alpha")).await;
     let gw = Gateway::start(&[(
         "alice",
@@ -834,7 +743,7 @@ async fn a_2025_session_is_not_listed_server_everythings_task_only_tool() {
     let Some(project) = node_project() else {
         return;
     };
-    let everything = ServerEverything::start(&project).await;
+    let everything = ServerEverything::start(&project, EverythingTransport::StreamableHttp).await;
     let gw = Gateway::start(&[("alice", user_config(&[("everything", everything.url())]))]).await;
     let session = gw.legacy_session("alice", "vh").await;
 

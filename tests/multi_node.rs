@@ -2,8 +2,6 @@
 //! A continues on node B — lists, calls, and a backend's sampling request relayed on A's stream and
 //! answered through B — with a shared Redis session store, and with the stateless sealed store.
 
-mod support;
-
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,8 +11,8 @@ use mcp_router::session::{
 };
 use mcp_test_backends::{BackendSpec, TestBackend};
 use mcp_test_support::RedisServer;
+use mcp_test_support::stack::{Gateway, accept_elicitation, bearer, user_config};
 use serde_json::{Value, json};
-use support::gateway::{Gateway, bearer, user_config};
 
 const SEALING: &[u8] = b"shared-sealing-secret-shared-sealing";
 const ACCEPT: (&str, &str) = ("accept", "application/json, text/event-stream");
@@ -34,7 +32,7 @@ async fn two_nodes(store: Arc<dyn SessionStore>, config: Value) -> (Gateway, Gat
     (a, b)
 }
 
-async fn post(gw: &Gateway, session: Option<&str>, body: Value) -> support::Reply {
+async fn post(gw: &Gateway, session: Option<&str>, body: Value) -> mcp_test_support::Reply {
     let mut headers = vec![ACCEPT, JSON];
     if let Some(session) = session {
         headers.push(("mcp-session-id", session));
@@ -112,7 +110,8 @@ async fn session_moves_between_nodes(a: &Gateway, b: &Gateway) {
     )
     .to_string();
     let mut stream =
-        support::open_stream_with_body(a.addr, "POST", "/servers/vh/mcp", &headers, &body).await;
+        mcp_test_support::EventStream::open(a.addr, "POST", "/servers/vh/mcp", &headers, &body)
+            .await;
     let sampling = loop {
         let event = stream
             .next_event(Duration::from_secs(5))
@@ -245,22 +244,14 @@ fn ask(answers: Option<Value>, state: Option<&Value>) -> Value {
     params
 }
 
-fn accept(key: &str, value: &str) -> Value {
-    json!({"elicitation": {"action": "accept", "content": {key: value}}})
-}
-
 /// The final JSON-RPC message of a reply, whether it came as JSON or as an SSE stream.
-fn last_message(reply: &support::Reply) -> Value {
+fn last_message(reply: &mcp_test_support::Reply) -> Value {
     assert_eq!(reply.status, 200, "{}", reply.text());
-    if reply.header("content-type") == Some("text/event-stream") {
-        reply.sse_messages().pop().expect("a final message")
-    } else {
-        reply.json()
-    }
+    reply.last_message()
 }
 
 /// The `requestState` of an `input_required` answer asking for `key`.
-fn input_required(reply: &support::Reply, key: &str) -> Value {
+fn input_required(reply: &mcp_test_support::Reply, key: &str) -> Value {
     let result = last_message(reply)["result"].clone();
     assert_eq!(result["resultType"], "input_required", "{result}");
     let schema = &result["inputRequests"]["elicitation"]["params"]["requestedSchema"];
@@ -286,7 +277,7 @@ async fn a_parked_call_is_resumed_through_any_node_over_the_node_bus() {
     // The call is parked on A; both retries reach B, which passes them on to A.
     let first = a.modern("alice", "vh", "tools/call", ask(None, None)).await;
     let state = input_required(&first, "name");
-    let retry = ask(Some(accept("name", "Ada")), Some(&state));
+    let retry = ask(Some(accept_elicitation("name", "Ada")), Some(&state));
     let second = b.modern("alice", "vh", "tools/call", retry.clone()).await;
     let second_state = input_required(&second, "color");
     // Bob cannot use alice's state on either node (it is bound to her).
@@ -297,7 +288,10 @@ async fn a_parked_call_is_resumed_through_any_node_over_the_node_bus() {
             "alice",
             "vh",
             "tools/call",
-            ask(Some(accept("color", "teal")), Some(&second_state)),
+            ask(
+                Some(accept_elicitation("color", "teal")),
+                Some(&second_state),
+            ),
         )
         .await;
     let message = last_message(&done);
@@ -332,7 +326,7 @@ async fn without_a_node_bus_a_retry_on_another_node_gets_32602() {
     let b = Gateway::start_with(&users, modern_node(None)).await;
     let first = a.modern("alice", "vh", "tools/call", ask(None, None)).await;
     let state = input_required(&first, "name");
-    let retry = ask(Some(accept("name", "Ada")), Some(&state));
+    let retry = ask(Some(accept_elicitation("name", "Ada")), Some(&state));
     let elsewhere = b.modern("alice", "vh", "tools/call", retry.clone()).await;
     let error = &last_message(&elsewhere)["error"];
     assert_eq!(

@@ -1,4 +1,4 @@
-//! Installing the real peers of the cross-language interop tests (`tests/interop.rs`).
+//! Installing the real peers of the cross-language interop tests (`tests/interop.rs`, and the stdio/SSE backend suites in `crates/mcp-router/tests`).
 //!
 //! - `.venv/mcp1` and `.venv/mcp2`: Python venvs made with the machine's `python3`, holding the
 //!   Python MCP SDK 1.x and 2.x (`pip install -r tests/interop/requirements-mcp{1,2}.txt`, every
@@ -15,7 +15,7 @@ use std::path::Path;
 use crate::{prerequisites, run};
 
 /// The marker written into each installed folder (its content: the manifest installed from).
-/// `tests/interop.rs` reads the same name.
+/// `mcp_test_support::peers` reads the same name.
 const MARKER: &str = ".interop-installed";
 
 /// (venv folder under the workspace root, pinned requirements file). `cargo xtask conformance`

@@ -407,7 +407,11 @@ async fn rate_limit_refuses_after_n_calls_and_recovers_after_retry_after() {
         text(&call_tool(addr, "bob", "echo", json!({"text": "b"})).await),
         "alpha: b"
     );
-    tokio::time::sleep(Duration::from_secs(retry_after)).await;
+    // After the window the bucket is full again. The limiter reads tokio's clock, so the test
+    // moves that clock a window forward (nothing is in flight meanwhile) instead of sleeping.
+    tokio::time::pause();
+    tokio::time::advance(Duration::from_secs(retry_after)).await;
+    tokio::time::resume();
     assert_eq!(
         text(&call_tool(addr, "alice", "echo", json!({"text": "a"})).await),
         "alpha: a"

@@ -127,6 +127,7 @@
 
 mod body;
 pub mod bus;
+mod clock;
 mod context;
 mod cursor;
 mod degraded;
@@ -154,6 +155,7 @@ mod tool_hints;
 mod upstream;
 
 pub use body::{BoxError, McpBody};
+pub use clock::WallClock;
 pub use degraded::{DEGRADED_META_KEY, SERVER_INFO_META_KEY};
 pub use origin::OriginPolicy;
 pub use router::{McpRouter, McpRouterBuilder, ResponseFuture};

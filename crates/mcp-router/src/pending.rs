@@ -29,7 +29,7 @@ use mcp_core::RequestId;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-use crate::seal::{Sealer, unix_now};
+use crate::seal::Sealer;
 use crate::upstream::{LegacySession, LinkWriter};
 
 const PURPOSE: &str = "mcp-router/pending/v1";
@@ -271,7 +271,7 @@ impl PendingRequests {
                 .map(str::to_owned),
             v: session.version.clone(),
             p: progress_token,
-            e: unix_now().saturating_add(self.ttl.as_secs()),
+            e: self.sealer.unix_now().saturating_add(self.ttl.as_secs()),
         };
         self.seal(downstream_session, &sealed)
     }
@@ -344,7 +344,7 @@ impl PendingRequests {
                 b, u, l, s, v, e, ..
             } => (b, u, l, s, v, e),
         };
-        if e < unix_now() {
+        if e < self.sealer.unix_now() {
             return None;
         }
         let session = LegacySession {

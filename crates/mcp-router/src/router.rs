@@ -20,6 +20,7 @@ use tower_service::Service;
 
 use crate::body::{BoxError, McpBody};
 use crate::bus::NodeBus;
+use crate::clock::WallClock;
 use crate::inflight::InFlight;
 use crate::origin::OriginPolicy;
 use crate::pending::PendingRequests;
@@ -239,6 +240,7 @@ pub struct McpRouterBuilder {
     version: String,
     instructions: Option<String>,
     sealer: Option<Sealer>,
+    wall_clock: WallClock,
     fanout_deadline: Duration,
     max_name_len: usize,
     max_body_bytes: usize,
@@ -278,6 +280,7 @@ impl Default for McpRouterBuilder {
             version: env!("CARGO_PKG_VERSION").to_owned(),
             instructions: None,
             sealer: None,
+            wall_clock: WallClock::system(),
             fanout_deadline: Duration::from_secs(10),
             max_name_len: 128,
             max_body_bytes: 4 * 1024 * 1024,
@@ -318,6 +321,13 @@ impl McpRouterBuilder {
     /// balancer needs the same secret; without one a random per-process key is used.
     pub fn sealing_secret(mut self, secret: &[u8]) -> Self {
         self.sealer = Some(Sealer::new(secret));
+        self
+    }
+
+    /// The clock the expiring handles (`requestState`, relayed request ids) are stamped and
+    /// judged with (default: the system clock). Tests move it past an expiry instead of sleeping.
+    pub fn wall_clock(mut self, clock: WallClock) -> Self {
+        self.wall_clock = clock;
         self
     }
 
@@ -532,7 +542,10 @@ impl McpRouterBuilder {
         let info = serde_json::json!({ "name": self.name, "version": self.version });
         let info =
             serde_json::value::to_raw_value(&info).unwrap_or_else(|_| RawValue::NULL.to_owned());
-        let sealer = self.sealer.unwrap_or_else(Sealer::random);
+        let sealer = self
+            .sealer
+            .unwrap_or_else(Sealer::random)
+            .with_clock(self.wall_clock);
         McpRouter {
             inner: Arc::new(RouterInner {
                 upstream: Upstream::new(self.upstream, info.clone(), self.backend_layer),

@@ -10,6 +10,8 @@ use aws_lc_rs::rand::{SecureRandom, SystemRandom};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
+use crate::clock::WallClock;
+
 /// Why a sealed handle was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -45,6 +47,8 @@ const TAG_LEN: usize = 16;
 pub struct Sealer {
     prk: Prk,
     rng: SystemRandom,
+    /// The time expiring handles are stamped and judged with.
+    clock: WallClock,
 }
 
 impl std::fmt::Debug for Sealer {
@@ -59,7 +63,21 @@ impl Sealer {
         Self {
             prk: Salt::new(HKDF_SHA256, KDF_SALT).extract(secret),
             rng: SystemRandom::new(),
+            clock: WallClock::system(),
         }
+    }
+
+    /// The same sealer stamping and judging expiring handles with `clock` (default: the system
+    /// clock).
+    #[must_use]
+    pub fn with_clock(mut self, clock: WallClock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Seconds since the Unix epoch on this sealer's clock, for handle expiry.
+    pub(crate) fn unix_now(&self) -> u64 {
+        self.clock.unix_secs()
     }
 
     /// A sealer with a fresh random key, valid for this process only.
@@ -156,14 +174,6 @@ impl Sealer {
         }
         out
     }
-}
-
-/// Seconds since the Unix epoch, for handle expiry.
-pub(crate) fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or_default()
 }
 
 fn now_nanos() -> u128 {

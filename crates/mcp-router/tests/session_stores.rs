@@ -8,11 +8,12 @@ use std::time::{Duration, Instant};
 use aws_lc_rs::rand::{SecureRandom, SystemRandom};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
+use mcp_router::WallClock;
 use mcp_router::session::{
     BackendEra, BackendSession, KeyRing, RedisSessionStore, RedisSessionStoreConfig,
     SealedSessionStore, SessionRecord, SessionStore, SessionStoreError,
 };
-use mcp_test_support::RedisServer;
+use mcp_test_support::{RedisServer, ShiftedClock};
 
 fn record(subject: &str) -> SessionRecord {
     SessionRecord {
@@ -231,12 +232,17 @@ async fn sealed_sessions_survive_rotation_and_other_nodes() {
 
 #[tokio::test]
 async fn sealed_expiry_is_absolute() {
+    let clock = ShiftedClock::new();
     let store =
         SealedSessionStore::new(KeyRing::parse(&format!("k:{}", random_key_b64())).expect("ring"))
-            .with_idle_ttl(Duration::from_secs(1));
+            .with_idle_ttl(Duration::from_secs(1))
+            .with_clock({
+                let clock = clock.clone();
+                WallClock::from_fn(move || clock.now())
+            });
     let id = store.create(record("alice")).await.expect("create");
     assert!(store.get(&id).await.expect("get").is_some());
-    // Expiry has one-second resolution: after 2.1 s the id is past `exp` whatever the rounding.
-    tokio::time::sleep(Duration::from_millis(2_100)).await;
+    // Expiry has one-second resolution: 2 s later the id is past `exp` whatever the rounding.
+    clock.advance(Duration::from_secs(2));
     assert!(store.get(&id).await.expect("get").is_none());
 }

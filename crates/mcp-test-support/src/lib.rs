@@ -1,6 +1,8 @@
 //! # mcp-test-support
 //!
-//! Helpers shared by the workspace's tests. Not published.
+//! Helpers shared by the workspace's tests: the one place for them (no test binary keeps its own
+//! `support` copy). Not published. The default build stays light (hyper, tokio, serde_json); the
+//! in-process gateway stack, which pulls in the layer crates, is behind the `stack` feature.
 //!
 //! | item | what it is for |
 //! |---|---|
@@ -9,6 +11,12 @@
 //! | [`TempDir`] | a unique temporary directory removed on drop (no extra dependency) |
 //! | [`exchange`], [`EventStream`] | one plain-HTTP request: the response with its body unread, or its SSE answer read event by event while it stays open |
 //! | [`PortedChild`] | a test server child process that reports `PORT <n>` on stdout, killed on drop |
+//! | [`ShiftedClock`], [`unix_now`] | a wall clock a test moves forward, to step past an absolute expiry instead of sleeping; seconds since the epoch |
+//! | [`poll_until`] | polls a condition until it holds or a limit passes (for events with no signal to await) |
+//! | [`serve`] | a tower service on a fresh loopback port (hyper, HTTP/1.1 and HTTP/2) |
+//! | [`send`], [`send_body`], [`Reply`], [`rpc_error`] | one request, its answer read to the end, with JSON / SSE / JSON-RPC error readers |
+//! | [`peers`] | the real interop peers `cargo xtask test` installs at the repository root (Python SDK venvs, npm project) |
+//! | [`stack`] (feature `stack`) | the in-process gateway stack (vhost, claims, config store, router) with tokens and request builders |
 //!
 //! ## Redis in tests
 //!
@@ -29,14 +37,25 @@
 //! # }
 //! ```
 
+mod clock;
 mod event_stream;
+pub mod peers;
+mod poll;
 mod ported_child;
 mod redis_server;
 mod redis_topologies;
+mod reply;
+mod serve;
+#[cfg(feature = "stack")]
+pub mod stack;
 mod temp_dir;
 
+pub use clock::{ShiftedClock, unix_now};
 pub use event_stream::{EventStream, exchange};
+pub use poll::poll_until;
 pub use ported_child::PortedChild;
 pub use redis_server::RedisServer;
 pub use redis_topologies::{RedisClusterSet, RedisSentinelSet, SENTINEL_MASTER};
+pub use reply::{Reply, rpc_error, send, send_body, sse_messages};
+pub use serve::serve;
 pub use temp_dir::TempDir;

@@ -11,7 +11,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::seal::{SealError, Sealer, unix_now};
+use crate::seal::{SealError, Sealer};
 
 const PURPOSE: &str = "mcp-router/request-state/v1";
 
@@ -68,7 +68,7 @@ fn seal(
         s,
         p,
         n,
-        e: unix_now().saturating_add(ttl_secs),
+        e: sealer.unix_now().saturating_add(ttl_secs),
     };
     let payload = serde_json::to_vec(&envelope).unwrap_or_default();
     sealer.seal(PURPOSE, binding, &payload)
@@ -78,7 +78,7 @@ fn seal(
 pub(crate) fn unwrap(sealer: &Sealer, binding: &[&str], handle: &str) -> Result<State, SealError> {
     let payload = sealer.open(PURPOSE, binding, handle)?;
     let envelope: Envelope = serde_json::from_slice(&payload).map_err(|_| SealError::Invalid)?;
-    if envelope.e < unix_now() {
+    if envelope.e < sealer.unix_now() {
         return Err(SealError::Expired);
     }
     Ok(match envelope.p {
@@ -121,11 +121,16 @@ mod tests {
                 s: "x".into(),
                 p: None,
                 n: None,
-                e: unix_now() - 1,
+                e: sealer.unix_now() - 1,
             })
             .expect("json");
             sealer.seal(PURPOSE, &bind, &payload)
         };
         assert_eq!(unwrap(&sealer, &bind, &expired), Err(SealError::Expired));
+        // Past the 60 s lifetime on the sealer's clock, the live handle is expired too.
+        let later = sealer.clone().with_clock(crate::WallClock::from_fn(|| {
+            std::time::SystemTime::now() + std::time::Duration::from_secs(61)
+        }));
+        assert_eq!(unwrap(&later, &bind, &handle), Err(SealError::Expired));
     }
 }

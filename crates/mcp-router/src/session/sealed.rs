@@ -49,7 +49,7 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use aws_lc_rs::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
 use aws_lc_rs::rand::{SecureRandom, SystemRandom};
@@ -60,6 +60,7 @@ use serde::{Deserialize, Serialize};
 use super::record::{BackendEra, BackendSession, SessionRecord};
 use super::revoked::{Full, IdNonce, RevokedIds};
 use super::store::{Revocation, SessionStore, SessionStoreError, StoreFuture};
+use crate::clock::WallClock;
 
 /// Length of a key, in bytes (AES-256).
 pub const SEALED_KEY_LEN: usize = 32;
@@ -322,12 +323,6 @@ fn aad(key_id: &str) -> Vec<u8> {
     aad
 }
 
-fn now_secs() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
-
 /// Stateless sessions: the downstream `Mcp-Session-Id` is the [`SessionRecord`] sealed with
 /// AES-256-GCM under a [`KeyRing`]. Any node with the ring serves any session; nothing is stored.
 /// See the [module docs](self) for the format, key rotation and the limits (absolute expiry,
@@ -360,6 +355,8 @@ pub struct SealedSessionStore {
     idle_ttl: Duration,
     rng: SystemRandom,
     revoked: RevokedIds,
+    /// The time ids are stamped with and judged against.
+    clock: WallClock,
 }
 
 /// An authentic, unexpired id, opened.
@@ -397,7 +394,15 @@ impl SealedSessionStore {
                 Self::DEFAULT_MAX_REVOKED,
                 Self::DEFAULT_MAX_REVOKED_PER_PRINCIPAL,
             ),
+            clock: WallClock::system(),
         }
+    }
+
+    /// Stamps and judges the ids' absolute expiry with `clock` (default: the system clock).
+    #[must_use]
+    pub fn with_clock(mut self, clock: WallClock) -> Self {
+        self.clock = clock;
+        self
     }
 
     /// Bounds the set of ended sessions this node remembers until they expire: at most
@@ -530,13 +535,13 @@ impl SealedSessionStore {
 
 impl SessionStore for SealedSessionStore {
     fn create(&self, record: SessionRecord) -> StoreFuture<'_, String> {
-        let result = self.seal_at(record, now_secs());
+        let result = self.seal_at(record, self.clock.unix_secs());
         Box::pin(async move { result })
     }
 
     /// Opens the id; does not (cannot) refresh the expiry.
     fn get<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<Arc<SessionRecord>>> {
-        let result = self.open_at(id, now_secs()).map(Arc::new);
+        let result = self.open_at(id, self.clock.unix_secs()).map(Arc::new);
         Box::pin(async move { Ok(result) })
     }
 
@@ -551,13 +556,15 @@ impl SessionStore for SealedSessionStore {
 
     /// Returns the record and revokes the id on this node (see the module docs).
     fn remove<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<Arc<SessionRecord>>> {
-        let result = self.revoke_at(id, now_secs()).map(|r| r.map(Arc::new));
+        let result = self
+            .revoke_at(id, self.clock.unix_secs())
+            .map(|r| r.map(Arc::new));
         Box::pin(async move { result })
     }
 
     /// The id's nonce, principal and expiry, for the other nodes (also once revoked here).
     fn revocation(&self, id: &str) -> Option<Revocation> {
-        let opened = self.unseal(id, now_secs())?;
+        let opened = self.unseal(id, self.clock.unix_secs())?;
         Some(Revocation {
             nonce: URL_SAFE_NO_PAD.encode(opened.nonce),
             expires: opened.expires,
@@ -580,7 +587,7 @@ impl SessionStore for SealedSessionStore {
             &revocation.issuer,
             &revocation.subject,
             revocation.expires,
-            now_secs(),
+            self.clock.unix_secs(),
         );
         if let Err(full) = recorded {
             tracing::warn!(
@@ -655,7 +662,7 @@ mod tests {
         // The ended record carries its start (the expiry less the lifetime) for the session
         // duration metric; the id itself does not.
         let started = removed.created_at_ms.expect("a derived start");
-        let now_ms = now_secs() * 1000;
+        let now_ms = WallClock::system().unix_secs() * 1000;
         assert!(
             started <= now_ms && now_ms - started < 60_000,
             "{started} vs {now_ms}"
@@ -738,7 +745,9 @@ mod tests {
     #[test]
     fn ids_stay_compact() {
         let store = SealedSessionStore::new(ring(&[("2025-01", random_key())]));
-        let id = store.seal_at(record(), now_secs()).expect("seal");
+        let id = store
+            .seal_at(record(), WallClock::system().unix_secs())
+            .expect("seal");
         assert!(id.len() < 1024, "id of {} bytes: {id}", id.len());
         assert!(id.len() > 500, "sanity: {}", id.len());
     }
@@ -746,7 +755,7 @@ mod tests {
     #[test]
     fn rotation_keeps_old_sessions_until_the_old_key_leaves() {
         let (old, new) = (random_key(), random_key());
-        let now = now_secs();
+        let now = WallClock::system().unix_secs();
         let before = SealedSessionStore::new(ring(&[("old", old)]));
         let old_id = before.seal_at(record(), now).expect("seal");
 
@@ -779,7 +788,7 @@ mod tests {
     #[test]
     fn tampered_truncated_and_garbage_ids_are_unknown() {
         let store = SealedSessionStore::new(ring(&[("k1", random_key()), ("k0", random_key())]));
-        let now = now_secs();
+        let now = WallClock::system().unix_secs();
         let id = store.seal_at(record(), now).expect("seal");
         let (kid, body) = id.split_once('.').expect("dot");
         let mut bad: Vec<String> = vec![
@@ -815,7 +824,7 @@ mod tests {
     #[test]
     fn fuzzed_ids_never_open() {
         let store = SealedSessionStore::new(ring(&[("k1", random_key()), ("k0", random_key())]));
-        let now = now_secs();
+        let now = WallClock::system().unix_secs();
         let valid = store.seal_at(record(), now).expect("seal");
         let rng = SystemRandom::new();
         let random = |n: usize| {

@@ -1,14 +1,12 @@
 //! The stateless 2026-07-28 endpoint end to end: foundation layers + router in front of real rmcp
 //! backends (modern and legacy), driven over real sockets with raw HTTP.
 
-mod support;
-
 use std::time::Duration;
 
 use mcp_router::McpRouter;
 use mcp_test_backends::{BackendSpec, TestBackend};
+use mcp_test_support::stack::{Gateway, modern_meta, user_config, vhost_config};
 use serde_json::{Value, json};
-use support::gateway::{Gateway, modern_meta, user_config, vhost_config};
 
 fn text_of(result: &Value) -> String {
     result["content"][0]["text"]
@@ -269,7 +267,7 @@ async fn progress_notifications_stream_before_the_result() {
 }
 
 /// `(code, message)` of a JSON-RPC error reply (HTTP 200).
-fn error_of(reply: &support::Reply) -> (i64, String) {
+fn error_of(reply: &mcp_test_support::Reply) -> (i64, String) {
     assert_eq!(reply.status, 200, "{}", reply.text());
     let error = &reply.json()["error"];
     let code = error["code"]
@@ -1327,11 +1325,11 @@ async fn call_slow_then_disconnect(gw: &Gateway, tool: &str) {
     let mut meta = modern_meta();
     meta["progressToken"] = json!("p-1");
     let params = json!({"name": tool, "arguments": {"steps": 50, "delay_ms": 100}, "_meta": meta});
-    let (headers, body) = support::gateway::modern_request("tools/call", params);
+    let (headers, body) = mcp_test_support::stack::modern_request("tools/call", params);
     let mut head = format!(
         "POST /servers/vh/mcp HTTP/1.1\r\nhost: {}\r\nauthorization: {}\r\ncontent-length: {}\r\n",
         gw.addr,
-        support::gateway::bearer("alice"),
+        mcp_test_support::stack::bearer("alice"),
         body.len()
     );
     for (name, value) in &headers {

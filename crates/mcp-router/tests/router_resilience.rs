@@ -3,8 +3,6 @@
 //! half-open probe without any restart, slow backends time out without slowing the others, and
 //! replicas take over without replaying a tool call that may have run.
 
-mod support;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -13,8 +11,8 @@ use futures_util::future::join_all;
 use mcp_breaker::BreakerConfig;
 use mcp_router::McpRouter;
 use mcp_test_backends::{BackendSpec, TestBackend};
+use mcp_test_support::stack::Gateway;
 use serde_json::{Value, json};
-use support::gateway::Gateway;
 use tokio::net::TcpListener;
 
 fn breaker(consecutive_failures: u32, open_ms: u64) -> BreakerConfig {

@@ -6,8 +6,6 @@
 //! and a POST answered non-2xx fail with clear errors (tiny hand-written servers for those hostile
 //! cases).
 
-mod support;
-
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::Path;
@@ -24,9 +22,9 @@ use futures_util::StreamExt;
 use mcp_router::McpRouter;
 use mcp_test_backends::{BackendSpec, TestBackend};
 use mcp_test_support::PortedChild;
+use mcp_test_support::peers::{python, root};
+use mcp_test_support::stack::{Gateway, vhost_config};
 use serde_json::{Value, json};
-use support::gateway::{Gateway, vhost_config};
-use support::peers::{python, root};
 use tokio::sync::mpsc;
 
 /// A running `py_sse_server.py`; killed when dropped.
@@ -111,7 +109,7 @@ async fn an_sse_server_serves_modern_and_legacy_clients_of_several_principals() 
     }
 
     // Progress from the SSE server reaches the caller with the caller's token.
-    let mut meta = support::gateway::modern_meta();
+    let mut meta = mcp_test_support::stack::modern_meta();
     meta["progressToken"] = json!("tok-1");
     let slow = gw
         .modern(

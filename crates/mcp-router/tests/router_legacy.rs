@@ -2,19 +2,17 @@
 //! routed calls through modern and legacy backends, the gateway's own ping/setLevel, DELETE, and
 //! rmcp's legacy client end to end.
 
-mod support;
-
 use std::time::Duration;
 
 use futures_util::future::join_all;
 use mcp_test_backends::{BackendSpec, TestBackend};
+use mcp_test_support::Reply;
+use mcp_test_support::stack::{Gateway, token, user_config};
 use rmcp::model::{CallToolRequestParams, JsonObject};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientLifecycleMode, ClientServiceExt};
 use serde_json::{Value, json};
-use support::Reply;
-use support::gateway::{Gateway, token, user_config};
 
 const ACCEPT: (&str, &str) = ("accept", "application/json, text/event-stream");
 const JSON: (&str, &str) = ("content-type", "application/json");
@@ -266,15 +264,16 @@ async fn sessions_are_bound_to_principal_and_virtual_host_and_end_with_delete() 
     assert_eq!(bad_version.status, 400);
     assert_eq!(bad_version.json()["error"]["code"], -32022);
 
-    let get = support::open_stream(
+    let get = mcp_test_support::EventStream::open(
         gw.addr,
         "GET",
         "/servers/vh/mcp",
         &[
-            ("authorization", &support::gateway::bearer("bob")),
+            ("authorization", &mcp_test_support::stack::bearer("bob")),
             ("accept", "text/event-stream"),
             ("mcp-session-id", &session),
         ],
+        "",
     )
     .await;
     assert_eq!(
@@ -610,7 +609,7 @@ async fn notifications_cancelled_stops_the_named_call_on_either_backend_era() {
             request(
                 id,
                 "tools/call",
-                json!({"name": tool, "arguments": {"steps": 50, "delay_ms": 100}}),
+                json!({"name": tool, "arguments": {"steps": 100, "delay_ms": 300}}),
             ),
         );
         let cancel = async {
@@ -625,9 +624,10 @@ async fn notifications_cancelled_stops_the_named_call_on_either_backend_era() {
         };
         let started = std::time::Instant::now();
         let (reply, ()) = tokio::join!(call, cancel);
+        // 30 s of work against a 15 s bound: a margin a loaded machine meets.
         assert!(
-            started.elapsed() < Duration::from_secs(4),
-            "the call ended long before its 5 s of work"
+            started.elapsed() < Duration::from_secs(15),
+            "the call ended long before its 30 s of work"
         );
         assert!(reply.status.is_success(), "{}", reply.status);
         assert!(
@@ -645,13 +645,14 @@ async fn notifications_cancelled_stops_the_named_call_on_either_backend_era() {
 async fn the_get_stream_merges_backend_messages_with_event_ids_and_resumes() {
     let (_alpha, _beta, gw) = setup().await;
     let session = initialize(&gw, "alice").await;
-    let auth = support::gateway::bearer("alice");
+    let auth = mcp_test_support::stack::bearer("alice");
     let headers = [
         ("authorization", auth.as_str()),
         ("accept", "text/event-stream"),
         ("mcp-session-id", session.as_str()),
     ];
-    let mut stream = support::open_stream(gw.addr, "GET", "/servers/vh/mcp", &headers).await;
+    let mut stream =
+        mcp_test_support::EventStream::open(gw.addr, "GET", "/servers/vh/mcp", &headers, "").await;
     assert_eq!(stream.status, 200);
     let priming = stream
         .next_event(Duration::from_secs(5))
@@ -704,7 +705,8 @@ async fn the_get_stream_merges_backend_messages_with_event_ids_and_resumes() {
         ("last-event-id", logs[0].0.as_str()),
     ];
     let mut resumed =
-        support::open_stream(gw.addr, "GET", "/servers/vh/mcp", &resume_headers).await;
+        mcp_test_support::EventStream::open(gw.addr, "GET", "/servers/vh/mcp", &resume_headers, "")
+            .await;
     let replayed = resumed
         .next_event(Duration::from_secs(5))
         .await
@@ -735,7 +737,7 @@ async fn an_ambiguous_call_cleans_up_the_sessions_backends_which_come_back_lazil
     let a = TestBackend::start(BackendSpec::legacy("a")).await;
     let ab = TestBackend::start(BackendSpec::legacy("a-b")).await;
     // `a`'s prompt `greet` is exposed as `a-b-greet`, which is also `a-b`'s `greet`.
-    let config = support::gateway::vhost_config(json!({"backends": {
+    let config = mcp_test_support::stack::vhost_config(json!({"backends": {
         "a": {"url": a.url(), "timeout_ms": 5000, "aliases": {"a-b-greet": "greet"}},
         "a-b": {"url": ab.url(), "timeout_ms": 5000}}}));
     let gw = Gateway::start(&[("alice", config)]).await;
@@ -939,7 +941,7 @@ async fn a_modern_backends_sampling_round_becomes_a_real_request_to_a_2025_clien
 async fn a_broken_post_stream_is_resumed_with_last_event_id_and_the_call_still_finishes() {
     let (_alpha, beta, gw) = setup().await;
     let session = initialize(&gw, "alice").await;
-    let auth = support::gateway::bearer("alice");
+    let auth = mcp_test_support::stack::bearer("alice");
     let body = request(5, "tools/call", json!({"name": "beta-slow", "arguments": {"steps": 4, "delay_ms": 150}, "_meta": {"progressToken": "p"}})).to_string();
     let headers = [
         ("authorization", auth.as_str()),
@@ -949,7 +951,8 @@ async fn a_broken_post_stream_is_resumed_with_last_event_id_and_the_call_still_f
         ("mcp-protocol-version", "2025-11-25"),
     ];
     let mut post =
-        support::open_stream_with_body(gw.addr, "POST", "/servers/vh/mcp", &headers, &body).await;
+        mcp_test_support::EventStream::open(gw.addr, "POST", "/servers/vh/mcp", &headers, &body)
+            .await;
     let priming = post
         .next_event(Duration::from_secs(5))
         .await
@@ -977,7 +980,8 @@ async fn a_broken_post_stream_is_resumed_with_last_event_id_and_the_call_still_f
         ("mcp-session-id", session.as_str()),
         ("last-event-id", first_id.as_str()),
     ];
-    let mut resumed = support::open_stream(gw.addr, "GET", "/servers/vh/mcp", &resume).await;
+    let mut resumed =
+        mcp_test_support::EventStream::open(gw.addr, "GET", "/servers/vh/mcp", &resume, "").await;
     let mut replayed = Vec::new();
     while let Some(event) = resumed.next_event(Duration::from_secs(2)).await {
         let message: Value = serde_json::from_str(&event.data).expect("JSON");
@@ -1059,7 +1063,7 @@ async fn slow_call_events(
         .header("mcp-session-id")
         .expect("session id")
         .to_owned();
-    let auth = support::gateway::bearer("alice");
+    let auth = mcp_test_support::stack::bearer("alice");
     let body = request(7, "tools/call", json!({"name": "beta-slow", "arguments": {"steps": 2, "delay_ms": 50}, "_meta": {"progressToken": "p"}})).to_string();
     let headers = [
         ("authorization", auth.as_str()),
@@ -1069,7 +1073,8 @@ async fn slow_call_events(
         ("mcp-protocol-version", version),
     ];
     let mut stream =
-        support::open_stream_with_body(gw.addr, "POST", "/servers/vh/mcp", &headers, &body).await;
+        mcp_test_support::EventStream::open(gw.addr, "POST", "/servers/vh/mcp", &headers, &body)
+            .await;
     let mut events = Vec::new();
     while let Some(event) = stream.next_event(Duration::from_secs(5)).await {
         let last = serde_json::from_str::<Value>(&event.data).is_ok_and(|m| m["id"] == 7);
@@ -1113,14 +1118,15 @@ async fn a_2025_11_25_post_stream_starts_with_a_priming_event_and_resumes_from_i
     );
 
     // Resuming from the priming event replays the whole call: nothing was sent before it.
-    let auth = support::gateway::bearer("alice");
+    let auth = mcp_test_support::stack::bearer("alice");
     let resume = [
         ("authorization", auth.as_str()),
         ("accept", "text/event-stream"),
         ("mcp-session-id", session.as_str()),
         ("last-event-id", primed.as_str()),
     ];
-    let mut resumed = support::open_stream(gw.addr, "GET", "/servers/vh/mcp", &resume).await;
+    let mut resumed =
+        mcp_test_support::EventStream::open(gw.addr, "GET", "/servers/vh/mcp", &resume, "").await;
     assert_eq!(resumed.status, 200);
     let mut replayed = Vec::new();
     while replayed.len() < messages.len() {
@@ -1185,7 +1191,7 @@ async fn client_progress_and_cancellation_of_a_relayed_backend_request_reach_tha
     let config = user_config(&[("beta", beta.url()), ("gamma", gamma.url())]);
     let gw = Gateway::start(&[("alice", config.clone()), ("bob", config)]).await;
     let session = sampling_session(&gw, "alice").await;
-    let auth = support::gateway::bearer("alice");
+    let auth = mcp_test_support::stack::bearer("alice");
     let headers = [
         ("authorization", auth.as_str()),
         ACCEPT,
@@ -1200,7 +1206,8 @@ async fn client_progress_and_cancellation_of_a_relayed_backend_request_reach_tha
     )
     .to_string();
     let mut call =
-        support::open_stream_with_body(gw.addr, "POST", "/servers/vh/mcp", &headers, &body).await;
+        mcp_test_support::EventStream::open(gw.addr, "POST", "/servers/vh/mcp", &headers, &body)
+            .await;
     let sampling = loop {
         let event = call
             .next_event(Duration::from_secs(5))

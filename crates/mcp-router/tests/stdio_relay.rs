@@ -14,50 +14,23 @@
 // Log notifications are deprecated by SEP-2577; rmcp's handler still records them.
 #![allow(deprecated)]
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
 use std::time::Duration;
 
 use mcp_config_store::StdioPolicy;
 use mcp_router::{McpRouter, StdioServer};
+use mcp_test_support::EventStream;
+use mcp_test_support::peers::{EverythingTransport, ServerEverything, node_project, root};
+use mcp_test_support::stack::{Gateway, bearer, modern_meta, vhost_config};
 use serde_json::{Value, json};
-use support::gateway::{Gateway, bearer, modern_meta, vhost_config};
-use support::peers::{in_ci, installed, root, skipped};
-use support::{EventStream, open_stream_with_body};
 
 /// Longest wait for one message of a call (the child starts on the first call: seconds of node
 /// start-up on a loaded machine).
 const WAIT: Duration = Duration::from_secs(30);
 const ACCEPT: (&str, &str) = ("accept", "application/json, text/event-stream");
 const JSON: (&str, &str) = ("content-type", "application/json");
-
-/// The npm project `tests/interop/node`, when installed and `node` runs.
-fn node_project() -> Option<PathBuf> {
-    let project = root().join("tests/interop/node");
-    let modules = project.join("node_modules");
-    if !installed(
-        &modules,
-        &project.join("package-lock.json"),
-        &modules.join("@modelcontextprotocol/server-everything/package.json"),
-    ) {
-        return None;
-    }
-    if Command::new("node")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-    {
-        return Some(project);
-    }
-    assert!(!in_ci(), "`node` is not on PATH; CI=true requires it");
-    skipped("`node` is not on PATH");
-    None
-}
 
 /// The catalog: `everything` (one process per principal) and `everything-shared`.
 fn router(project: &Path) -> McpRouter {
@@ -99,56 +72,6 @@ fn user(entry: &str) -> Value {
     vhost_config(json!({"backends": {"ev": {"stdio": entry, "timeout_ms": 30000}}}))
 }
 
-/// `server-everything` over HTTP+SSE (`node index.js sse`) on a free port, killed on drop.
-struct SseEverything {
-    child: std::process::Child,
-    port: u16,
-}
-
-impl SseEverything {
-    async fn start(project: &Path) -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
-        let entry =
-            project.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-        let child = Command::new("node")
-            .arg(&entry)
-            .arg("sse")
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("PORT", port.to_string())
-            .current_dir(project)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {}: {e}", entry.display()));
-        let server = Self { child, port };
-        // Polled, not timed: it listens once node has loaded it (seconds on a loaded machine).
-        let deadline = std::time::Instant::now() + WAIT;
-        while tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_err()
-        {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "server-everything (sse) did not listen on {port}"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        server
-    }
-}
-
-impl Drop for SseEverything {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 async fn gateway(project: &Path, entry: &str) -> Gateway {
     Gateway::start_with(
         &[("alice", user(entry)), ("bob", user(entry))],
@@ -177,7 +100,7 @@ async fn session(gw: &Gateway, sub: &str, capabilities: Value) -> String {
 }
 
 /// Sends a message in a 2025 session; the whole answer.
-async fn post(gw: &Gateway, sub: &str, session: &str, message: &Value) -> support::Reply {
+async fn post(gw: &Gateway, sub: &str, session: &str, message: &Value) -> mcp_test_support::Reply {
     gw.raw(
         sub,
         "vh",
@@ -210,7 +133,7 @@ async fn open_call(
         ("mcp-protocol-version", "2025-11-25"),
     ];
     let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params});
-    open_stream_with_body(addr, "POST", "/servers/vh/mcp", &headers, &body.to_string()).await
+    EventStream::open(addr, "POST", "/servers/vh/mcp", &headers, &body.to_string()).await
 }
 
 /// What a 2025 call brought: the server requests relayed (answered with `answer`), the
@@ -532,7 +455,8 @@ async fn get_stream(addr: SocketAddr, sub: &str, session: &str) -> EventStream {
         ("mcp-session-id", session),
         ("mcp-protocol-version", "2025-11-25"),
     ];
-    let stream = support::open_stream(addr, "GET", "/servers/vh/mcp", &headers).await;
+    let stream =
+        mcp_test_support::EventStream::open(addr, "GET", "/servers/vh/mcp", &headers, "").await;
     assert_eq!(stream.status, 200, "GET stream of {sub}");
     stream
 }
@@ -654,8 +578,8 @@ async fn a_2025_client_answers_an_sse_servers_sampling() {
     let Some(project) = node_project() else {
         return;
     };
-    let server = SseEverything::start(&project).await;
-    let url = format!("http://127.0.0.1:{}/sse", server.port);
+    let server = ServerEverything::start(&project, EverythingTransport::Sse).await;
+    let url = server.url();
     let gw = Gateway::start_with(
         &[(
             "alice",
@@ -772,7 +696,7 @@ async fn rmcps_2025_client_answers_a_stdio_servers_roots_and_sampling() {
     let handler = RmcpClient::default();
     let config =
         StreamableHttpClientTransportConfig::with_uri(format!("http://{}/servers/vh/mcp", gw.addr))
-            .auth_header(support::gateway::token("alice"));
+            .auth_header(mcp_test_support::stack::token("alice"));
     let client = tokio::time::timeout(
         WAIT,
         handler.clone().serve_with_lifecycle(
@@ -895,7 +819,7 @@ async fn a_shared_processs_updates_reach_only_subscribed_sessions_or_none_withou
 
 /// Opens a 2026-07-28 `subscriptions/listen` of `sub` for `notifications`.
 async fn modern_listen(gw: &Gateway, sub: &str, notifications: Value) -> EventStream {
-    let (headers, body) = support::gateway::modern_request_with_id(
+    let (headers, body) = mcp_test_support::stack::modern_request_with_id(
         json!(7),
         "subscriptions/listen",
         json!({ "notifications": notifications }),
@@ -903,7 +827,7 @@ async fn modern_listen(gw: &Gateway, sub: &str, notifications: Value) -> EventSt
     let auth = bearer(sub);
     let mut all: Vec<(&str, &str)> = vec![("authorization", &auth)];
     all.extend(headers.iter().map(|(k, v)| (*k, v.as_str())));
-    let stream = open_stream_with_body(gw.addr, "POST", "/servers/vh/mcp", &all, &body).await;
+    let stream = EventStream::open(gw.addr, "POST", "/servers/vh/mcp", &all, &body).await;
     assert_eq!(stream.status, 200, "subscriptions/listen is a stream");
     stream
 }
@@ -990,9 +914,8 @@ async fn a_2026_listen_follows_a_stdio_servers_resource_updates_of_its_own_proce
 /// progress values its callback got), before the answer completes the request.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_clients_progress_on_a_stdio_servers_request_reaches_the_process() {
-    let Some(python) = support::peers::python("mcp1") else {
-        assert!(!in_ci(), "the Python SDK 1.x venv is missing under CI");
-        skipped("the Python SDK 1.x venv (.venv/mcp1)");
+    // `python` reports the skip (or fails under CI=true) itself.
+    let Some(python) = mcp_test_support::peers::python("mcp1") else {
         return;
     };
     let mut server = StdioServer::new(python.to_str().expect("utf-8 path"));

@@ -3,11 +3,9 @@
 //! `headers.add`/`headers.remove` apply per backend, W3C trace context is propagated, and the
 //! gateway's own MCP headers cannot be overridden by configuration.
 
-mod support;
-
 use mcp_test_backends::{BackendSpec, RecordedRequest, TestBackend};
+use mcp_test_support::stack::{Gateway, bearer, vhost_config};
 use serde_json::{Value, json};
-use support::gateway::{Gateway, bearer, vhost_config};
 
 const TRACEPARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 

@@ -3,15 +3,13 @@
 //! host, the backend and the tool; a retry with a modified, expired or foreign state is refused
 //! with -32602 before anything reaches the backend.
 
-mod support;
-
 use std::time::Duration;
 
-use mcp_router::McpRouter;
+use mcp_router::{McpRouter, WallClock};
 use mcp_test_backends::{BackendSpec, TestBackend};
+use mcp_test_support::stack::{Gateway, user_config};
+use mcp_test_support::{Reply, ShiftedClock};
 use serde_json::{Value, json};
-use support::Reply;
-use support::gateway::{Gateway, user_config};
 
 async fn gateway_with(router: McpRouter) -> (TestBackend, Gateway) {
     let alpha = TestBackend::start(BackendSpec::modern("alpha")).await;
@@ -193,14 +191,20 @@ async fn a_request_state_for_another_tool_is_refused_before_the_backend() {
 
 #[tokio::test]
 async fn an_expired_request_state_is_refused_before_the_backend() {
+    let clock = ShiftedClock::new();
     let router = McpRouter::builder()
         .fanout_deadline(Duration::from_secs(5))
-        .request_state_ttl(Duration::ZERO)
+        .request_state_ttl(Duration::from_secs(60))
+        .wall_clock({
+            let clock = clock.clone();
+            WallClock::from_fn(move || clock.now())
+        })
         .build();
     let (alpha, gw) = gateway_with(router).await;
     let state = input_required(&ask(&gw, "alice", 1, json!({})).await, "name");
     let before = upstream_calls(&alpha);
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    // Past the state's lifetime on the router's clock: no sleep, whatever the machine's load.
+    clock.advance(Duration::from_secs(61));
     let reply = ask(
         &gw,
         "alice",

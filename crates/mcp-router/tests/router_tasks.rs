@@ -6,14 +6,12 @@
 //! gateway id again; a tampered, made-up, raw or foreign id is refused with -32602 before anything
 //! reaches a backend. 2025 clients get no tasks.
 
-mod support;
-
 use std::time::{Duration, Instant};
 
 use mcp_test_backends::{BackendSpec, RecordedRequest, TestBackend};
+use mcp_test_support::Reply;
+use mcp_test_support::stack::{Gateway, user_config};
 use serde_json::{Value, json};
-use support::Reply;
-use support::gateway::{Gateway, user_config};
 
 const TASKS: &str = "io.modelcontextprotocol/tasks";
 /// How long a test waits for a task to change state.
@@ -548,18 +546,18 @@ async fn listen_for_tasks(
     sub: &str,
     task_ids: &[&str],
     declare_tasks: bool,
-) -> support::EventStream {
+) -> mcp_test_support::EventStream {
     let params = json!({ "notifications": { "taskIds": task_ids }, "_meta": meta(declare_tasks) });
     let (headers, body) =
-        support::gateway::modern_request_with_id(json!(9), "subscriptions/listen", params);
-    let auth = support::gateway::bearer(sub);
+        mcp_test_support::stack::modern_request_with_id(json!(9), "subscriptions/listen", params);
+    let auth = mcp_test_support::stack::bearer(sub);
     let mut all: Vec<(&str, &str)> = vec![("authorization", &auth)];
     all.extend(headers.iter().map(|(k, v)| (*k, v.as_str())));
-    support::open_stream_with_body(gw.addr, "POST", "/servers/vh/mcp", &all, &body).await
+    mcp_test_support::EventStream::open(gw.addr, "POST", "/servers/vh/mcp", &all, &body).await
 }
 
 /// The next JSON-RPC message on a listen stream, `None` after `wait`.
-async fn next_message(stream: &mut support::EventStream, wait: Duration) -> Option<Value> {
+async fn next_message(stream: &mut mcp_test_support::EventStream, wait: Duration) -> Option<Value> {
     loop {
         let event = stream.next_event(wait).await?;
         if !event.data.trim().is_empty() {

@@ -1,5 +1,6 @@
-//! A gateway stack for end-to-end tests: the foundation layers and the router over a memory store,
-//! served on a loopback port, plus helpers to speak 2026-07-28 to it.
+//! The in-process gateway stack of the end-to-end tests (feature `stack`): the foundation layers
+//! and the router over a memory store, served on a loopback port, plus helpers to mint tokens and
+//! speak 2026-07-28 and 2025-11-25 to it.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -13,21 +14,25 @@ use mcp_vhost::VhostLayer;
 use serde_json::{Value, json};
 use tower::ServiceBuilder;
 
-use super::{Reply, now, send_body};
+use crate::{Reply, send_body, unix_now};
 
+/// The issuer the stack's validator trusts.
 pub const ISSUER: &str = "https://issuer.test";
+/// The audience the stack's validator requires.
 pub const AUDIENCE: &str = "mcp-gateway";
 const SECRET: &[u8] = b"test-secret-test-secret-test-sec";
 
 /// A running gateway.
 pub struct Gateway {
+    /// Where it listens.
     pub addr: SocketAddr,
+    /// Its user config store: tests insert and replace users while it runs.
     pub store: MemoryStore,
 }
 
 /// Mints a token for `sub`.
 pub fn token(sub: &str) -> String {
-    let claims = json!({"iss": ISSUER, "aud": AUDIENCE, "sub": sub, "exp": now() + 600});
+    let claims = json!({"iss": ISSUER, "aud": AUDIENCE, "sub": sub, "exp": unix_now() + 600});
     let key = EncodingKey::from_secret(SECRET).expect("hmac key");
     encode(&Header::new(Algorithm::HS256), &claims, &key).expect("encode")
 }
@@ -62,7 +67,7 @@ impl Gateway {
             .layer(ConfigStoreLayer::from_shared(Arc::new(store.clone())))
             .layer(VirtualHostConfigLayer::new())
             .service(router);
-        let addr = super::serve(service).await;
+        let addr = crate::serve(service).await;
         Self { addr, store }
     }
 
@@ -100,11 +105,7 @@ impl Gateway {
 /// unless the caller put its own `_meta` there.
 pub fn modern_request(method: &str, mut params: Value) -> (Vec<(&'static str, String)>, String) {
     if params.get("_meta").is_none() {
-        params["_meta"] = json!({
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
-            "io.modelcontextprotocol/clientInfo": {"name": "e2e", "version": "0"},
-        });
+        params["_meta"] = modern_meta();
     }
     let mut headers = vec![
         ("accept", "application/json, text/event-stream".to_owned()),
@@ -159,6 +160,11 @@ pub fn modern_request_with_id(
     let mut body: Value = serde_json::from_str(&body).expect("request body is JSON");
     body["id"] = id;
     (headers, body.to_string())
+}
+
+/// An `inputResponses` answer accepting an elicitation with the content `{key: value}`.
+pub fn accept_elicitation(key: &str, value: &str) -> Value {
+    json!({"elicitation": {"action": "accept", "content": {key: value}}})
 }
 
 /// A user config with one virtual host `vh` given as JSON (`naming`, `backends`, …).

@@ -4,8 +4,6 @@
 //! prompt and resource hooks, soft and enforce-mode plugin errors, and the fail-closed runtime
 //! after an invalid reload, for 2026-07-28 clients and a 2025 session.
 
-mod support;
-
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,10 +13,10 @@ use mcp_plugins::{
 };
 use mcp_router::McpRouter;
 use mcp_test_backends::{BackendSpec, TestBackend};
+use mcp_test_support::Reply;
+use mcp_test_support::stack::{Gateway, user_config};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
-use support::Reply;
-use support::gateway::{Gateway, user_config};
 
 /// A fake AWS access key id (the documented example key).
 const FAKE_KEY: &str = "AKIAIOSFODNN7EXAMPLE";
@@ -248,8 +246,11 @@ async fn the_rate_limit_refuses_after_n_calls_per_principal_and_recovers() {
     // Another principal has its own bucket.
     let bob = call(&gw, "bob", "alpha-add", json!({"a": 2, "b": 2})).await;
     assert_eq!(text_of(&bob), "alpha: 4");
-    // After the window the bucket is full again.
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    // After the window the bucket is full again. The limiter reads tokio's clock, so the test
+    // moves that clock a window forward (nothing is in flight meanwhile) instead of sleeping.
+    tokio::time::pause();
+    tokio::time::advance(Duration::from_millis(1100)).await;
+    tokio::time::resume();
     let again = call(&gw, "alice", "alpha-add", json!({"a": 1, "b": 2})).await;
     assert_eq!(text_of(&again), "alpha: 3");
 }

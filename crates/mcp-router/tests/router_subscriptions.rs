@@ -9,8 +9,6 @@
 //!   `resources/subscribe` through the gateway) with the public URI, and its list changes;
 //! - `server/discover` advertises `listChanged`/`subscribe` when a backend does.
 
-mod support;
-
 use std::convert::Infallible;
 use std::time::Duration;
 
@@ -19,9 +17,9 @@ use http::{Request, Response};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use mcp_test_backends::{BackendSpec, TestBackend};
+use mcp_test_support::stack::{Gateway, bearer, modern_request_with_id, user_config};
+use mcp_test_support::{EventStream, Reply};
 use serde_json::{Value, json};
-use support::gateway::{Gateway, bearer, modern_request_with_id, user_config};
-use support::{EventStream, Reply};
 
 const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 const ALPHA_STATIC: &str = "alpha-test://alpha/static";
@@ -49,7 +47,7 @@ async fn listen(gw: &Gateway, sub: &str, id: u64, notifications: Value) -> Event
     let mut all: Vec<(&str, &str)> = vec![("authorization", &auth)];
     all.extend(headers.iter().map(|(k, v)| (*k, v.as_str())));
     let stream =
-        support::open_stream_with_body(gw.addr, "POST", "/servers/vh/mcp", &all, &body).await;
+        mcp_test_support::EventStream::open(gw.addr, "POST", "/servers/vh/mcp", &all, &body).await;
     assert_eq!(
         stream.status, 200,
         "subscriptions/listen is answered with a stream"
@@ -387,7 +385,8 @@ async fn a_2025_get_stream_carries_a_subscribed_update_with_the_public_uri_and_l
         ("accept", "text/event-stream"),
         ("mcp-session-id", session.as_str()),
     ];
-    let mut stream = support::open_stream(gw.addr, "GET", "/servers/vh/mcp", &headers).await;
+    let mut stream =
+        mcp_test_support::EventStream::open(gw.addr, "GET", "/servers/vh/mcp", &headers, "").await;
     assert_eq!(stream.status, 200);
 
     let subscribe = legacy_post(
@@ -485,7 +484,7 @@ async fn quiet_backend() -> String {
                 .expect("static response parts"),
         )
     });
-    let addr = support::serve(service).await;
+    let addr = mcp_test_support::serve(service).await;
     format!("http://{addr}/mcp")
 }
 
@@ -533,7 +532,7 @@ async fn a_2025_session_gets_only_the_updates_it_subscribed_to() {
                 ("accept", "text/event-stream"),
                 ("mcp-session-id", session.as_str()),
             ];
-            support::open_stream(addr, "GET", "/servers/vh/mcp", &headers).await
+            mcp_test_support::EventStream::open(addr, "GET", "/servers/vh/mcp", &headers, "").await
         }
     };
     let mut subscribed_stream = open(subscriber.clone()).await;
@@ -606,7 +605,8 @@ async fn a_2025_session_subscribes_to_a_modern_backends_resource_through_a_liste
         ("accept", "text/event-stream"),
         ("mcp-session-id", session.as_str()),
     ];
-    let mut stream = support::open_stream(gw.addr, "GET", "/servers/vh/mcp", &headers).await;
+    let mut stream =
+        mcp_test_support::EventStream::open(gw.addr, "GET", "/servers/vh/mcp", &headers, "").await;
     assert_eq!(stream.status, 200);
 
     let subscribe = legacy_post(

@@ -2,12 +2,10 @@
 //! row, §4 era detection), driven with raw requests through the whole gateway stack: every row
 //! asserts the HTTP status, the JSON-RPC code and message, and that no backend was asked.
 
-mod support;
-
 use mcp_test_backends::{BackendSpec, TestBackend};
+use mcp_test_support::Reply;
+use mcp_test_support::stack::{Gateway, modern_request, user_config};
 use serde_json::{Value, json};
-use support::Reply;
-use support::gateway::{Gateway, modern_request, user_config};
 
 /// One modern backend behind `vh`; the backend is kept to check nothing reached it.
 async fn gateway() -> (TestBackend, Gateway) {
@@ -92,7 +90,7 @@ async fn a_missing_protocol_version_header_is_a_header_mismatch() {
 #[tokio::test]
 async fn a_protocol_version_header_that_differs_from_meta_is_a_header_mismatch() {
     let (alpha, gw) = gateway().await;
-    let mut meta = support::gateway::modern_meta();
+    let mut meta = mcp_test_support::stack::modern_meta();
     meta["io.modelcontextprotocol/protocolVersion"] = json!("2025-11-25");
     let (headers, body) = request("tools/list", json!({"_meta": meta}));
     let reply = post(&gw, &headers, &body).await;

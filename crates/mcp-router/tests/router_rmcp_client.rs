@@ -5,12 +5,11 @@
 // Log notifications are deprecated by SEP-2577; the handler still records them.
 #![allow(deprecated)]
 
-mod support;
-
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mcp_test_backends::{BackendSpec, TestBackend};
+use mcp_test_support::stack::{Gateway, token, user_config};
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams,
     ElicitResult, ElicitationAction, ErrorCode, Implementation, JsonObject,
@@ -21,7 +20,6 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, ErrorData, RoleClient};
 use serde_json::{Value, json};
-use support::gateway::{Gateway, token, user_config};
 
 /// Records progress; answers elicitations `name` -> `Ferris`, `color` -> `orange`.
 #[derive(Clone, Default)]

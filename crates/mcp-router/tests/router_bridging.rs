@@ -2,23 +2,12 @@
 //! becomes an `input_required` round whose retry answers the same upstream call; a 2025 backend's
 //! results get the fields a 2026-07-28 client requires.
 
-mod support;
-
 use std::time::Duration;
 
 use mcp_router::McpRouter;
 use mcp_test_backends::{BackendSpec, TestBackend};
+use mcp_test_support::stack::{Gateway, accept_elicitation, user_config};
 use serde_json::{Value, json};
-use support::gateway::{Gateway, user_config};
-
-/// The final JSON-RPC message of a reply, whether it came as JSON or as an SSE stream.
-fn last_message(reply: &support::Reply) -> Value {
-    if reply.header("content-type") == Some("text/event-stream") {
-        reply.sse_messages().pop().expect("a final message")
-    } else {
-        reply.json()
-    }
-}
 
 /// `beta-ask`, retried with `inputResponses` and `requestState` when given.
 fn ask(answers: Option<Value>, state: Option<&Value>) -> Value {
@@ -32,14 +21,10 @@ fn ask(answers: Option<Value>, state: Option<&Value>) -> Value {
     params
 }
 
-fn accept(key: &str, value: &str) -> Value {
-    json!({"elicitation": {"action": "accept", "content": {key: value}}})
-}
-
 /// The `input_required` result of a reply, asserting its shape.
-fn input_required(reply: &support::Reply) -> Value {
+fn input_required(reply: &mcp_test_support::Reply) -> Value {
     assert_eq!(reply.status, 200);
-    let message = last_message(reply);
+    let message = reply.last_message();
     let result = message["result"].clone();
     assert_eq!(result["resultType"], "input_required", "{message}");
     assert_eq!(
@@ -67,7 +52,7 @@ async fn a_legacy_backends_elicitation_reaches_a_modern_client_as_input_required
             "alice",
             "vh",
             "tools/call",
-            ask(Some(accept("name", "Ada")), Some(state)),
+            ask(Some(accept_elicitation("name", "Ada")), Some(state)),
         )
         .await,
     );
@@ -78,10 +63,13 @@ async fn a_legacy_backends_elicitation_reaches_a_modern_client_as_input_required
             "alice",
             "vh",
             "tools/call",
-            ask(Some(accept("color", "teal")), Some(&second["requestState"])),
+            ask(
+                Some(accept_elicitation("color", "teal")),
+                Some(&second["requestState"]),
+            ),
         )
         .await;
-    let message = last_message(&done);
+    let message = done.last_message();
     assert_eq!(message["id"], 1, "{message}");
     assert_eq!(message["result"]["resultType"], "complete", "{message}");
     assert_eq!(
@@ -102,10 +90,10 @@ async fn a_legacy_backends_elicitation_reaches_a_modern_client_as_input_required
             "alice",
             "vh",
             "tools/call",
-            ask(Some(accept("name", "Eve")), Some(state)),
+            ask(Some(accept_elicitation("name", "Eve")), Some(state)),
         )
         .await;
-    let error = &last_message(&replay)["error"];
+    let error = &replay.last_message()["error"];
     assert_eq!(error["code"], -32602, "{error}");
     assert_eq!(
         error["message"],
@@ -129,10 +117,10 @@ async fn a_parked_call_is_only_resumed_by_its_caller_with_its_answers() {
             "mallory",
             "vh",
             "tools/call",
-            ask(Some(accept("name", "M")), Some(state)),
+            ask(Some(accept_elicitation("name", "M")), Some(state)),
         )
         .await;
-    let error = &last_message(&stolen)["error"];
+    let error = &stolen.last_message()["error"];
     assert_eq!(error["code"], -32602, "{error}");
     assert_eq!(
         error["message"],
@@ -156,7 +144,7 @@ async fn a_parked_call_is_only_resumed_by_its_caller_with_its_answers() {
             ),
         )
         .await;
-    let message = last_message(&declined);
+    let message = declined.last_message();
     assert_eq!(message["result"]["isError"], true, "{message}");
     assert_eq!(
         message["result"]["content"][0]["text"],
@@ -194,10 +182,13 @@ async fn an_abandoned_parked_call_is_cancelled_upstream() {
             "alice",
             "vh",
             "tools/call",
-            ask(Some(accept("name", "Ada")), Some(&first["requestState"])),
+            ask(
+                Some(accept_elicitation("name", "Ada")),
+                Some(&first["requestState"]),
+            ),
         )
         .await;
-    let error = &last_message(&late)["error"];
+    let error = &late.last_message()["error"];
     assert_eq!(error["code"], -32602, "{error}");
     assert!(
         error["message"]
@@ -218,7 +209,7 @@ async fn a_client_without_the_capability_is_not_asked() {
         "io.modelcontextprotocol/clientInfo": {"name": "e2e", "version": "0"},
     });
     let reply = gw.modern("alice", "vh", "tools/call", params).await;
-    let message = last_message(&reply);
+    let message = reply.last_message();
     // The backend's session with this caller does not declare elicitation either, so the backend
     // answers on its own; nothing is parked or relayed.
     assert_eq!(message["result"]["resultType"], "complete", "{message}");
@@ -279,7 +270,7 @@ async fn one_caller_cannot_take_every_parking_place() {
     let over = gw
         .modern("alice", "vh", "tools/call", ask(None, None))
         .await;
-    let message = last_message(&over);
+    let message = over.last_message();
     // The backend's request was declined instead, and its tool says so in its own error.
     assert_eq!(message["error"]["code"], -32603, "{message}");
     assert!(
@@ -325,7 +316,7 @@ async fn a_dual_era_backend_is_spoken_to_in_each_callers_era() {
 
     let modern = gw.modern("alice", "vh", "tools/call", echo.clone()).await;
     assert_eq!(
-        last_message(&modern)["result"]["content"][0]["text"],
+        modern.last_message()["result"]["content"][0]["text"],
         "both: hi"
     );
     assert_eq!(

@@ -6,16 +6,14 @@
 //! outside the operator's allow-list is never started. The router trusts these configurations'
 //! authors (`trust_user_commands`), so their `args` and `stdio_policy = "shared"` are honoured.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use mcp_router::McpRouter;
 use mcp_test_backends::{BackendSpec, TestBackend};
+use mcp_test_support::peers::{python, root};
+use mcp_test_support::stack::{Gateway, vhost_config};
 use serde_json::{Value, json};
-use support::gateway::{Gateway, vhost_config};
-use support::peers::{python, root};
 
 fn script() -> PathBuf {
     root().join("tests/interop/py_stdio_server.py")
@@ -106,7 +104,7 @@ async fn a_stdio_server_serves_modern_and_legacy_clients_of_several_principals()
     assert_eq!(processes_with(&marker), 1, "one shared process");
 
     // Progress from the stdio server reaches the caller with the caller's token.
-    let mut meta = support::gateway::modern_meta();
+    let mut meta = mcp_test_support::stack::modern_meta();
     meta["progressToken"] = json!("tok-1");
     let slow = gw
         .modern(

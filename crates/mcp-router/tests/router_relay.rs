@@ -6,16 +6,14 @@
 //! backend's URIs on a streamed call (an update notification, resource links and embedded
 //! resources of the result) reach the client public.
 
-mod support;
-
 use std::convert::Infallible;
 
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
+use mcp_test_support::stack::{Gateway, modern_meta, user_config};
 use serde_json::{Value, json};
-use support::gateway::{Gateway, modern_meta, user_config};
 
 const LEVELS: [&str; 3] = ["debug", "info", "error"];
 
@@ -105,7 +103,7 @@ async fn chatty_backend() -> String {
         };
         Ok::<_, Infallible>(reply.expect("static response parts"))
     });
-    let addr = support::serve(service).await;
+    let addr = mcp_test_support::serve(service).await;
     format!("http://{addr}/mcp")
 }
 

@@ -1,66 +1,11 @@
-//! Failure classification: [`Outcome`], the [`Classify`] trait, [`DefaultClassifier`] and
-//! [`McpClassifier`].
+//! Failure classification: [`DefaultClassifier`] and [`McpClassifier`], implementations of
+//! `mcp-core`'s [`Classify`] (shared with `mcp-fallback`).
 
 use std::time::Duration;
 
-use http::{HeaderMap, Response, StatusCode, header};
+use http::{HeaderMap, Response, StatusCode};
+use mcp_core::outcome::{Classify, Outcome, classify_mcp_head};
 use mcp_core::{Envelope, MessageKind};
-
-/// What a finished call means for the breaker.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Outcome {
-    /// The backend did its job (it may still count as slow).
-    Success,
-    /// The backend is unhealthy: counts towards tripping; in half-open it reopens the breaker.
-    Failure,
-    /// Says nothing about the backend's health: not recorded (a probe's slot is released).
-    Ignore,
-}
-
-impl Outcome {
-    /// `success`, `failure` or `ignored` (the `outcome` label of `mcp_breaker_calls_total`).
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Success => "success",
-            Self::Failure => "failure",
-            Self::Ignore => "ignored",
-        }
-    }
-}
-
-/// Decides the [`Outcome`] of a call from its result and latency.
-///
-/// Implemented for closures `Fn(&Result<T, E>, Duration) -> Outcome`:
-///
-/// ```
-/// use std::time::Duration;
-/// use mcp_breaker::{Classify, Outcome};
-///
-/// // 404s are the caller's fault, not the backend's
-/// let c = |r: &Result<u16, ()>, _latency: Duration| match r {
-///     Ok(404) => Outcome::Ignore,
-///     Ok(s) if *s >= 500 => Outcome::Failure,
-///     Ok(_) => Outcome::Success,
-///     Err(()) => Outcome::Failure,
-/// };
-/// assert_eq!(c.classify(&Ok(404), Duration::ZERO), Outcome::Ignore);
-/// assert_eq!(c.classify(&Err(()), Duration::ZERO), Outcome::Failure);
-/// ```
-///
-/// Slow calls need no classifier: the breaker compares the latency with `slow_call_ms` itself.
-pub trait Classify<T, E> {
-    /// The outcome of one call.
-    fn classify(&self, result: &Result<T, E>, latency: Duration) -> Outcome;
-}
-
-impl<F, T, E> Classify<T, E> for F
-where
-    F: Fn(&Result<T, E>, Duration) -> Outcome,
-{
-    fn classify(&self, result: &Result<T, E>, latency: Duration) -> Outcome {
-        self(result, latency)
-    }
-}
 
 /// `Ok` is a success, `Err` a failure: right for clients whose errors are all transport errors.
 /// The default of [`BreakerLayer`](crate::BreakerLayer).
@@ -121,33 +66,7 @@ pub struct McpClassifier;
 impl McpClassifier {
     /// The outcome of a response head (see the table in the type docs).
     pub fn classify_head(status: StatusCode, headers: &HeaderMap) -> Outcome {
-        if status.is_server_error()
-            || status.is_redirection()
-            || status == StatusCode::REQUEST_TIMEOUT
-            || status == StatusCode::TOO_MANY_REQUESTS
-        {
-            return Outcome::Failure;
-        }
-        if !status.is_success()
-            || status == StatusCode::ACCEPTED
-            || status == StatusCode::NO_CONTENT
-        {
-            return Outcome::Success;
-        }
-        let content_type = headers
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .map(|v| mcp_core::media::essence(v).to_ascii_lowercase());
-        match content_type.as_deref() {
-            Some("application/json" | "text/event-stream") => Outcome::Success,
-            None if headers
-                .get(header::CONTENT_LENGTH)
-                .is_some_and(|v| v.as_bytes() == b"0") =>
-            {
-                Outcome::Success
-            }
-            _ => Outcome::Failure,
-        }
+        classify_mcp_head(status, headers)
     }
 
     /// The outcome of the JSON-RPC message a backend answered with: a response (any `result`,
@@ -181,6 +100,8 @@ impl<B, E> Classify<Response<B>, E> for McpClassifier {
 #[cfg(test)]
 mod tests {
     use std::io;
+
+    use http::header;
 
     use super::*;
 

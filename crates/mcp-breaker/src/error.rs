@@ -4,6 +4,8 @@ use std::error::Error;
 use std::fmt;
 use std::time::Duration;
 
+use mcp_core::outcome::{FailureKind, FailureKindOf, NeverSent};
+
 use crate::CircuitOpen;
 
 /// The error of a service behind a [`BreakerLayer`](crate::BreakerLayer): the breaker refused the
@@ -65,4 +67,24 @@ impl<E: fmt::Display> fmt::Display for BreakerError<E> {
 /// and the breaker composes inside tower's `Timeout`, `Buffer` and other `Into<BoxError>` stacks.
 /// The inner error's message is the `Display`; reach the inner error itself (and its `source`
 /// chain) with [`into_inner`](BreakerError::into_inner) or by matching [`Inner`](BreakerError::Inner).
-impl<E: fmt::Debug + fmt::Display> Error for BreakerError<E> {}
+///
+/// An [`Open`](BreakerError::Open) error's `source` is `mcp-core`'s [`NeverSent`] marker, so that
+/// `failure_kind_of_error` finds it in a boxed error chain.
+impl<E: fmt::Debug + fmt::Display> Error for BreakerError<E> {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        match self {
+            Self::Open { .. } => Some(&NeverSent),
+            Self::Inner(_) => None,
+        }
+    }
+}
+
+/// `Open` never reached the inner service; `Inner` is the inner error's kind.
+impl<E: FailureKindOf> FailureKindOf for BreakerError<E> {
+    fn failure_kind(&self) -> FailureKind {
+        match self {
+            Self::Open { .. } => FailureKind::NeverSent,
+            Self::Inner(e) => e.failure_kind(),
+        }
+    }
+}

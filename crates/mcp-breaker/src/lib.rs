@@ -161,7 +161,7 @@ mod tests;
 pub use breaker::{
     BreakerBuilder, BreakerHandle, BreakerSnapshot, CircuitBreaker, CircuitOpen, Permit,
 };
-pub use classify::{Classify, DefaultClassifier, McpClassifier, Outcome};
+pub use classify::{DefaultClassifier, McpClassifier};
 pub use config::{
     Backoff, BreakerConfig, BreakerConfigError, DEFAULT_CONSECUTIVE_FAILURES,
     DEFAULT_HALF_OPEN_PROBES, DEFAULT_MAX_HALF_OPEN_MS, DEFAULT_MAX_OPEN_MS, DEFAULT_MINIMUM_CALLS,
@@ -171,6 +171,9 @@ pub use config::{
 pub use error::BreakerError;
 pub use future::{HttpResponseFuture, ResponseFuture};
 pub use layer::{BreakerLayer, HttpBreakerLayer};
+/// `mcp-core`'s outcome classification, shared with `mcp-fallback`: re-exported so that a
+/// breaker user needs no other import.
+pub use mcp_core::outcome::{Classify, Outcome};
 pub use registry::BreakerRegistry;
 pub use service::{BreakerService, HttpBreakerService, open_response};
 pub use state::BreakerState;

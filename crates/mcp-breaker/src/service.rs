@@ -3,6 +3,7 @@
 use std::task::{Context, Poll};
 
 use http::{HeaderValue, Response, StatusCode, header};
+use mcp_core::outcome::NeverSent;
 use mcp_core::{APPLICATION_JSON, ResponseBody, encode_error};
 use tower_service::Service;
 
@@ -178,7 +179,8 @@ where
 /// - `Content-Type: application/json`;
 /// - body `{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"Backend <name> unavailable (circuit open)"}}`
 ///   (the request is not read, so the id is `null`);
-/// - the [`CircuitOpen`] in the response extensions, for outer layers (fallback, metrics).
+/// - the [`CircuitOpen`] in the response extensions, for outer layers (metrics), and `mcp-core`'s
+///   [`NeverSent`] marker (a fallback replays the call elsewhere).
 ///
 /// ```
 /// use bytes::Bytes;
@@ -208,5 +210,6 @@ pub fn open_response<B>(open: &CircuitOpen) -> Response<ResponseBody<B>> {
         HeaderValue::from(open.retry_after_secs()),
     );
     res.extensions_mut().insert(open.clone());
+    res.extensions_mut().insert(NeverSent);
     res
 }

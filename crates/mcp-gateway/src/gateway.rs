@@ -10,6 +10,7 @@ use std::time::Duration;
 use hyper_util::server::graceful::GracefulShutdown;
 use mcp_claims::{ClaimsLayer, JwtValidator};
 use mcp_config_store::{ConfigStoreLayer, PrincipalKey, UserConfigStore, VirtualHostConfigLayer};
+use mcp_core::tls::ClientTls;
 use mcp_plugins::PluginRuntime;
 use mcp_router::bus::NodeBus;
 use mcp_router::session::{
@@ -149,9 +150,11 @@ impl GatewayBuilder {
             &config.backends.deny_destinations,
         )
         .map_err(|reason| config.problem("backends.deny_destinations", reason))?;
+        let backend_tls = tls::backend_tls(&config)?;
         let router = build_router(
             &config,
             destinations.clone(),
+            backend_tls,
             sealing.as_deref(),
             sessions,
             bus,
@@ -253,6 +256,7 @@ fn session_store(
 fn build_router(
     config: &GatewayConfig,
     destinations: DestinationPolicy,
+    backend_tls: ClientTls,
     sealing: Option<&[u8]>,
     sessions: Arc<dyn SessionStore>,
     bus: Option<NodeBus>,
@@ -273,6 +277,7 @@ fn build_router(
             max_sessions_per_principal: r.max_upstream_sessions_per_principal,
             stdio: config.backends.stdio_rules(),
             destinations,
+            tls: backend_tls,
             ..UpstreamOptions::default()
         })
         .breaker_defaults(config.breaker.clone())

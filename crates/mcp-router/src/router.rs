@@ -19,6 +19,7 @@ use serde_json::value::RawValue;
 use tower_service::Service;
 
 use crate::body::{BoxError, McpBody};
+#[cfg(feature = "redis")]
 use crate::bus::NodeBus;
 use crate::inflight::InFlight;
 use crate::origin::OriginPolicy;
@@ -34,6 +35,7 @@ use crate::telemetry::{self, ServerOp};
 use crate::tool_hints::ToolHintsTable;
 use crate::upstream::{DestinationPolicy, StdioServer, Upstream, UpstreamOptions};
 use crate::{legacy, modern, respond};
+#[cfg(feature = "plugins")]
 use mcp_plugins::PluginRuntime;
 
 /// Shared state of a router and all its clones.
@@ -50,6 +52,7 @@ pub(crate) struct RouterInner {
     /// 2025 backends' calls waiting for a 2026-07-28 client's input (see `modern::parked`).
     pub(crate) parked: crate::modern::ParkedCalls,
     /// Retries of parked calls passed on to the node holding them, waiting for its answer.
+    #[cfg(feature = "redis")]
     pub(crate) forwards: crate::modern::forward::Waiting,
     /// Session records whose upstream sessions this node already adopted.
     pub(crate) adopted: crate::legacy::AdoptedRecords,
@@ -75,9 +78,11 @@ pub(crate) struct RouterInner {
     session_check_interval: Duration,
     /// Whether the expiry sweep runs (started by the first stream).
     sweeping: std::sync::atomic::AtomicBool,
-    /// Messages to and from the other nodes (answers and cancellations, see [`crate::bus`]).
+    /// Messages to and from the other nodes (answers and cancellations, see `crate::bus`).
+    #[cfg(feature = "redis")]
     pub(crate) bus: Option<Arc<NodeBus>>,
     /// Plugin hooks around routed calls (see [`crate::plugins`]).
+    #[cfg(feature = "plugins")]
     pub(crate) plugins: Option<Arc<PluginRuntime>>,
     /// The open GET streams of this node's 2025 sessions that follow modern backends' resources,
     /// woken when their session's subscriptions change.
@@ -243,7 +248,9 @@ pub struct McpRouterBuilder {
     request_state_ttl: Duration,
     upstream: UpstreamOptions,
     sessions: Option<Arc<dyn SessionStore>>,
+    #[cfg(feature = "redis")]
     bus: Option<Arc<NodeBus>>,
+    #[cfg(feature = "plugins")]
     plugins: Option<Arc<PluginRuntime>>,
     max_open_share: f64,
     stale_if_error: Duration,
@@ -281,7 +288,9 @@ impl Default for McpRouterBuilder {
             request_state_ttl: Duration::from_secs(600),
             upstream: UpstreamOptions::default(),
             sessions: None,
+            #[cfg(feature = "redis")]
             bus: None,
+            #[cfg(feature = "plugins")]
             plugins: None,
             max_open_share: 0.5,
             stale_if_error: Duration::from_secs(60),
@@ -363,8 +372,9 @@ impl McpRouterBuilder {
 
     /// Lets the nodes sharing a Redis pass each other what a 2025 client sent to the wrong node:
     /// its answers to the gateway's own requests (bridged MRTR input) and cancellations (see
-    /// [`crate::bus`]). Use with the Redis session store; without a bus those two only work on
-    /// the node running the call.
+    /// `crate::bus`). Use with the Redis session store; without a bus those two only work on
+    /// the node running the call. Feature `redis`.
+    #[cfg(feature = "redis")]
     pub fn node_bus(mut self, bus: NodeBus) -> Self {
         self.bus = Some(Arc::new(bus));
         self
@@ -398,10 +408,21 @@ impl McpRouterBuilder {
         self
     }
 
+    /// TLS towards `https` backends (default: the platform's roots): extra CAs of a private PKI,
+    /// a client certificate for backends that require mutual TLS (see
+    /// [`UpstreamOptions::tls`]).
+    pub fn backend_tls(mut self, tls: mcp_core::tls::ClientTls) -> Self {
+        self.upstream.tls = tls;
+        self
+    }
+
     /// Plugins around routed calls: `tools/call`, `prompts/get` and `resources/read` run the
     /// runtime's current chain (pre hooks before the backend, post hooks on the result), and lists
     /// leave out what an enforcing filter plugin hides. See `mcp_plugins` and the router's
     /// `plugins` module docs.
+    ///
+    /// Feature `plugins`.
+    #[cfg(feature = "plugins")]
     pub fn plugins(mut self, runtime: Arc<PluginRuntime>) -> Self {
         self.plugins = Some(runtime);
         self
@@ -484,20 +505,28 @@ impl McpRouterBuilder {
         self
     }
 
+    /// This node's id: the node bus's when there is one (its channel), else a random one.
+    fn node_id(&self) -> String {
+        #[cfg(feature = "redis")]
+        if let Some(bus) = &self.bus {
+            return bus.node_id().to_owned();
+        }
+        crate::pending::new_node_id()
+    }
+
     /// Builds the router. Needs a tokio runtime when it serves, not when it is built.
     pub fn build(self) -> McpRouter {
         let info = serde_json::json!({ "name": self.name, "version": self.version });
         let info =
             serde_json::value::to_raw_value(&info).unwrap_or_else(|_| RawValue::NULL.to_owned());
+        let node_id = self.node_id();
         let sealer = self.sealer.unwrap_or_else(Sealer::random);
         McpRouter {
             inner: Arc::new(RouterInner {
                 upstream: Upstream::new(self.upstream, info.clone()),
                 pending: PendingRequests::new(
                     sealer.clone(),
-                    self.bus
-                        .as_ref()
-                        .map_or_else(crate::pending::new_node_id, |b| b.node_id().to_owned()),
+                    node_id,
                     Duration::from_secs(600),
                     100_000,
                 ),
@@ -509,6 +538,7 @@ impl McpRouterBuilder {
                 max_body_bytes: self.max_body_bytes,
                 origins: self.origins,
                 request_state_ttl_secs: self.request_state_ttl.as_secs(),
+                #[cfg(feature = "redis")]
                 forwards: crate::modern::forward::Waiting::default(),
                 parked: crate::modern::ParkedCalls::new(
                     10_000,
@@ -530,7 +560,9 @@ impl McpRouterBuilder {
                 ends: SessionEnds::default(),
                 session_check_interval: self.session_check_interval,
                 sweeping: std::sync::atomic::AtomicBool::new(false),
+                #[cfg(feature = "redis")]
                 bus: self.bus,
+                #[cfg(feature = "plugins")]
                 plugins: self.plugins,
                 subscription_watchers: std::sync::Mutex::default(),
             }),

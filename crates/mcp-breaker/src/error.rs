@@ -1,7 +1,9 @@
 //! [`BreakerError`]: the error of [`BreakerService`](crate::BreakerService).
 
+use std::any::Any;
 use std::error::Error;
 use std::fmt;
+use std::io;
 use std::time::Duration;
 
 use mcp_core::outcome::{FailureKind, FailureKindOf, NeverSent};
@@ -68,13 +70,23 @@ impl<E: fmt::Display> fmt::Display for BreakerError<E> {
 /// The inner error's message is the `Display`; reach the inner error itself (and its `source`
 /// chain) with [`into_inner`](BreakerError::into_inner) or by matching [`Inner`](BreakerError::Inner).
 ///
-/// An [`Open`](BreakerError::Open) error's `source` is `mcp-core`'s [`NeverSent`] marker, so that
-/// `failure_kind_of_error` finds it in a boxed error chain.
-impl<E: fmt::Debug + fmt::Display> Error for BreakerError<E> {
+/// An [`Open`](BreakerError::Open) error's `source` is `mcp-core`'s [`NeverSent`] marker, and an
+/// [`Inner`](BreakerError::Inner) boxed error's or `io::Error`'s is that error, so that
+/// `failure_kind_of_error` finds a refusal or a refused connection in a boxed error chain.
+impl<E: fmt::Debug + fmt::Display + 'static> Error for BreakerError<E> {
     fn source(&self) -> Option<&(dyn Error + 'static)> {
         match self {
             Self::Open { .. } => Some(&NeverSent),
-            Self::Inner(_) => None,
+            Self::Inner(e) => {
+                let e: &dyn Any = e;
+                if let Some(boxed) = e.downcast_ref::<Box<dyn Error + Send + Sync>>() {
+                    Some(&**boxed)
+                } else if let Some(io) = e.downcast_ref::<io::Error>() {
+                    Some(io)
+                } else {
+                    None
+                }
+            }
         }
     }
 }

@@ -6,6 +6,9 @@
 //!   from Debian's packages when running as root; the interop peers: Python MCP SDK 1.x and 2.x
 //!   venvs in `.venv/`, the TypeScript SDK and server-everything in `tests/interop/node/`), then
 //!   runs cargo-nextest (or `cargo test` when nextest is not installed) and the doc tests.
+//!   First runs `features`.
+//! - `features`: each layer crate checked alone with no default features and with each feature,
+//!   and every publishable crate packaged (see `features.rs`). Also run by `test`.
 //! - `conformance`: the `mcp-gateway` binary against the official MCP conformance suite and
 //!   real peers (see `conformance.rs`); writes `target/conformance/REPORT.md`. Also run by `test`.
 //! - `ci`: `cargo fmt --check`, `cargo clippy --workspace --all-targets -D warnings`, then `test`.
@@ -25,6 +28,7 @@
 mod bench;
 mod book;
 mod conformance;
+mod features;
 mod fuzz;
 mod interop;
 mod prerequisites;
@@ -42,6 +46,8 @@ Tasks:
                target/conformance/REPORT.md); while working on it: --only
                official,matrix,contract runs those parts, --clients NAME,... the matrix
                clients whose name contains one of them (stale entries are then not checked)
+  features  each layer crate checked alone (no default features, then each feature) and
+            every publishable crate packaged (cargo package --no-verify); also run by test
   ci      fmt check + clippy -D warnings + test
   bench   benchmark the release gateway (--quick: ~30 s smoke; --baseline FILE: compare)
   book    build the book in docs/ (mdBook + link check) and run its Rust snippets
@@ -56,6 +62,7 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("test") => test(&args[1..]),
         Some("ci") => ci(),
+        Some("features") => features::features(),
         Some("conformance") => conformance::conformance(&args[1..]),
         Some("bench") => bench::bench(&args[1..]),
         Some("fuzz") => fuzz::fuzz(&args[1..]),
@@ -78,6 +85,7 @@ fn main() -> ExitCode {
 
 /// Runs the whole test suite; extra arguments go to nextest / cargo test as a filter.
 fn test(extra: &[String]) -> Result<(), String> {
+    features::features()?;
     prerequisites::ensure_redis_server()?;
     prerequisites::ensure_haproxy()?;
     interop::ensure_interop_peers()?;

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use mcp_core::ErrorObject;
+use mcp_core::outcome::{FailureKind, FailureKindOf, NeverSent};
 use tokio::time::Instant;
 
 use crate::config::{Settings, ceil_ms};
@@ -421,13 +422,35 @@ impl Drop for Permit {
 }
 
 /// The breaker refused a call: it is open (or half-open with every probe slot taken, or forced
-/// open).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("circuit breaker {name} is {state}; retry after {retry_after:?}")]
+/// open). Its [`source`](std::error::Error::source) is `mcp-core`'s [`NeverSent`] marker, so a
+/// fallback sees a refused call as never sent without knowing this type.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CircuitOpen {
     name: Arc<str>,
     retry_after: Duration,
     state: BreakerState,
+}
+
+impl fmt::Display for CircuitOpen {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "circuit breaker {} is {}; retry after {:?}",
+            self.name, self.state, self.retry_after
+        )
+    }
+}
+
+impl std::error::Error for CircuitOpen {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&NeverSent)
+    }
+}
+
+impl FailureKindOf for CircuitOpen {
+    fn failure_kind(&self) -> FailureKind {
+        FailureKind::NeverSent
+    }
 }
 
 impl CircuitOpen {

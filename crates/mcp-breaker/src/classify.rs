@@ -1,145 +1,15 @@
-//! Failure classification: [`Outcome`], the [`Classify`] trait, [`DefaultClassifier`],
-//! [`McpClassifier`], and deferred outcomes ([`CarryPermit`], [`AtEnd`]).
+//! Failure classification: [`DefaultClassifier`] and [`McpClassifier`], implementations of
+//! `mcp-core`'s [`Classify`] (shared with `mcp-fallback`), and when an outcome is recorded:
+//! [`Settle`], at once for every classifier, or at the end of a streamed answer with [`AtEnd`]
+//! and [`CarryPermit`].
 
 use std::time::Duration;
 
-use http::{HeaderMap, Response, StatusCode, header};
+use http::{HeaderMap, Response, StatusCode};
+use mcp_core::outcome::{Classify, Outcome, classify_mcp_head};
 use mcp_core::{Envelope, MessageKind};
 
 use crate::Permit;
-
-/// What a finished call means for the breaker.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Outcome {
-    /// The backend did its job (it may still count as slow).
-    Success,
-    /// The backend is unhealthy: counts towards tripping; in half-open it reopens the breaker.
-    Failure,
-    /// Says nothing about the backend's health: not recorded (a probe's slot is released).
-    Ignore,
-}
-
-impl Outcome {
-    /// `success`, `failure` or `ignored` (the `outcome` label of `mcp_breaker_calls_total`).
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Success => "success",
-            Self::Failure => "failure",
-            Self::Ignore => "ignored",
-        }
-    }
-}
-
-/// Decides the [`Outcome`] of a call from its result and latency.
-///
-/// Implemented for closures `Fn(&Result<T, E>, Duration) -> Outcome`:
-///
-/// ```
-/// use std::time::Duration;
-/// use mcp_breaker::{Classify, Outcome};
-///
-/// // 404s are the caller's fault, not the backend's
-/// let c = |r: &Result<u16, ()>, _latency: Duration| match r {
-///     Ok(404) => Outcome::Ignore,
-///     Ok(s) if *s >= 500 => Outcome::Failure,
-///     Ok(_) => Outcome::Success,
-///     Err(()) => Outcome::Failure,
-/// };
-/// assert_eq!(c.classify(&Ok(404), Duration::ZERO), Outcome::Ignore);
-/// assert_eq!(c.classify(&Err(()), Duration::ZERO), Outcome::Failure);
-/// ```
-///
-/// Slow calls need no classifier: the breaker compares the latency with `slow_call_ms` itself.
-pub trait Classify<T, E> {
-    /// The outcome of one call.
-    fn classify(&self, result: &Result<T, E>, latency: Duration) -> Outcome;
-
-    /// Settles the call's permit when its response future completes: by default, records
-    /// [`classify`](Self::classify) at once.
-    ///
-    /// A classifier whose outcome is only known later — a streamed answer that may still break
-    /// or stall after a good head, like tower-http's `ClassifyEos` — overrides this to hand the
-    /// permit to the response instead (see [`Permit`]: dropped unrecorded it releases its slot
-    /// and records nothing). [`AtEnd`] does that for responses that implement [`CarryPermit`].
-    fn settle(&self, result: &mut Result<T, E>, permit: Permit) {
-        let latency = permit.elapsed();
-        let outcome = self.classify(result, latency);
-        permit.record(outcome, latency);
-    }
-}
-
-/// A response that records its call's breaker outcome itself, once it knows it (at the end of a
-/// streamed answer): it keeps the [`Permit`] until then.
-pub trait CarryPermit {
-    /// Keeps `permit` until the outcome is known; then calls [`Permit::record`] (or
-    /// [`Permit::record_elapsed`]).
-    fn carry_permit(&mut self, permit: Permit);
-}
-
-/// A classifier that defers the outcome of a successful response to the response itself
-/// ([`CarryPermit`]) and classifies errors at once with `C`.
-///
-/// ```
-/// use std::time::Duration;
-/// use mcp_breaker::{AtEnd, CarryPermit, CircuitBreaker, DefaultClassifier, Outcome, Permit};
-/// use tower::{ServiceBuilder, ServiceExt, service_fn};
-///
-/// /// A streamed answer: its outcome is known when its last part has been read.
-/// struct Streamed { permit: Option<Permit>, parts: Vec<Result<&'static str, ()>> }
-/// impl CarryPermit for Streamed {
-///     fn carry_permit(&mut self, permit: Permit) { self.permit = Some(permit); }
-/// }
-/// impl Streamed {
-///     fn read_all(mut self) {
-///         let outcome = if self.parts.iter().all(Result::is_ok) { Outcome::Success } else { Outcome::Failure };
-///         if let Some(permit) = self.permit.take() { permit.record_elapsed(outcome); }
-///     }
-/// }
-///
-/// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let breaker = CircuitBreaker::builder("stream").consecutive_failures(1).build()?;
-/// let svc = ServiceBuilder::new()
-///     .layer(breaker.layer().classifier(AtEnd(DefaultClassifier)))
-///     .service(service_fn(|_: ()| async {
-///         Ok::<_, std::io::Error>(Streamed { permit: None, parts: vec![Ok("head"), Err(())] })
-///     }));
-/// let answer = svc.oneshot(()).await?;
-/// // The head was fine: nothing recorded yet.
-/// assert_eq!(breaker.snapshot().state, mcp_breaker::BreakerState::Closed);
-/// answer.read_all(); // the stream broke: a failure, and one trips this breaker
-/// assert_eq!(breaker.snapshot().state, mcp_breaker::BreakerState::Open);
-/// # Ok(())
-/// # }
-/// ```
-#[derive(Debug, Clone, Copy, Default)]
-pub struct AtEnd<C = DefaultClassifier>(pub C);
-
-impl<C, T, E> Classify<T, E> for AtEnd<C>
-where
-    C: Classify<T, E>,
-    T: CarryPermit,
-{
-    fn classify(&self, result: &Result<T, E>, latency: Duration) -> Outcome {
-        self.0.classify(result, latency)
-    }
-
-    fn settle(&self, result: &mut Result<T, E>, permit: Permit) {
-        match result {
-            Ok(response) => response.carry_permit(permit),
-            Err(_) => self.0.settle(result, permit),
-        }
-    }
-}
-
-impl<F, T, E> Classify<T, E> for F
-where
-    F: Fn(&Result<T, E>, Duration) -> Outcome,
-{
-    fn classify(&self, result: &Result<T, E>, latency: Duration) -> Outcome {
-        self(result, latency)
-    }
-}
 
 /// `Ok` is a success, `Err` a failure: right for clients whose errors are all transport errors.
 /// The default of [`BreakerLayer`](crate::BreakerLayer).
@@ -200,33 +70,7 @@ pub struct McpClassifier;
 impl McpClassifier {
     /// The outcome of a response head (see the table in the type docs).
     pub fn classify_head(status: StatusCode, headers: &HeaderMap) -> Outcome {
-        if status.is_server_error()
-            || status.is_redirection()
-            || status == StatusCode::REQUEST_TIMEOUT
-            || status == StatusCode::TOO_MANY_REQUESTS
-        {
-            return Outcome::Failure;
-        }
-        if !status.is_success()
-            || status == StatusCode::ACCEPTED
-            || status == StatusCode::NO_CONTENT
-        {
-            return Outcome::Success;
-        }
-        let content_type = headers
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .map(|v| mcp_core::media::essence(v).to_ascii_lowercase());
-        match content_type.as_deref() {
-            Some("application/json" | "text/event-stream") => Outcome::Success,
-            None if headers
-                .get(header::CONTENT_LENGTH)
-                .is_some_and(|v| v.as_bytes() == b"0") =>
-            {
-                Outcome::Success
-            }
-            _ => Outcome::Failure,
-        }
+        classify_mcp_head(status, headers)
     }
 
     /// The outcome of the JSON-RPC message a backend answered with: a response (any `result`,
@@ -260,6 +104,8 @@ impl<B, E> Classify<Response<B>, E> for McpClassifier {
 #[cfg(test)]
 mod tests {
     use std::io;
+
+    use http::header;
 
     use super::*;
 
@@ -346,5 +192,115 @@ mod tests {
             Outcome::Failure
         );
         assert_eq!(McpClassifier::classify_body(b""), Outcome::Failure);
+    }
+}
+
+/// Settles a call's permit when its response future completes: the classifiers of this crate and
+/// closures record their outcome at once, [`AtEnd`] hands the permit of a good response to the
+/// response itself, and [`Now`] records any other [`Classify`] at once.
+pub trait Settle<T, E> {
+    /// Records the outcome of `result` on `permit`, or hands `permit` on (a permit dropped
+    /// unrecorded releases its slot and records nothing).
+    fn settle(&self, result: &mut Result<T, E>, permit: Permit);
+}
+
+/// Records `classifier`'s outcome of `result` at once.
+fn settle_now<C: Classify<T, E>, T, E>(classifier: &C, result: &Result<T, E>, permit: Permit) {
+    let latency = permit.elapsed();
+    let outcome = classifier.classify(result, latency);
+    permit.record(outcome, latency);
+}
+
+impl<T, E> Settle<T, E> for DefaultClassifier {
+    fn settle(&self, result: &mut Result<T, E>, permit: Permit) {
+        settle_now(self, result, permit);
+    }
+}
+
+impl<B, E> Settle<Response<B>, E> for McpClassifier {
+    fn settle(&self, result: &mut Result<Response<B>, E>, permit: Permit) {
+        settle_now(self, result, permit);
+    }
+}
+
+impl<F, T, E> Settle<T, E> for F
+where
+    F: Fn(&Result<T, E>, Duration) -> Outcome,
+{
+    fn settle(&self, result: &mut Result<T, E>, permit: Permit) {
+        settle_now(self, result, permit);
+    }
+}
+
+/// Any [`Classify`] of your own, recorded at once when the response future completes (the
+/// classifiers of this crate and closures need no wrapper).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Now<C>(pub C);
+
+impl<C, T, E> Settle<T, E> for Now<C>
+where
+    C: Classify<T, E>,
+{
+    fn settle(&self, result: &mut Result<T, E>, permit: Permit) {
+        settle_now(&self.0, result, permit);
+    }
+}
+
+/// A response that records its call's breaker outcome itself, once it knows it (at the end of a
+/// streamed answer): it keeps the [`Permit`] until then.
+pub trait CarryPermit {
+    /// Keeps `permit` until the outcome is known; then calls [`Permit::record`] (or
+    /// [`Permit::record_elapsed`]).
+    fn carry_permit(&mut self, permit: Permit);
+}
+
+/// Settles a good response's outcome when the response knows it ([`CarryPermit`], like
+/// tower-http's `ClassifyEos` for streamed bodies) and classifies errors at once with `C`.
+///
+/// ```
+/// use mcp_breaker::{AtEnd, CarryPermit, CircuitBreaker, DefaultClassifier, Outcome, Permit};
+/// use tower::{ServiceBuilder, ServiceExt, service_fn};
+///
+/// /// A streamed answer: its outcome is known when its last part has been read.
+/// struct Streamed { permit: Option<Permit>, parts: Vec<Result<&'static str, ()>> }
+/// impl CarryPermit for Streamed {
+///     fn carry_permit(&mut self, permit: Permit) { self.permit = Some(permit); }
+/// }
+/// impl Streamed {
+///     fn read_all(mut self) {
+///         let outcome = if self.parts.iter().all(Result::is_ok) { Outcome::Success } else { Outcome::Failure };
+///         if let Some(permit) = self.permit.take() { permit.record_elapsed(outcome); }
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let breaker = CircuitBreaker::builder("stream").consecutive_failures(1).build()?;
+/// let svc = ServiceBuilder::new()
+///     .layer(breaker.layer().classifier(AtEnd(DefaultClassifier)))
+///     .service(service_fn(|_: ()| async {
+///         Ok::<_, std::io::Error>(Streamed { permit: None, parts: vec![Ok("head"), Err(())] })
+///     }));
+/// let answer = svc.oneshot(()).await?;
+/// // The head was fine: nothing recorded yet.
+/// assert_eq!(breaker.snapshot().state, mcp_breaker::BreakerState::Closed);
+/// answer.read_all(); // the stream broke: a failure, and one trips this breaker
+/// assert_eq!(breaker.snapshot().state, mcp_breaker::BreakerState::Open);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AtEnd<C = DefaultClassifier>(pub C);
+
+impl<C, T, E> Settle<T, E> for AtEnd<C>
+where
+    C: Classify<T, E>,
+    T: CarryPermit,
+{
+    fn settle(&self, result: &mut Result<T, E>, permit: Permit) {
+        match result {
+            Ok(response) => response.carry_permit(permit),
+            Err(_) => settle_now(&self.0, result, permit),
+        }
     }
 }

@@ -1,8 +1,12 @@
 //! [`BreakerError`]: the error of [`BreakerService`](crate::BreakerService).
 
+use std::any::Any;
 use std::error::Error;
 use std::fmt;
+use std::io;
 use std::time::Duration;
+
+use mcp_core::outcome::{FailureKind, FailureKindOf, NeverSent};
 
 use crate::CircuitOpen;
 
@@ -65,4 +69,34 @@ impl<E: fmt::Display> fmt::Display for BreakerError<E> {
 /// and the breaker composes inside tower's `Timeout`, `Buffer` and other `Into<BoxError>` stacks.
 /// The inner error's message is the `Display`; reach the inner error itself (and its `source`
 /// chain) with [`into_inner`](BreakerError::into_inner) or by matching [`Inner`](BreakerError::Inner).
-impl<E: fmt::Debug + fmt::Display> Error for BreakerError<E> {}
+///
+/// An [`Open`](BreakerError::Open) error's `source` is `mcp-core`'s [`NeverSent`] marker, and an
+/// [`Inner`](BreakerError::Inner) boxed error's or `io::Error`'s is that error, so that
+/// `failure_kind_of_error` finds a refusal or a refused connection in a boxed error chain.
+impl<E: fmt::Debug + fmt::Display + 'static> Error for BreakerError<E> {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        match self {
+            Self::Open { .. } => Some(&NeverSent),
+            Self::Inner(e) => {
+                let e: &dyn Any = e;
+                if let Some(boxed) = e.downcast_ref::<Box<dyn Error + Send + Sync>>() {
+                    Some(&**boxed)
+                } else if let Some(io) = e.downcast_ref::<io::Error>() {
+                    Some(io)
+                } else {
+                    None
+                }
+            }
+        }
+    }
+}
+
+/// `Open` never reached the inner service; `Inner` is the inner error's kind.
+impl<E: FailureKindOf> FailureKindOf for BreakerError<E> {
+    fn failure_kind(&self) -> FailureKind {
+        match self {
+            Self::Open { .. } => FailureKind::NeverSent,
+            Self::Inner(e) => e.failure_kind(),
+        }
+    }
+}

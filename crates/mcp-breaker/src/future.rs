@@ -10,7 +10,7 @@ use http::Response;
 use mcp_core::ResponseBody;
 use pin_project_lite::pin_project;
 
-use crate::{BreakerError, Classify, Permit};
+use crate::{BreakerError, Permit, Settle};
 
 pin_project! {
     /// Response future of [`BreakerService`](crate::BreakerService): the inner call holding its
@@ -50,7 +50,7 @@ impl<F, C> ResponseFuture<F, C> {
 impl<F, C, T, E> Future for ResponseFuture<F, C>
 where
     F: Future<Output = Result<T, E>>,
-    C: Classify<T, E>,
+    C: Settle<T, E>,
 {
     type Output = Result<T, BreakerError<E>>;
 
@@ -74,7 +74,7 @@ where
     }
 }
 
-fn record<C: Classify<T, E>, T, E>(permit: Permit, classifier: &C, result: &mut Result<T, E>) {
+fn record<C: Settle<T, E>, T, E>(permit: Permit, classifier: &C, result: &mut Result<T, E>) {
     classifier.settle(result, permit);
 }
 
@@ -118,7 +118,7 @@ impl<F, C, B> HttpResponseFuture<F, C, B> {
 impl<F, C, B, E> Future for HttpResponseFuture<F, C, B>
 where
     F: Future<Output = Result<Response<B>, E>>,
-    C: Classify<Response<B>, E>,
+    C: Settle<Response<B>, E>,
 {
     type Output = Result<Response<ResponseBody<B>>, E>;
 

@@ -11,6 +11,7 @@
 //! | [`BreakerLayer`] / [`BreakerService`] | client stacks: an open breaker fails with [`BreakerError::Open`] `{ retry_after }` |
 //! | [`HttpBreakerLayer`] / [`HttpBreakerService`] | HTTP stacks: an open breaker answers [`open_response`] (503, `Retry-After`, JSON-RPC error), `S::Error` unchanged |
 //! | [`Classify`], [`Outcome`], [`DefaultClassifier`], [`McpClassifier`] | failure classification: `Success` \| `Failure` \| `Ignore` from the result and latency |
+//! | [`Settle`], [`AtEnd`], [`CarryPermit`], [`Now`] | when the outcome is recorded: at once (this crate's classifiers, closures, any [`Classify`] in [`Now`]), or by the response at the end of a streamed answer ([`AtEnd`]) |
 //! | [`AtEnd`], [`CarryPermit`] | deferred classification: the response keeps the permit until its streamed answer ends |
 //! | [`BreakerConfig`] | serde config (`[breaker]` table, backend overrides), validated at build |
 //! | [`BreakerHandle`] | operator control: state, force open / force closed / disable / reset |
@@ -162,7 +163,7 @@ mod tests;
 pub use breaker::{
     BreakerBuilder, BreakerHandle, BreakerSnapshot, CircuitBreaker, CircuitOpen, Permit,
 };
-pub use classify::{AtEnd, CarryPermit, Classify, DefaultClassifier, McpClassifier, Outcome};
+pub use classify::{AtEnd, CarryPermit, DefaultClassifier, McpClassifier, Now, Settle};
 pub use config::{
     Backoff, BreakerConfig, BreakerConfigError, DEFAULT_CONSECUTIVE_FAILURES,
     DEFAULT_HALF_OPEN_PROBES, DEFAULT_MAX_HALF_OPEN_MS, DEFAULT_MAX_OPEN_MS, DEFAULT_MINIMUM_CALLS,
@@ -172,6 +173,9 @@ pub use config::{
 pub use error::BreakerError;
 pub use future::{HttpResponseFuture, ResponseFuture};
 pub use layer::{BreakerLayer, HttpBreakerLayer};
+/// `mcp-core`'s outcome classification, shared with `mcp-fallback`: re-exported so that a
+/// breaker user needs no other import.
+pub use mcp_core::outcome::{Classify, Outcome};
 pub use registry::BreakerRegistry;
 pub use service::{BreakerService, HttpBreakerService, open_response};
 pub use state::BreakerState;

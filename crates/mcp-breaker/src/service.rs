@@ -3,11 +3,12 @@
 use std::task::{Context, Poll};
 
 use http::{HeaderValue, Response, StatusCode, header};
+use mcp_core::outcome::NeverSent;
 use mcp_core::{APPLICATION_JSON, ResponseBody, encode_error};
 use tower_service::Service;
 
 use crate::{
-    BreakerError, CircuitBreaker, CircuitOpen, Classify, DefaultClassifier, HttpResponseFuture,
+    BreakerError, CircuitBreaker, CircuitOpen, DefaultClassifier, Settle, HttpResponseFuture,
     McpClassifier, ResponseFuture,
 };
 
@@ -74,7 +75,7 @@ impl<S, C> BreakerService<S, C> {
 impl<S, C, Req> Service<Req> for BreakerService<S, C>
 where
     S: Service<Req>,
-    C: Classify<S::Response, S::Error> + Clone,
+    C: Settle<S::Response, S::Error> + Clone,
 {
     type Response = S::Response;
     type Error = BreakerError<S::Error>;
@@ -150,7 +151,7 @@ impl<S, C> HttpBreakerService<S, C> {
 impl<S, C, Req, ResBody> Service<Req> for HttpBreakerService<S, C>
 where
     S: Service<Req, Response = Response<ResBody>>,
-    C: Classify<Response<ResBody>, S::Error> + Clone,
+    C: Settle<Response<ResBody>, S::Error> + Clone,
 {
     type Response = Response<ResponseBody<ResBody>>;
     type Error = S::Error;
@@ -178,7 +179,8 @@ where
 /// - `Content-Type: application/json`;
 /// - body `{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"Backend <name> unavailable (circuit open)"}}`
 ///   (the request is not read, so the id is `null`);
-/// - the [`CircuitOpen`] in the response extensions, for outer layers (fallback, metrics).
+/// - the [`CircuitOpen`] in the response extensions, for outer layers (metrics), and `mcp-core`'s
+///   [`NeverSent`] marker (a fallback replays the call elsewhere).
 ///
 /// ```
 /// use bytes::Bytes;
@@ -208,5 +210,6 @@ pub fn open_response<B>(open: &CircuitOpen) -> Response<ResponseBody<B>> {
         HeaderValue::from(open.retry_after_secs()),
     );
     res.extensions_mut().insert(open.clone());
+    res.extensions_mut().insert(NeverSent);
     res
 }

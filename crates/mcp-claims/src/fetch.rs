@@ -1,16 +1,15 @@
-//! The HTTP(S) client that fetches JWK Sets: hyper-util's pooled client over hyper-rustls (native
-//! root certificates, aws-lc-rs), plain `http` allowed.
+//! The HTTP(S) client that fetches JWK Sets: hyper-util's pooled client over `mcp-core`'s HTTPS
+//! connector (native root certificates, aws-lc-rs), plain `http` allowed.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Request, Uri, header};
 use http_body_util::{BodyExt, Empty, Limited};
-use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
+use mcp_core::tls::{ClientTls, HttpsConnector, https_connector};
 
 use crate::error::ClaimsConfigError;
 
@@ -20,28 +19,22 @@ const MAX_JWKS_BYTES: usize = 1024 * 1024;
 /// The pooled client shared by every JWKS source of a validator.
 pub(crate) type HttpClient = Client<HttpsConnector<HttpConnector>, Empty<Bytes>>;
 
-/// Builds the client. `tls` overrides the TLS configuration; otherwise the platform's native roots
-/// are loaded, and failing that is only an error when an `https` URL needs them.
+/// Builds the client over `mcp-core`'s HTTPS connector. `tls` overrides the TLS configuration;
+/// otherwise the platform's native roots are loaded, and failing that is only an error when an
+/// `https` URL needs them.
 pub(crate) fn build_client(
     tls: Option<rustls::ClientConfig>,
     need_https: bool,
     connect_timeout: Duration,
 ) -> Result<HttpClient, ClaimsConfigError> {
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let builder = match tls {
-        Some(config) => HttpsConnectorBuilder::new().with_tls_config(config),
-        None => match HttpsConnectorBuilder::new().with_provider_and_native_roots(provider.clone())
-        {
-            Ok(builder) => builder,
+    let config = match tls {
+        Some(config) => config,
+        None => match ClientTls::new().client_config() {
+            Ok(config) => config,
             Err(e) if need_https => return Err(ClaimsConfigError::Tls(e.to_string())),
+            // Only plain http URLs: an https connector that trusts nothing is never used.
             Err(_) => {
-                // Only plain http URLs: an https connector that trusts nothing is never used.
-                let config = rustls::ClientConfig::builder_with_provider(provider)
-                    .with_safe_default_protocol_versions()
-                    .map_err(|e| ClaimsConfigError::Tls(e.to_string()))?
-                    .with_root_certificates(rustls::RootCertStore::empty())
-                    .with_no_client_auth();
-                HttpsConnectorBuilder::new().with_tls_config(config)
+                ClientTls::untrusting_config().map_err(|e| ClaimsConfigError::Tls(e.to_string()))?
             }
         },
     };
@@ -49,14 +42,9 @@ pub(crate) fn build_client(
     http.enforce_http(false);
     http.set_nodelay(true);
     http.set_connect_timeout(Some(connect_timeout));
-    let connector = builder
-        .https_or_http()
-        .enable_http1()
-        .enable_http2()
-        .wrap_connector(http);
     Ok(Client::builder(TokioExecutor::new())
         .pool_idle_timeout(Duration::from_secs(90))
-        .build(connector))
+        .build(https_connector(config, http)))
 }
 
 /// GETs `uri` and returns the body of a 2xx answer (at most 1 MiB), all within `timeout`.

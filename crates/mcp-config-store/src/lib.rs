@@ -99,9 +99,12 @@
 //!
 //! ## Features
 //!
-//! - `file` (default): [`FileStore`] and TOML parsing.
-//! - `redis` (default): [`RedisStore`] (deadpool-redis 0.23, redis 1.x), and [`RedisTopology`]:
-//!   one server, Sentinel or Cluster, chosen by the URL scheme, for every Redis user of the gateway.
+//! No store beyond [`MemoryStore`] is on by default (tower-http style: turn on what you use).
+//!
+//! | feature | default | what it adds |
+//! |---|---|---|
+//! | `file` | no | `FileStore` and TOML parsing |
+//! | `redis` | no | `RedisStore` (deadpool-redis 0.23, redis 1.x), and `RedisTopology`: one server, Sentinel or Cluster, chosen by the URL scheme, for every Redis user of the gateway |
 
 mod cache;
 mod config_layer;

@@ -17,10 +17,20 @@
 //! | `protocol_version` | [`ProtocolVersion`] and [`Era`] (legacy 2025 sessions, modern 2026-07-28) |
 //! | `raw_object` | [`RawObject`]: edit a JSON object's top level, nested values stay raw bytes |
 //! | [`headers`] | MCP header names and the `=?base64?…?=` header value codec |
-//! | [`media`] | media types of `Content-Type` values ([`media::essence`], [`media::is_media_type`]) |
+//! | [`media`] | media types of `Content-Type` values ([`media::essence`], [`media::is_media_type`], [`media::media_kind`]) |
+//! | [`item_kind`] | [`ItemKind`]: tools, prompts or resources |
+//! | [`outcome`] | what a finished backend call means: [`outcome::Outcome`] (health, for breakers), [`outcome::FailureKind`] (may it be replayed, for fallbacks) |
+//! | `tls` | feature `https`: `tls::ClientTls` (platform roots, private CAs, client certificate) and `tls::https_connector`, the one HTTPS connector of outgoing clients |
+//! | [`BoxError`] | the boxed error of generic bodies and services |
 //! | [`sse`] | [`sse::SseEvent`] encoder and the streaming [`sse::SseDecoder`] |
 //!
 //! Modules in backticks are private: their items are re-exported here, one path per item.
+//!
+//! ## Features
+//!
+//! | feature | default | what it adds |
+//! |---|---|---|
+//! | `https` | no | the `tls` module: one HTTPS connector builder (hyper-rustls, rustls over aws-lc-rs) with a TLS override |
 //!
 //! Data flows between layers through request extensions keyed by these newtypes, never bare
 //! strings, so a layer reads what another produced without depending on the producer's crate.
@@ -31,19 +41,24 @@ pub mod error_code;
 mod error_object;
 pub mod headers;
 mod http_error;
+mod item_kind;
 mod jsonrpc;
 pub mod media;
 mod method;
+pub mod outcome;
 mod principal;
 mod protocol_version;
 mod raw_object;
 pub mod sse;
+#[cfg(feature = "https")]
+pub mod tls;
 mod virtual_host_id;
 
 pub use body::ResponseBody;
 pub use detail_future::DetailFuture;
 pub use error_object::ErrorObject;
 pub use http_error::{APPLICATION_JSON, detail_body, detail_response};
+pub use item_kind::ItemKind;
 pub use jsonrpc::{
     Envelope, EnvelopeError, MessageKind, RequestId, encode_error, encode_notification,
     encode_request, encode_request_object, encode_result,
@@ -53,3 +68,6 @@ pub use principal::Principal;
 pub use protocol_version::{Era, ProtocolVersion, UnknownProtocolVersion};
 pub use raw_object::RawObject;
 pub use virtual_host_id::VirtualHostId;
+
+/// The boxed error of generic bodies and services (`http_body::Body::Error: Into<BoxError>`).
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;

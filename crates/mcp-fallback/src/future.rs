@@ -8,7 +8,7 @@ use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use http::{HeaderValue, Response, StatusCode, header};
-use mcp_breaker::CircuitOpen;
+use mcp_core::outcome::NeverSent;
 use mcp_core::{APPLICATION_JSON, ErrorObject, RawObject, RequestId, ResponseBody, encode_error};
 use pin_project_lite::pin_project;
 use tokio::time::{Sleep, sleep};
@@ -402,12 +402,23 @@ where
             }));
         }
         let id = this.core.req().extensions().get::<RequestId>();
-        let open = match &result {
-            Ok(res) => res.extensions().get::<CircuitOpen>(),
-            Err(_) => None,
+        let refused = match result {
+            Ok(mut res) if res.extensions().get::<NeverSent>().is_some() => Some(Refused {
+                retry_after: res.headers_mut().remove(header::RETRY_AFTER),
+                extensions: std::mem::take(res.extensions_mut()),
+            }),
+            _ => None,
         };
-        Poll::Ready(Ok(exhausted_response(id, this.answer, &report, open)))
+        Poll::Ready(Ok(exhausted_response(id, this.answer, &report, refused)))
     }
+}
+
+/// What the exhausted answer keeps of a primary's answer that refused the call before sending it
+/// (a circuit breaker's 503, marked with `mcp-core`'s [`NeverSent`]): its `Retry-After` and its
+/// extensions (the breaker's own description of the refusal among them).
+struct Refused {
+    retry_after: Option<HeaderValue>,
+    extensions: http::Extensions,
 }
 
 /// The JSON-RPC error answer of an exhausted [`HttpFallback`](crate::HttpFallback).
@@ -415,7 +426,7 @@ fn exhausted_response<B>(
     id: Option<&RequestId>,
     answer: &HttpAnswer,
     report: &FallbackReport,
-    open: Option<&CircuitOpen>,
+    refused: Option<Refused>,
 ) -> Response<ResponseBody<B>> {
     let mut data = RawObject::new();
     data.set_str("failure", report.failure.kind.as_str());
@@ -429,14 +440,13 @@ fn exhausted_response<B>(
     let mut res = Response::new(ResponseBody::local(encode_error(id, &error)));
     res.headers_mut()
         .insert(header::CONTENT_TYPE, APPLICATION_JSON);
-    match open {
-        Some(open) => {
+    match refused {
+        Some(refused) => {
             *res.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
-            res.headers_mut().insert(
-                header::RETRY_AFTER,
-                HeaderValue::from(open.retry_after_secs()),
-            );
-            res.extensions_mut().insert(open.clone());
+            if let Some(retry_after) = refused.retry_after {
+                res.headers_mut().insert(header::RETRY_AFTER, retry_after);
+            }
+            *res.extensions_mut() = refused.extensions;
         }
         None => *res.status_mut() = answer.status,
     }

@@ -137,8 +137,9 @@ impl<S, A: Clone, D: Clone, P: Clone, St: Clone> Layer<S> for FallbackLayer<A, D
 /// error response instead of the primary's error or 5xx:
 ///
 /// - status [`error_status`](Self::error_status) (default `502 Bad Gateway`), or `503` with
-///   `Retry-After` when the primary's answer was the breaker's open answer (a
-///   [`CircuitOpen`](mcp_breaker::CircuitOpen) extension, kept on the response);
+///   its `Retry-After` when the primary's answer was a refusal before sending (a circuit
+///   breaker's open answer, marked with `mcp-core`'s [`NeverSent`](mcp_core::outcome::NeverSent)
+///   extension; the answer's extensions, the breaker's `CircuitOpen` among them, are kept);
 /// - `Content-Type: application/json`;
 /// - body `{"jsonrpc":"2.0","id":<the mcp_core::RequestId request extension, else null>,"error":{"code":-32603,"message":"Backend <name> unavailable (no alternate or cached answer)","data":{"failure":"never_sent"|"maybe_received","alternates_tried":n,"timed_out":bool}}}`;
 /// - the [`FallbackReport`](crate::FallbackReport) (with [`ServedBy::Exhausted`](crate::ServedBy::Exhausted)) in the extensions.

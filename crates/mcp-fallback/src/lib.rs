@@ -115,15 +115,15 @@ pub mod degraded;
 #[cfg(test)]
 mod tests;
 
-pub use failure::{
-    Attempt, DetectFailure, ErrorDetector, FailureInfo, FailureKindOf, FromClassify, HttpDetector,
-    failure_kind_of_error,
-};
+pub use failure::{Attempt, DetectFailure, ErrorDetector, FailureInfo, FromClassify, HttpDetector};
 pub use future::{HttpResponseFuture, ResponseFuture};
 pub use layer::{DEFAULT_TIMEOUT, FallbackLayer, HttpFallbackLayer};
+/// `mcp-core`'s failure kinds, shared with circuit breakers (`mcp-breaker` implements
+/// [`FailureKindOf`] for its refusals): re-exported so that a fallback user needs no other import.
+pub use mcp_core::outcome::{FailureKind, FailureKindOf, failure_kind_of_error};
 pub use replay::{
-    FailureKind, McpCall, McpReplay, NeverSentOnly, READ_METHODS, ReplayPolicy, ToolHints,
-    is_read_method, may_replay,
+    McpCall, McpReplay, NeverSentOnly, READ_METHODS, ReplayPolicy, ToolHints, is_read_method,
+    may_replay,
 };
 pub use served::{FallbackReport, Served, ServedBy};
 pub use service::{Fallback, HttpFallback};

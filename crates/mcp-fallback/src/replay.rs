@@ -5,30 +5,9 @@ use mcp_core::RawObject;
 use mcp_core::headers::MCP_METHOD;
 use serde_json::value::RawValue;
 
+use mcp_core::outcome::FailureKind;
+
 use crate::FailureInfo;
-
-/// Whether the backend that failed may have received the request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum FailureKind {
-    /// The backend provably never received the request: connection refused, DNS or TLS failure,
-    /// breaker open, the service was not ready. Sending it elsewhere cannot run it twice.
-    NeverSent,
-    /// The backend may have received (and executed) the request: timeout, connection reset
-    /// mid-flight, 5xx, malformed answer. Only safe to send elsewhere when the call is a read or
-    /// idempotent.
-    MaybeReceived,
-}
-
-impl FailureKind {
-    /// `never_sent` or `maybe_received` (for logs and metric labels).
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::NeverSent => "never_sent",
-            Self::MaybeReceived => "maybe_received",
-        }
-    }
-}
 
 /// The replay-relevant annotations of a tool definition (`annotations.readOnlyHint`,
 /// `annotations.idempotentHint`). Both default to `false`, as in the MCP schema.

@@ -3,8 +3,7 @@
 use bytes::Bytes;
 use http_body_util::combinators::UnsyncBoxBody;
 
-/// A boxed error, as carried by [`GatewayBody`].
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+pub(crate) use mcp_core::BoxError;
 
 /// The response body of [`GatewayService`](crate::GatewayService) and
 /// [`AdminService`](crate::AdminService): streamed router answers (SSE) and locally generated

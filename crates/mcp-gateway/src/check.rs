@@ -49,6 +49,9 @@ pub async fn check_config(
     {
         add(e);
     }
+    if let Err(e) = tls::backend_tls(config) {
+        add(e);
+    }
     if let Err(e) = auth::sealing_secret(config, None) {
         add(e);
     }

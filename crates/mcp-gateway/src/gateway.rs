@@ -10,6 +10,7 @@ use std::time::Duration;
 use hyper_util::server::graceful::GracefulShutdown;
 use mcp_claims::{ClaimsLayer, JwtValidator};
 use mcp_config_store::{ConfigStoreLayer, PrincipalKey, UserConfigStore, VirtualHostConfigLayer};
+use mcp_core::tls::ClientTls;
 use mcp_plugins::PluginRuntime;
 use mcp_router::bus::NodeBus;
 use mcp_router::session::{
@@ -185,9 +186,11 @@ impl GatewayBuilder {
             &config.backends.deny_destinations,
         )
         .map_err(|reason| config.problem("backends.deny_destinations", reason.to_string()))?;
+        let backend_tls = tls::backend_tls(&config)?;
         let router = build_router(
             &config,
             destinations.clone(),
+            backend_tls,
             sealing.as_deref(),
             sessions,
             bus,
@@ -290,7 +293,11 @@ fn session_store(
 }
 
 /// The router's upstream options from `[router]` and `[backends]`.
-fn upstream_options(config: &GatewayConfig, destinations: DestinationPolicy) -> UpstreamOptions {
+fn upstream_options(
+    config: &GatewayConfig,
+    destinations: DestinationPolicy,
+    tls: ClientTls,
+) -> UpstreamOptions {
     let r = &config.router;
     let mut options = UpstreamOptions::default();
     options.connect_timeout = r.upstream_connect_timeout;
@@ -298,12 +305,14 @@ fn upstream_options(config: &GatewayConfig, destinations: DestinationPolicy) -> 
     options.max_sessions_per_principal = r.max_upstream_sessions_per_principal;
     options.stdio = config.backends.stdio_rules();
     options.destinations = destinations;
+    options.tls = tls;
     options
 }
 
 fn build_router(
     config: &GatewayConfig,
     destinations: DestinationPolicy,
+    backend_tls: ClientTls,
     sealing: Option<&[u8]>,
     sessions: Arc<dyn SessionStore>,
     bus: Option<NodeBus>,
@@ -319,7 +328,7 @@ fn build_router(
         .max_body_bytes(config.limits.max_body_bytes)
         .origins(origin_policy(&config.security.allowed_origins))
         .request_state_ttl(r.request_state_ttl)
-        .upstream(upstream_options(config, destinations))
+        .upstream(upstream_options(config, destinations, backend_tls))
         .breaker_defaults(config.breaker.clone())
         .stale_if_error(r.stale_if_error, STALE_ENTRIES)
         .replay_budgets(

@@ -203,7 +203,7 @@ pub mod users;
 
 pub use admin::AdminService;
 pub use auth::{build_validator, hs256_secret};
-pub use body::{BoxError, GatewayBody};
+pub use body::GatewayBody;
 pub use check::{CheckReport, check_config};
 pub use error::GatewayError;
 pub use gateway::{BoundGateway, Gateway, GatewayBuilder};

@@ -3,7 +3,9 @@
 use serde::Deserialize;
 
 use crate::pattern::any_matches;
-use crate::{Hook, ItemKind, Pattern};
+use mcp_core::ItemKind;
+
+use crate::{Hook, Pattern};
 
 /// Optional restrictions of a plugin entry. Every list that is present must match (an absent list
 /// matches everything); `tools` restricts tool hooks only, `prompts` prompt hooks and `resources`

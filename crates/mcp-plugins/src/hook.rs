@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use mcp_core::ItemKind;
+
 /// A point around a routed call where plugins run.
 ///
 /// Pre hooks see the call's arguments (tools, prompts) before the backend does; post hooks see the
@@ -75,7 +77,25 @@ impl Hook {
 
     /// The pre hook of the same item kind (list filtering asks the pre-hook plugins).
     pub const fn pre(self) -> Hook {
-        self.item().pre_hook()
+        Hook::pre_of(self.item())
+    }
+
+    /// The hook that runs before a call of this kind (and decides list visibility).
+    pub const fn pre_of(kind: ItemKind) -> Hook {
+        match kind {
+            ItemKind::Tool => Hook::ToolPreInvoke,
+            ItemKind::Prompt => Hook::PromptPreFetch,
+            ItemKind::Resource => Hook::ResourcePreRead,
+        }
+    }
+
+    /// The hook that runs after a call of this kind.
+    pub const fn post_of(kind: ItemKind) -> Hook {
+        match kind {
+            ItemKind::Tool => Hook::ToolPostInvoke,
+            ItemKind::Prompt => Hook::PromptPostFetch,
+            ItemKind::Resource => Hook::ResourcePostRead,
+        }
     }
 
     pub(crate) const fn index(self) -> usize {
@@ -109,37 +129,6 @@ impl std::str::FromStr for Hook {
             .into_iter()
             .find(|h| h.as_str() == s)
             .ok_or_else(|| UnknownHook(s.to_owned()))
-    }
-}
-
-/// What a hook governs: tools, prompts or resources (also the item kind of a list).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ItemKind {
-    /// `tools/call`, `tools/list`.
-    Tool,
-    /// `prompts/get`, `prompts/list`.
-    Prompt,
-    /// `resources/read`, `resources/list`.
-    Resource,
-}
-
-impl ItemKind {
-    /// The hook that runs before a call of this kind (and decides list visibility).
-    pub const fn pre_hook(self) -> Hook {
-        match self {
-            ItemKind::Tool => Hook::ToolPreInvoke,
-            ItemKind::Prompt => Hook::PromptPreFetch,
-            ItemKind::Resource => Hook::ResourcePreRead,
-        }
-    }
-
-    /// The hook that runs after a call of this kind.
-    pub const fn post_hook(self) -> Hook {
-        match self {
-            ItemKind::Tool => Hook::ToolPostInvoke,
-            ItemKind::Prompt => Hook::PromptPostFetch,
-            ItemKind::Resource => Hook::ResourcePostRead,
-        }
     }
 }
 

@@ -63,6 +63,8 @@ use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode, header};
 use http_body::Body;
 use http_body_util::{BodyExt, Limited};
+use mcp_core::BoxError;
+use mcp_core::media::{MediaKind, media_kind};
 use mcp_core::sse::{SseDecoder, SseEvent};
 use mcp_core::{
     Envelope, ErrorObject, MessageKind, Principal, RawObject, RequestId, VirtualHostId,
@@ -162,8 +164,6 @@ impl<S> PluginService<S> {
         self.inner
     }
 }
-
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 type BoxResponse<B, E> = Pin<Box<dyn Future<Output = Result<Response<PluginBody<B>>, E>> + Send>>;
 
@@ -380,16 +380,11 @@ where
     B: Body<Data = Bytes>,
     B::Error: Into<BoxError>,
 {
-    let content_type = response
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_ascii_lowercase();
-    let sse = content_type.starts_with("text/event-stream");
-    if !sse && !content_type.starts_with("application/json") {
-        return response.map(PluginBody::inner);
-    }
+    let sse = match media_kind(response.headers()) {
+        MediaKind::EventStream => true,
+        MediaKind::Json => false,
+        MediaKind::Other => return response.map(PluginBody::inner),
+    };
     let (mut parts, body) = response.into_parts();
     let Ok(collected) = Limited::new(body, config.max_body_bytes).collect().await else {
         return mcp_core::detail_response(

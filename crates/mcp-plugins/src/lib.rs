@@ -6,7 +6,7 @@
 //!
 //! | module / item | what it holds |
 //! |---|---|
-//! | `hook` | [`Hook`] (tool pre-invoke / post-invoke, prompt pre-fetch / post-fetch, resource pre-read / post-read), [`HookSet`], [`ItemKind`] |
+//! | `hook` | [`Hook`] (tool pre-invoke / post-invoke, prompt pre-fetch / post-fetch, resource pre-read / post-read), [`HookSet`] (item kinds are `mcp_core::ItemKind`) |
 //! | `plugin` | the [`Plugin`] trait |
 //! | `decision` | [`Decision`] (allow, rewrite, deny), [`Verdict`] (ready now or a boxed future), [`PluginError`] |
 //! | `context` | [`PluginContext`] (principal, virtual host, backend, names, `_meta`), [`UpstreamExtras`] |
@@ -15,12 +15,18 @@
 //! | `registry` | [`Registry`]: plugin kinds by name, built-ins pre-registered |
 //! | `chain` | [`PluginChain`]: priority-ordered entries; `applies`, `pre`, `post`, `listed` |
 //! | `runtime` | [`PluginRuntime`]: the current chain behind an atomic pointer, fail-closed states |
-//! | `reload` | file and Redis polling reload ([`PluginRuntime::watch_file`], [`PluginRuntime::watch_redis`]) |
+//! | `reload` | file and (feature `redis`) Redis polling reload ([`PluginRuntime::watch_file`], `PluginRuntime::watch_redis`) |
 //! | [`builtin`] | `tool_filter`, `size_limit`, `secret_filter`, `rate_limit`, `upstream_headers` |
 //! | `layer` | [`PluginLayer`] / [`PluginService`]: tool hooks on JSON-RPC `tools/call` at the HTTP level |
 //!
 //! Only [`builtin`] is a public module; the others are private and their items are re-exported
 //! here, one path per item.
+//!
+//! ## Features
+//!
+//! | feature | default | what it adds |
+//! |---|---|---|
+//! | `redis` | no | `RedisSource`, `RuntimeBuilder::load_redis`, `PluginRuntime::watch_redis`: the plugin document in a Redis key (deadpool-redis, `mcp-config-store`'s Redis topologies) |
 //!
 //! ## Semantics (DESIGN §3.5, §7)
 //!
@@ -126,10 +132,12 @@ pub use decision::{DEFAULT_DENY_CODE, Decision, DecisionFuture, PluginError, Ver
 pub use document::{
     ConfigError, DOCUMENT_VERSION, Document, Format, Mode, PluginConfig, PluginEntry,
 };
-pub use hook::{Hook, HookSet, ItemKind, UnknownHook};
+pub use hook::{Hook, HookSet, UnknownHook};
 pub use layer::{DEFAULT_MAX_BODY_BYTES, PluginBody, PluginLayer, PluginService, ResponseFuture};
 pub use pattern::Pattern;
 pub use plugin::Plugin;
 pub use registry::Registry;
-pub use reload::{RedisSource, ReloadHandle};
+#[cfg(feature = "redis")]
+pub use reload::RedisSource;
+pub use reload::ReloadHandle;
 pub use runtime::{FAILED_MESSAGE, PluginRuntime, RuntimeBuilder, RuntimeState};

@@ -16,8 +16,9 @@ use http::Request;
 use http_body_util::{BodyExt, Full};
 use mcp_bench::EchoBackend;
 use mcp_config_store::{UserConfig, VirtualHost};
+use mcp_core::ItemKind;
 use mcp_core::{Principal, VirtualHostId};
-use mcp_router::naming::{ItemKind, Namer, Resolution};
+use mcp_router::naming::{Namer, Resolution};
 use mcp_router::session::{
     BackendEra, BackendSession, KeyRing, RedisSessionStore, RedisSessionStoreConfig,
     SealedSessionStore, SessionRecord, SessionStore,

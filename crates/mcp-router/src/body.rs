@@ -6,8 +6,7 @@ use http_body::Frame;
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Full, StreamBody};
 
-/// Error type of [`McpBody`].
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+pub(crate) use mcp_core::BoxError;
 
 /// The router's response body: a boxed body over `Bytes` that is [`Default`] (empty), so
 /// tower-http layers that need `ResBody: Default` stack outside the router.

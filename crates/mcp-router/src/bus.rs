@@ -357,7 +357,7 @@ mod tests {
         let resume = BusMessage::Resume(Box::new(crate::modern::forward::Forwarded {
             reply: "n2".into(),
             ticket: "t1".into(),
-            resume: crate::modern::forward::Resume {
+            resume: crate::modern::parked::Resume {
                 token: "p7".into(),
                 node: Some("n1".into()),
                 binding: vec!["iss".into(), "alice".into()],

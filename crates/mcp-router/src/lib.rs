@@ -38,7 +38,7 @@
 //!   `initialize` POST answered 400/404/405, then a GET whose stream announces an `endpoint`):
 //!   one GET stream per (backend, URL, principal), messages POSTed to a same-origin endpoint,
 //!   calls multiplexed like stdio, reconnected after the stream is lost.
-//! - **Plugins** ([`McpRouterBuilder::plugins`], `mcp-plugins`): pre hooks before a routed
+//! - **Plugins** (feature `plugins`: `McpRouterBuilder::plugins`, `mcp-plugins`): pre hooks before a routed
 //!   `tools/call`, `prompts/get` or `resources/read` reaches its backend (deny, rewrite arguments,
 //!   add headers and `_meta`), post hooks on its result, list filtering; a failed plugin runtime
 //!   fails those calls closed.
@@ -58,10 +58,10 @@
 //!   backend's MRTR `input_required` becomes real requests, DELETE ends the session.
 //!   Not yet: the gateway's own `list_changed` notifications (when a backend fails or recovers,
 //!   or the configuration changes).
-//! - **Several nodes**: with a shared store ([`session::RedisSessionStore`], or the stateless
+//! - **Several nodes**: with a shared store (`session::RedisSessionStore`, feature `redis`, or the stateless
 //!   [`session::SealedSessionStore`]) and one sealing secret, any node continues any session: it
 //!   adopts the backend sessions the record names, backends' requests are answered through any
-//!   node (their relayed ids carry the route), and with a [`bus::NodeBus`] the answers to the
+//!   node (their relayed ids carry the route), and with a `bus::NodeBus` (feature `redis`) the answers to the
 //!   gateway's own requests and `notifications/cancelled` reach the node running the call, and a
 //!   2026-07-28 retry of a parked `input_required` call reaches the node holding it.
 //! - **Subscriptions**: 2026-07-28 `subscriptions/listen` is acknowledged with the subset the
@@ -90,7 +90,7 @@
 //! | [`Sealer`] | AES-256-GCM sealing of the ids handed to clients (cursors, `requestState`, task ids, relayed request ids) |
 //! | [`session`] | downstream legacy session records and the [`session::SessionStore`] trait (local, Redis and sealed stores) |
 //! | [`sse_bridge`] | the 2024-11-05 HTTP+SSE transport for clients (`…/sse` + `…/messages`), bridged onto the 2025 session engine |
-//! | [`bus`] | messages between the nodes sharing one Redis |
+//! | `bus` | messages between the nodes sharing one Redis (feature `redis`) |
 //! | [`UpstreamOptions`] | upstream client tuning |
 //! | [`UpstreamRequest`], [`UpstreamReply`], [`BackendService`] | one backend exchange as a tower service, for [`McpRouterBuilder::backend_layer`] |
 //!
@@ -126,6 +126,7 @@
 //! ```
 
 mod body;
+#[cfg(feature = "redis")]
 pub mod bus;
 mod clock;
 mod context;
@@ -136,9 +137,14 @@ mod legacy;
 mod log_level;
 mod modern;
 pub mod naming;
+#[cfg(not(feature = "plugins"))]
+mod no_plugins;
 mod origin;
 mod pending;
+#[cfg(feature = "plugins")]
 mod plugins;
+#[cfg(not(feature = "plugins"))]
+use no_plugins as plugins;
 mod principal_slots;
 mod public_uris;
 mod replay;
@@ -154,7 +160,7 @@ pub mod telemetry;
 mod tool_hints;
 mod upstream;
 
-pub use body::{BoxError, McpBody};
+pub use body::McpBody;
 pub use clock::WallClock;
 pub use degraded::{DEGRADED_META_KEY, SERVER_INFO_META_KEY};
 pub use origin::OriginPolicy;

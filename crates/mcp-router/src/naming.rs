@@ -15,28 +15,7 @@
 use std::borrow::Cow;
 
 use mcp_config_store::{Naming, VirtualHostConfig};
-
-/// The kind of item a name belongs to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ItemKind {
-    /// A tool (`name`).
-    Tool,
-    /// A prompt (`name`).
-    Prompt,
-    /// A resource (`uri`) or resource template (`uriTemplate`).
-    Resource,
-}
-
-impl ItemKind {
-    /// What the routing error calls a bad public name of this kind.
-    pub fn wrong_name_message(self) -> &'static str {
-        match self {
-            Self::Tool => "wrong tool name",
-            Self::Prompt => "wrong prompt name",
-            Self::Resource => "wrong resource name",
-        }
-    }
-}
+use mcp_core::ItemKind;
 
 /// One backend item a public name may stand for.
 #[derive(Clone, Debug, PartialEq, Eq)]

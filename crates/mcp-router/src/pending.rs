@@ -365,6 +365,7 @@ impl PendingRequests {
 
     /// Delivers `answer` to this node's own request `id` (an answer another node received);
     /// `false` when unknown, expired, shown to another session, or nobody waits any more.
+    #[cfg(feature = "redis")]
     pub(crate) fn answer_local(&self, id: &str, downstream_session: &str, answer: String) -> bool {
         let Some(Sealed::Local { n, i }) = self.open(id, downstream_session) else {
             return false;
@@ -506,6 +507,7 @@ mod tests {
         );
     }
 
+    #[cfg(feature = "redis")]
     #[tokio::test(start_paused = true)]
     async fn local_requests_deliver_the_answer_and_expire() {
         let table =

@@ -26,8 +26,8 @@ use mcp_plugins::{Hook, PluginChain, PluginContext};
 use serde_json::value::RawValue;
 
 use crate::modern::task_id::Origin;
-use crate::naming::ItemKind;
 use crate::scope::Scope;
+use mcp_core::ItemKind;
 
 /// The (pre, post) hooks of a routed method, if it has any.
 fn hooks(method: Method) -> Option<(Hook, Hook)> {
@@ -115,11 +115,7 @@ pub(crate) fn task_post(
     if !chain.applies(hook, vhost, backend, &origin.name) {
         return Ok(None);
     }
-    let kind = match hook {
-        Hook::PromptPostFetch => ItemKind::Prompt,
-        Hook::ResourcePostRead => ItemKind::Resource,
-        _ => ItemKind::Tool,
-    };
+    let kind = hook.item();
     let public = scope
         .namer()
         .public(backend, &origin.name, kind)
@@ -223,21 +219,12 @@ impl PostHook {
     }
 }
 
-/// The pre hook governing items of `kind` (list filtering asks its plugins).
-fn item_hook(kind: ItemKind) -> Hook {
-    match kind {
-        ItemKind::Tool => Hook::ToolPreInvoke,
-        ItemKind::Prompt => Hook::PromptPreFetch,
-        ItemKind::Resource => Hook::ResourcePreRead,
-    }
-}
-
 /// The chain that may hide items of `kind` from a list in this virtual host, if any. While the
 /// runtime is failed lists are not filtered (the calls themselves fail closed).
 pub(crate) fn list_filter(scope: &Scope<'_>, kind: ItemKind) -> Option<Arc<PluginChain>> {
     let chain = scope.inner.plugins.as_ref()?.load().ok()?;
     chain
-        .filters_lists(item_hook(kind), scope.ctx.vhost_id.as_str())
+        .filters_lists(Hook::pre_of(kind), scope.ctx.vhost_id.as_str())
         .then_some(chain)
 }
 
@@ -251,7 +238,7 @@ pub(crate) fn listed(
     public: &str,
 ) -> bool {
     let ctx = PluginContext::new(
-        item_hook(kind),
+        Hook::pre_of(kind),
         scope.ctx.vhost_id.as_str(),
         backend,
         upstream,

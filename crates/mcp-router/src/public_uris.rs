@@ -28,7 +28,8 @@
 use mcp_core::{Method, RawObject};
 use serde_json::value::RawValue;
 
-use crate::naming::{ItemKind, Namer};
+use crate::naming::Namer;
+use mcp_core::ItemKind;
 
 /// What every resource-carrying content block contains (`"resource_link"`, `"resource"`).
 const RESOURCE_TYPE: &str = "\"resource";

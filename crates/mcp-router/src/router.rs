@@ -19,6 +19,7 @@ use serde_json::value::RawValue;
 use tower_service::Service;
 
 use crate::body::{BoxError, McpBody};
+#[cfg(feature = "redis")]
 use crate::bus::NodeBus;
 use crate::clock::WallClock;
 use crate::inflight::InFlight;
@@ -38,6 +39,7 @@ use crate::upstream::{
     UpstreamOptions, UpstreamReply, UpstreamRequest,
 };
 use crate::{legacy, modern, respond};
+#[cfg(feature = "plugins")]
 use mcp_plugins::PluginRuntime;
 
 /// Shared state of a router and all its clones.
@@ -54,6 +56,7 @@ pub(crate) struct RouterInner {
     /// 2025 backends' calls waiting for a 2026-07-28 client's input (see `modern::parked`).
     pub(crate) parked: crate::modern::ParkedCalls,
     /// Retries of parked calls passed on to the node holding them, waiting for its answer.
+    #[cfg(feature = "redis")]
     pub(crate) forwards: crate::modern::forward::Waiting,
     /// Session records whose upstream sessions this node already adopted.
     pub(crate) adopted: crate::legacy::AdoptedRecords,
@@ -79,9 +82,11 @@ pub(crate) struct RouterInner {
     session_check_interval: Duration,
     /// Whether the expiry sweep runs (started by the first stream).
     sweeping: std::sync::atomic::AtomicBool,
-    /// Messages to and from the other nodes (answers and cancellations, see [`crate::bus`]).
+    /// Messages to and from the other nodes (answers and cancellations, see `crate::bus`).
+    #[cfg(feature = "redis")]
     pub(crate) bus: Option<Arc<NodeBus>>,
     /// Plugin hooks around routed calls (see [`crate::plugins`]).
+    #[cfg(feature = "plugins")]
     pub(crate) plugins: Option<Arc<PluginRuntime>>,
     /// The open GET streams of this node's 2025 sessions that follow modern backends' resources,
     /// woken when their session's subscriptions change.
@@ -249,7 +254,9 @@ pub struct McpRouterBuilder {
     upstream: UpstreamOptions,
     backend_layer: Option<BackendLayer>,
     sessions: Option<Arc<dyn SessionStore>>,
+    #[cfg(feature = "redis")]
     bus: Option<Arc<NodeBus>>,
+    #[cfg(feature = "plugins")]
     plugins: Option<Arc<PluginRuntime>>,
     max_open_share: f64,
     stale_if_error: Duration,
@@ -289,7 +296,9 @@ impl Default for McpRouterBuilder {
             upstream: UpstreamOptions::default(),
             backend_layer: None,
             sessions: None,
+            #[cfg(feature = "redis")]
             bus: None,
+            #[cfg(feature = "plugins")]
             plugins: None,
             max_open_share: 0.5,
             stale_if_error: Duration::from_secs(60),
@@ -416,8 +425,9 @@ impl McpRouterBuilder {
 
     /// Lets the nodes sharing a Redis pass each other what a 2025 client sent to the wrong node:
     /// its answers to the gateway's own requests (bridged MRTR input) and cancellations (see
-    /// [`crate::bus`]). Use with the Redis session store; without a bus those two only work on
-    /// the node running the call.
+    /// `crate::bus`). Use with the Redis session store; without a bus those two only work on
+    /// the node running the call. Feature `redis`.
+    #[cfg(feature = "redis")]
     pub fn node_bus(mut self, bus: NodeBus) -> Self {
         self.bus = Some(Arc::new(bus));
         self
@@ -451,10 +461,21 @@ impl McpRouterBuilder {
         self
     }
 
+    /// TLS towards `https` backends (default: the platform's roots): extra CAs of a private PKI,
+    /// a client certificate for backends that require mutual TLS (see
+    /// [`UpstreamOptions::tls`]).
+    pub fn backend_tls(mut self, tls: mcp_core::tls::ClientTls) -> Self {
+        self.upstream.tls = tls;
+        self
+    }
+
     /// Plugins around routed calls: `tools/call`, `prompts/get` and `resources/read` run the
     /// runtime's current chain (pre hooks before the backend, post hooks on the result), and lists
     /// leave out what an enforcing filter plugin hides. See `mcp_plugins` and the router's
     /// `plugins` module docs.
+    ///
+    /// Feature `plugins`.
+    #[cfg(feature = "plugins")]
     pub fn plugins(mut self, runtime: Arc<PluginRuntime>) -> Self {
         self.plugins = Some(runtime);
         self
@@ -537,11 +558,21 @@ impl McpRouterBuilder {
         self
     }
 
+    /// This node's id: the node bus's when there is one (its channel), else a random one.
+    fn node_id(&self) -> String {
+        #[cfg(feature = "redis")]
+        if let Some(bus) = &self.bus {
+            return bus.node_id().to_owned();
+        }
+        crate::pending::new_node_id()
+    }
+
     /// Builds the router. Needs a tokio runtime when it serves, not when it is built.
     pub fn build(self) -> McpRouter {
         let info = serde_json::json!({ "name": self.name, "version": self.version });
         let info =
             serde_json::value::to_raw_value(&info).unwrap_or_else(|_| RawValue::NULL.to_owned());
+        let node_id = self.node_id();
         let sealer = self
             .sealer
             .unwrap_or_else(Sealer::random)
@@ -551,9 +582,7 @@ impl McpRouterBuilder {
                 upstream: Upstream::new(self.upstream, info.clone(), self.backend_layer),
                 pending: PendingRequests::new(
                     sealer.clone(),
-                    self.bus
-                        .as_ref()
-                        .map_or_else(crate::pending::new_node_id, |b| b.node_id().to_owned()),
+                    node_id,
                     Duration::from_secs(600),
                     100_000,
                 ),
@@ -565,6 +594,7 @@ impl McpRouterBuilder {
                 max_body_bytes: self.max_body_bytes,
                 origins: self.origins,
                 request_state_ttl_secs: self.request_state_ttl.as_secs(),
+                #[cfg(feature = "redis")]
                 forwards: crate::modern::forward::Waiting::default(),
                 parked: crate::modern::ParkedCalls::new(
                     10_000,
@@ -586,7 +616,9 @@ impl McpRouterBuilder {
                 ends: SessionEnds::default(),
                 session_check_interval: self.session_check_interval,
                 sweeping: std::sync::atomic::AtomicBool::new(false),
+                #[cfg(feature = "redis")]
                 bus: self.bus,
+                #[cfg(feature = "plugins")]
                 plugins: self.plugins,
                 subscription_watchers: std::sync::Mutex::default(),
             }),

@@ -507,6 +507,28 @@ impl EffectiveConfig {
             allow_destinations: r.list("backends.allow_destinations"),
             deny_destinations: r.list("backends.deny_destinations"),
             allow_authorization_passthrough: r.bool("backends.allow_authorization_passthrough"),
+            tls_ca_file: r.path("backends.tls_ca_file"),
+            tls_client_identity: match (
+                r.path("backends.tls_client_cert_file"),
+                r.path("backends.tls_client_key_file"),
+            ) {
+                (Some(cert), Some(key)) => Some(TlsFiles { cert, key }),
+                (None, None) => None,
+                (Some(_), None) => {
+                    r.fail(
+                        "backends.tls_client_cert_file",
+                        "needs backends.tls_client_key_file (the certificate's private key)",
+                    );
+                    None
+                }
+                (None, Some(_)) => {
+                    r.fail(
+                        "backends.tls_client_key_file",
+                        "needs backends.tls_client_cert_file (the certificate chain)",
+                    );
+                    None
+                }
+            },
         };
         for key in ["backends.allow_destinations", "backends.deny_destinations"] {
             for entry in r.list(key) {

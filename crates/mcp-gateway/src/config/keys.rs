@@ -574,6 +574,24 @@ pub static KEYS: &[KeySpec] = &[
         "destinations backend connections may never reach (CIDRs, addresses, host names), checked on the connected address (DNS answers included); wins over allow_destinations. Always denied: the gateway's own listeners; denied unless an address entry of allow_destinations covers them: 169.254.0.0/16, fe80::/10, fd00:ec2::254, 100.100.100.200, 192.0.0.192, 168.63.129.16",
     ),
     key(
+        "backends.tls_ca_file",
+        S,
+        Unset,
+        "PEM file of CA certificates trusted for https backends in addition to the platform's roots (a private PKI)",
+    ),
+    key(
+        "backends.tls_client_cert_file",
+        S,
+        Unset,
+        "PEM certificate chain presented to https backends that ask for a client certificate (mutual TLS); needs backends.tls_client_key_file",
+    ),
+    key(
+        "backends.tls_client_key_file",
+        S,
+        Unset,
+        "PEM private key of backends.tls_client_cert_file",
+    ),
+    key(
         "backends.allow_authorization_passthrough",
         B,
         Bool(false),

@@ -327,6 +327,11 @@ pub struct BackendsConfig {
     pub deny_destinations: Vec<String>,
     /// `allow_authorization_passthrough`: `headers.passthrough` may name `Authorization`.
     pub allow_authorization_passthrough: bool,
+    /// `tls_ca_file`: extra CA certificates (PEM) trusted for https backends.
+    pub tls_ca_file: Option<PathBuf>,
+    /// `tls_client_cert_file` and `tls_client_key_file`: the client certificate (PEM chain, PEM
+    /// key) presented to https backends.
+    pub tls_client_identity: Option<TlsFiles>,
 }
 
 impl BackendsConfig {

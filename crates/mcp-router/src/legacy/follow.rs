@@ -12,10 +12,11 @@ use futures_util::StreamExt;
 use futures_util::stream::BoxStream;
 use mcp_core::{Envelope, MessageKind, RawObject, encode_notification};
 
-use crate::naming::{ItemKind, Namer, Resolution};
+use crate::naming::{Namer, Resolution};
 use crate::router::RouterInner;
 use crate::scope::OwnedCaller;
 use crate::session::BackendEra;
+use mcp_core::ItemKind;
 
 /// How long a follower waits before reopening listens that ended.
 const REOPEN_AFTER: Duration = Duration::from_secs(2);

@@ -55,6 +55,7 @@ pub(crate) async fn serve(
     parts: &Parts,
     env: Option<&Envelope<'_>>,
 ) -> Response<McpBody> {
+    #[cfg(feature = "redis")]
     if let Some(bus) = &inner.bus {
         bus.ensure_listening(inner);
     }
@@ -254,6 +255,7 @@ async fn end_session(
     };
     // Its GET streams, replay buffers (and the SSE bridge session on them) go with it.
     inner.session_ended(session_id);
+    #[cfg(feature = "redis")]
     if let (Some(bus), Some(revocation)) = (&inner.bus, inner.sessions.revocation(session_id)) {
         // A sealed id cannot be invalidated: every node must refuse it.
         bus.publish("all", &crate::bus::BusMessage::Revoke(revocation))
@@ -313,13 +315,8 @@ async fn in_session(
             .and_then(|p| p.get("requestId").map(|id| id.get().to_owned()));
         if let Some(request) = request_id {
             let key = (session_id.to_owned(), request);
-            if !inner.inflight.cancel(&key)
-                && let Some(bus) = &inner.bus
-            {
-                // The call may run on another node.
-                let (session, request) = key;
-                let cancel = crate::bus::BusMessage::Cancel { session, request };
-                bus.publish("all", &cancel).await;
+            if !inner.inflight.cancel(&key) {
+                cancel_elsewhere(inner, key).await;
             }
         }
         return respond::accepted();
@@ -458,10 +455,7 @@ fn owned_by_modern_backend(
     let Some(uri) = params.get_str("uri") else {
         return false;
     };
-    match scope
-        .namer()
-        .resolve(&uri, crate::naming::ItemKind::Resource)
-    {
+    match scope.namer().resolve(&uri, mcp_core::ItemKind::Resource) {
         crate::naming::Resolution::One(target) => record
             .backend(target.backend)
             .is_some_and(|b| b.era == Some(crate::session::BackendEra::Modern)),
@@ -476,9 +470,8 @@ async fn linked_backend(
     params: &RawObject<'_>,
 ) -> Option<crate::upstream::LinkEvents> {
     let uri = params.get_str("uri")?;
-    let crate::naming::Resolution::One(owner) = scope
-        .namer()
-        .resolve(&uri, crate::naming::ItemKind::Resource)
+    let crate::naming::Resolution::One(owner) =
+        scope.namer().resolve(&uri, mcp_core::ItemKind::Resource)
     else {
         return None;
     };
@@ -606,8 +599,21 @@ async fn answer_backend(
     respond::accepted()
 }
 
+/// `notifications/cancelled` for a call this node does not run: it may run on another node,
+/// told over the node bus when there is one (feature `redis`).
+#[cfg_attr(not(feature = "redis"), allow(unused_variables))]
+async fn cancel_elsewhere(inner: &RouterInner, key: (String, String)) {
+    #[cfg(feature = "redis")]
+    if let Some(bus) = &inner.bus {
+        let (session, request) = key;
+        let cancel = crate::bus::BusMessage::Cancel { session, request };
+        bus.publish("all", &cancel).await;
+    }
+}
+
 /// A client's answer to a request another node asked (bridged MRTR input): passed on over the
-/// node bus when there is one.
+/// node bus when there is one (feature `redis`).
+#[cfg_attr(not(feature = "redis"), allow(unused_variables))]
 async fn pass_on(
     inner: &RouterInner,
     node: &str,
@@ -615,29 +621,30 @@ async fn pass_on(
     id: &str,
     env: &Envelope<'_>,
 ) -> Response<McpBody> {
-    let Some(bus) = &inner.bus else {
-        return respond::error(
-            StatusCode::BAD_REQUEST,
-            None,
-            &ErrorObject::invalid_request(
-                "Response to a request of another gateway node (no node bus configured)",
-            ),
-        );
-    };
-    let message = crate::bus::BusMessage::Answer {
-        session: session_id.to_owned(),
-        id: id.to_owned(),
-        answer: env_bytes(env),
-    };
-    if bus.publish(node, &message).await {
-        respond::accepted()
-    } else {
-        respond::error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            None,
-            &ErrorObject::internal("Node bus unavailable"),
-        )
+    #[cfg(feature = "redis")]
+    if let Some(bus) = &inner.bus {
+        let message = crate::bus::BusMessage::Answer {
+            session: session_id.to_owned(),
+            id: id.to_owned(),
+            answer: env_bytes(env),
+        };
+        return if bus.publish(node, &message).await {
+            respond::accepted()
+        } else {
+            respond::error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                None,
+                &ErrorObject::internal("Node bus unavailable"),
+            )
+        };
     }
+    respond::error(
+        StatusCode::BAD_REQUEST,
+        None,
+        &ErrorObject::invalid_request(
+            "Response to a request of another gateway node (no node bus configured)",
+        ),
+    )
 }
 
 /// The log level a 2025 session asks modern backends for before `logging/setLevel`.

@@ -30,11 +30,12 @@ use serde_json::value::RawValue;
 
 use crate::body::{self, McpBody};
 use crate::context::RequestContext;
-use crate::naming::{ItemKind, Namer};
+use crate::naming::Namer;
 use crate::respond;
 use crate::router::RouterInner;
 use crate::session::{BackendEra, SessionRecord};
 use crate::upstream::{LegacySession, Target};
+use mcp_core::ItemKind;
 
 /// One upstream source: the backend's name, its session (none for a link: a stdio process or an
 /// HTTP+SSE connection), and the broadcast it listens to.

@@ -55,7 +55,7 @@ use mcp_fallback::ToolHints;
 use crate::body::{self, McpBody};
 use crate::log_level;
 use crate::modern::list::{ListShape, lists_item};
-use crate::naming::{ItemKind, Namer, Resolution, Target as NameTarget};
+use crate::naming::{Namer, Resolution, Target as NameTarget};
 use crate::plugins::{self, Governed, PostHook};
 use crate::public_uris::PublicUris;
 use crate::respond;
@@ -64,6 +64,7 @@ use crate::scope::{Incoming, OwnedCaller, Scope, classify};
 use crate::upstream::{
     Call, LegacySession, LinkWriter, MessageStream, PROGRESS_TOKEN, Target, UpstreamError,
 };
+use mcp_core::ItemKind;
 
 /// Where the routed name sits in the params.
 #[derive(Clone, Copy)]
@@ -125,7 +126,7 @@ pub(crate) async fn targeted(
     match (governed, parked) {
         (Ok(_), Some((token, node))) => {
             let binding = scope.binding(&[routed.backend, method.as_str(), &routed.upstream]);
-            let parked = super::forward::Resume {
+            let parked = super::parked::Resume {
                 token,
                 node,
                 binding: binding.into_iter().map(str::to_owned).collect(),
@@ -677,6 +678,7 @@ impl ParkedCall {
         let owner: Vec<&str> = binding.iter().take(2).map(String::as_str).collect();
         let owner = owner.join("\u{0}");
         let token = inner.parked.park(self, &owner, left)?;
+        #[cfg(feature = "redis")]
         if let Some(bus) = &inner.bus {
             // The retry may reach another node, which passes it on over the bus.
             bus.ensure_listening(&inner);
@@ -708,28 +710,31 @@ impl ParkedCall {
 
 /// A 2026-07-28 client's retry of a parked call: its `inputResponses` answer the backend's
 /// requests, and the rest of the same upstream call is relayed (it may ask for input again). A
-/// call parked on another node is resumed there when a node bus is configured (see
-/// [`forward`](super::forward)).
+/// call parked on another node is resumed there when a node bus is configured (feature `redis`,
+/// see `super::forward`).
 async fn resume(
     scope: &Scope<'_>,
     inner: &Arc<RouterInner>,
     id: &RequestId,
-    parked: super::forward::Resume,
+    parked: super::parked::Resume,
     params: &RawObject<'_>,
 ) -> Response<McpBody> {
     let client = ClientMeta::of(scope);
     if let Some(response) = resume_here(inner, id, &parked, params, client).await {
         return response;
     }
-    let elsewhere = parked
-        .node
-        .as_deref()
-        .filter(|node| *node != inner.pending.node());
-    if let (Some(node), Some(bus)) = (elsewhere, &inner.bus)
-        && let Some(response) =
-            super::forward::forward(inner, bus, node, &parked, id, params, scope.meta).await
+    #[cfg(feature = "redis")]
     {
-        return response;
+        let elsewhere = parked
+            .node
+            .as_deref()
+            .filter(|node| *node != inner.pending.node());
+        if let (Some(node), Some(bus)) = (elsewhere, &inner.bus)
+            && let Some(response) =
+                super::forward::forward(inner, bus, node, &parked, id, params, scope.meta).await
+        {
+            return response;
+        }
     }
     let error = ErrorObject::invalid_params(
         "Invalid requestState (its input round is over: answered already, expired, or held by \
@@ -743,7 +748,7 @@ async fn resume(
 pub(crate) async fn resume_here(
     inner: &Arc<RouterInner>,
     id: &RequestId,
-    parked: &super::forward::Resume,
+    parked: &super::parked::Resume,
     params: &RawObject<'_>,
     client: ClientMeta,
 ) -> Option<Response<McpBody>> {

@@ -30,6 +30,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
+use super::parked::Resume;
 use crate::body::{self, McpBody};
 use crate::bus::{BusMessage, NodeBus};
 use crate::router::RouterInner;
@@ -40,17 +41,6 @@ pub(crate) const HEAD_WAIT: Duration = Duration::from_secs(10);
 const REPUBLISH_AFTER: Duration = Duration::from_millis(50);
 /// Forwarded answers one node waits for at once.
 pub(crate) const MAX_WAITING: usize = 10_000;
-
-/// A retry of a parked call: which call, and what the caller's binding is.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Resume {
-    /// The parked call's token.
-    pub(crate) token: String,
-    /// The node holding it.
-    pub(crate) node: Option<String>,
-    /// The binding of the caller's `requestState` (caller, virtual host, backend, method, name).
-    pub(crate) binding: Vec<String>,
-}
 
 /// One part of a forwarded answer.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -26,9 +26,10 @@ use mcp_fallback::ToolHints;
 
 use crate::cursor::MergedCursor;
 use crate::degraded::{CACHE_SCOPE, Degraded, TtlMin, ttl_of};
-use crate::naming::{ItemKind, Resolution, check_public_name};
+use crate::naming::{Resolution, check_public_name};
 use crate::scope::{BackendFailure, Scope, final_response, result_of};
 use crate::upstream::{Call, Target, Upstream};
+use mcp_core::ItemKind;
 
 /// The shape of one list method.
 #[derive(Clone, Copy, Debug)]

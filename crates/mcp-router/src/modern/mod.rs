@@ -3,9 +3,10 @@
 mod backchannel;
 mod call;
 mod discover;
+#[cfg(feature = "redis")]
 pub(crate) mod forward;
 pub(crate) mod list;
-mod parked;
+pub(crate) mod parked;
 mod request_state;
 mod subscribe;
 pub(crate) mod task_id;

@@ -15,13 +15,25 @@
 //!   take the room of the others); a call not resumed within its lifetime is dropped, which
 //!   cancels the upstream call.
 //! - **Node-local**: a retry that reaches another gateway node cannot resume the call there; with a
-//!   node bus that node passes it on to this one (see [`forward`](super::forward)).
+//!   node bus (feature `redis`) that node passes it on to this one (see `super::forward`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use aws_lc_rs::rand::SecureRandom;
+use serde::{Deserialize, Serialize};
+
+/// A retry of a parked call: which call, and what the caller's binding is.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Resume {
+    /// The parked call's token.
+    pub(crate) token: String,
+    /// The node holding it.
+    pub(crate) node: Option<String>,
+    /// The binding of the caller's `requestState` (caller, virtual host, backend, method, name).
+    pub(crate) binding: Vec<String>,
+}
 
 /// Parked calls of one router, by token.
 pub(crate) struct ParkedCalls<T> {

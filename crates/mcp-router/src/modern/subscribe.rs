@@ -37,10 +37,11 @@ use serde_json::json;
 use super::task_id;
 use crate::body::{self, McpBody};
 use crate::legacy::TASKS_EXTENSION;
-use crate::naming::{ItemKind, Namer, Resolution};
+use crate::naming::{Namer, Resolution};
 use crate::respond;
 use crate::scope::Scope;
 use crate::upstream::Call;
+use mcp_core::ItemKind;
 
 const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 const LIST_FLAGS: [(&str, &str); 3] = [

@@ -2,6 +2,7 @@
 
 mod local;
 mod record;
+#[cfg(feature = "redis")]
 pub(crate) mod redis;
 mod revoked;
 mod sealed;
@@ -9,6 +10,7 @@ mod store;
 
 pub use local::{LocalSessionLimits, LocalSessionStore};
 pub use record::{BackendEra, BackendSession, SessionRecord};
+#[cfg(feature = "redis")]
 pub use redis::{
     DEFAULT_SESSION_KEY_PREFIX, RedisSessionStore, RedisSessionStoreConfig, RedisSessionStoreError,
 };

@@ -259,10 +259,7 @@ fn adopt(session: &Arc<BridgeSession>, call: &InnerCall, session_id: HeaderValue
 }
 
 fn is_event_stream<B>(res: &Response<B>) -> bool {
-    res.headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("text/event-stream"))
+    mcp_core::media::media_kind(res.headers()) == mcp_core::media::MediaKind::EventStream
 }
 
 /// Relays the inner GET stream (backend notifications and requests) until it ends or the client

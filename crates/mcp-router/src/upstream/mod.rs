@@ -35,6 +35,7 @@ use mcp_config_store::{BackendConfig, Transport};
 use mcp_core::headers::{
     MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, encode_header_value,
 };
+use mcp_core::tls::ClientTls;
 use mcp_core::{Envelope, Era, MessageKind, Principal, ProtocolVersion, RawObject, RequestId};
 use mcp_fallback::ToolHints;
 use opentelemetry::KeyValue;
@@ -88,6 +89,11 @@ pub struct UpstreamOptions {
     pub destinations: DestinationPolicy,
     /// Most stdio backend processes running at once.
     pub max_stdio_processes: usize,
+    /// TLS towards `https` backends: the platform's roots by default; add a private CA
+    /// ([`ClientTls::add_roots_pem`]) or a client certificate
+    /// ([`ClientTls::client_certificate_pem`]) for backends behind a private PKI or requiring
+    /// mutual TLS. Settings rustls refuses make every `https` backend fail (logged at startup).
+    pub tls: ClientTls,
 }
 
 impl Default for UpstreamOptions {
@@ -101,6 +107,7 @@ impl Default for UpstreamOptions {
             stdio: StdioRules::default(),
             destinations: DestinationPolicy::default(),
             max_stdio_processes: 64,
+            tls: ClientTls::new(),
         }
     }
 }
@@ -390,7 +397,11 @@ impl Client {
             options.max_stdio_processes,
             client_info.clone(),
         );
-        let http = transport::build_client(options.connect_timeout, options.destinations.clone());
+        let http = transport::build_client(
+            options.connect_timeout,
+            options.destinations.clone(),
+            &options.tls,
+        );
         Self {
             sse: sse::SsePool::new(http.clone(), client_info.clone()),
             sse_urls: ScopedTable::new(

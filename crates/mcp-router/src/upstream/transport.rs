@@ -6,14 +6,15 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::Stream;
-use http::{HeaderMap, HeaderValue, Request, StatusCode, header};
+use http::{HeaderMap, Request, StatusCode};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
-use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
+use mcp_core::media::{MediaKind, media_kind};
 use mcp_core::sse::SseDecoder;
+use mcp_core::tls::{ClientTls, HttpsConnector, https_connector};
 
 use super::error::{UpstreamError, classify_client_error};
 
@@ -43,44 +44,29 @@ pub(crate) struct Answer {
     pub(crate) messages: MessageStream,
 }
 
-/// Builds the shared client: https through rustls with the platform roots (aws-lc-rs), plain http
+/// Builds the shared client: https through `mcp-core`'s connector (rustls, aws-lc-rs) with the
+/// platform roots and the operator's TLS override (private CAs, client certificate), plain http
 /// where a backend URL says so, TCP_NODELAY, pooled keep-alive connections, every connection
 /// checked against `destinations`.
 pub(crate) fn build_client(
     connect_timeout: Duration,
     destinations: DestinationPolicy,
+    tls: &ClientTls,
 ) -> HttpClient {
-    let provider = std::sync::Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let builder = HttpsConnectorBuilder::new()
-        .with_provider_and_native_roots(provider.clone())
-        .unwrap_or_else(|e| {
-            tracing::warn!(error = %e, "no native root certificates: https backends will fail");
-            let config = rustls::ClientConfig::builder_with_provider(provider)
-                .with_safe_default_protocol_versions()
-                .map(|b| {
-                    b.with_root_certificates(rustls::RootCertStore::empty())
-                        .with_no_client_auth()
-                });
-            match config {
-                Ok(config) => HttpsConnectorBuilder::new().with_tls_config(config),
-                // aws-lc-rs supports the default protocol versions; this arm is unreachable in
-                // practice, and an empty default config is the safest fallback.
-                Err(_) => HttpsConnectorBuilder::new().with_tls_config(
-                    rustls::ClientConfig::builder()
-                        .with_root_certificates(rustls::RootCertStore::empty())
-                        .with_no_client_auth(),
-                ),
-            }
-        });
+    let config = tls.client_config().unwrap_or_else(|e| {
+        // Fail closed: https backends are refused rather than reached with weaker settings.
+        tracing::warn!(error = %e, "backend TLS settings unusable: https backends will fail");
+        ClientTls::untrusting_config().unwrap_or_else(|_| {
+            rustls::ClientConfig::builder()
+                .with_root_certificates(rustls::RootCertStore::empty())
+                .with_no_client_auth()
+        })
+    });
     let mut http = HttpConnector::new();
     http.enforce_http(false);
     http.set_nodelay(true);
     http.set_connect_timeout(Some(connect_timeout));
-    let connector = builder
-        .https_or_http()
-        .enable_http1()
-        .enable_http2()
-        .wrap_connector(Guarded::new(http, destinations));
+    let connector = https_connector(config, Guarded::new(http, destinations));
     Client::builder(TokioExecutor::new())
         .pool_idle_timeout(Duration::from_secs(90))
         .build(connector)
@@ -112,37 +98,16 @@ pub(crate) async fn exchange_with(
             classify_client_error(&e)
         })?;
     let (parts, body) = response.into_parts();
-    let messages = match content_kind(&parts.headers) {
+    let messages = match media_kind(&parts.headers) {
         _ if parts.status == StatusCode::ACCEPTED => empty(),
-        ContentKind::EventStream => sse_messages(body, event_gap),
-        ContentKind::Json | ContentKind::Other => json_message(body, timeout),
+        MediaKind::EventStream => sse_messages(body, event_gap),
+        MediaKind::Json | MediaKind::Other => json_message(body, timeout),
     };
     Ok(Answer {
         status: parts.status,
         headers: parts.headers,
         messages,
     })
-}
-
-enum ContentKind {
-    Json,
-    EventStream,
-    Other,
-}
-
-fn content_kind(headers: &HeaderMap) -> ContentKind {
-    let value = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v: &HeaderValue| v.to_str().ok())
-        .unwrap_or("");
-    let essence = mcp_core::media::essence(value);
-    if essence.eq_ignore_ascii_case("text/event-stream") {
-        ContentKind::EventStream
-    } else if essence.eq_ignore_ascii_case("application/json") {
-        ContentKind::Json
-    } else {
-        ContentKind::Other
-    }
 }
 
 fn empty() -> MessageStream {

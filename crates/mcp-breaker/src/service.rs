@@ -8,8 +8,8 @@ use mcp_core::{APPLICATION_JSON, ResponseBody, encode_error};
 use tower_service::Service;
 
 use crate::{
-    BreakerError, CircuitBreaker, CircuitOpen, DefaultClassifier, Settle, HttpResponseFuture,
-    McpClassifier, ResponseFuture,
+    BreakerError, CircuitBreaker, CircuitOpen, DefaultClassifier, HttpResponseFuture,
+    McpClassifier, ResponseFuture, Settle,
 };
 
 /// Middleware that asks its [`CircuitBreaker`] before every call and records every outcome.

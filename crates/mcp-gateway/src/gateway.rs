@@ -189,8 +189,7 @@ impl GatewayBuilder {
         let backend_tls = tls::backend_tls(&config)?;
         let router = build_router(
             &config,
-            destinations.clone(),
-            backend_tls,
+            upstream_options(&config, destinations.clone(), backend_tls),
             sealing.as_deref(),
             sessions,
             bus,
@@ -311,8 +310,7 @@ fn upstream_options(
 
 fn build_router(
     config: &GatewayConfig,
-    destinations: DestinationPolicy,
-    backend_tls: ClientTls,
+    upstream: UpstreamOptions,
     sealing: Option<&[u8]>,
     sessions: Arc<dyn SessionStore>,
     bus: Option<NodeBus>,
@@ -328,7 +326,7 @@ fn build_router(
         .max_body_bytes(config.limits.max_body_bytes)
         .origins(origin_policy(&config.security.allowed_origins))
         .request_state_ttl(r.request_state_ttl)
-        .upstream(upstream_options(config, destinations, backend_tls))
+        .upstream(upstream)
         .breaker_defaults(config.breaker.clone())
         .stale_if_error(r.stale_if_error, STALE_ENTRIES)
         .replay_budgets(

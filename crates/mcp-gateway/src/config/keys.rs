@@ -172,7 +172,10 @@ pub fn reference_markdown() -> String {
             spec.kind.describe(),
             default.replace('|', "\\|"),
             spec.env_name(),
-            doc.replace('|', "\\|"),
+            // Escaped for Markdown: a `|` would end the cell, `[...]` reads as a link.
+            doc.replace('|', "\\|")
+                .replace('[', "\\[")
+                .replace(']', "\\]"),
         ));
     }
     out

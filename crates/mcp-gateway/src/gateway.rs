@@ -135,7 +135,8 @@ impl GatewayBuilder {
     /// layer's state is never shared between tenants.
     ///
     /// ```
-    /// use mcp_gateway::{Gateway, GatewayConfig};
+    /// use mcp_gateway::Gateway;
+    /// use mcp_gateway::config::GatewayConfig;
     /// use tower::limit::ConcurrencyLimitLayer;
     ///
     /// let builder = Gateway::builder(GatewayConfig::default())

@@ -47,18 +47,11 @@ pub(crate) fn book() -> Result<(), String> {
     let mdbook = bin.join("mdbook");
     let docs = root.join("docs");
 
-    // The snippets' crates, built alone so every crate has exactly one candidate for `-L`.
+    // The snippets' crates, built alone; `-L` gets a directory holding exactly this build's
+    // artifacts, so every crate has one candidate even after earlier builds with other features.
     let deps_target =
         crate::bench::target_dir(&root, std::env::var_os("CARGO_TARGET_DIR")).join("book-deps");
-    let deps_target_arg = deps_target.to_string_lossy().into_owned();
-    run::cargo(&[
-        "build",
-        "-p",
-        "mcp-book-deps",
-        "--target-dir",
-        &deps_target_arg,
-    ])?;
-    let deps = deps_target.join("debug").join("deps");
+    let deps = snippet_deps(&root, &deps_target)?;
 
     run_mdbook(&mdbook, &path, &docs, &["build"])?;
     run_mdbook(
@@ -67,6 +60,70 @@ pub(crate) fn book() -> Result<(), String> {
         &docs,
         &["test", "--library-path", &deps.to_string_lossy()],
     )
+}
+
+/// Builds `mcp-book-deps` into `target` and links the artifacts of this build (and only those)
+/// into `target/snippet-deps`, which it returns.
+fn snippet_deps(root: &Path, target: &Path) -> Result<std::path::PathBuf, String> {
+    let target_arg = target.to_string_lossy().into_owned();
+    let args = [
+        "build",
+        "-p",
+        "mcp-book-deps",
+        "--target-dir",
+        &target_arg,
+        "--message-format",
+        "json-render-diagnostics",
+    ];
+    println!("xtask: cargo {}", args.join(" "));
+    let output = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()))
+        .args(args)
+        .current_dir(root)
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "`cargo {}` failed ({})",
+            args.join(" "),
+            output.status
+        ));
+    }
+    let dir = target.join("snippet-deps");
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for artifact in artifacts(&String::from_utf8_lossy(&output.stdout)) {
+        let Some(name) = artifact.file_name() else {
+            continue;
+        };
+        std::os::unix::fs::symlink(&artifact, dir.join(name))
+            .map_err(|e| format!("{}: {e}", artifact.display()))?;
+    }
+    Ok(dir)
+}
+
+/// The library files (`.rlib`, `.rmeta`, proc-macro `.so`) of cargo's `compiler-artifact`
+/// messages.
+fn artifacts(messages: &str) -> Vec<std::path::PathBuf> {
+    messages
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|message| message["reason"] == "compiler-artifact")
+        .flat_map(|message| {
+            message["filenames"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|file| file.as_str().map(std::path::PathBuf::from))
+                .collect::<Vec<_>>()
+        })
+        .filter(|file| {
+            file.extension()
+                .is_some_and(|ext| ext == "rlib" || ext == "rmeta" || ext == "so")
+        })
+        .collect()
 }
 
 /// Rewrites the generated key table of `docs/src/configuration.md`.
@@ -168,5 +225,21 @@ mod tests {
             Some("intro\n<!-- config-keys:start -->\nnew\n<!-- config-keys:end -->\nafter\n")
         );
         assert_eq!(replace_between_markers("no markers", "x"), None);
+    }
+
+    #[test]
+    fn only_library_artifacts_of_the_build_are_linked() {
+        let messages = r#"{"reason":"compiler-artifact","filenames":["/t/deps/libtower-1.rlib","/t/deps/libtower-1.rmeta"]}
+{"reason":"build-script-executed","filenames":["/t/build/x"]}
+{"reason":"compiler-artifact","filenames":["/t/deps/libserde_derive-2.so","/t/build/foo/build_script_build-3"]}
+not json"#;
+        assert_eq!(
+            artifacts(messages),
+            vec![
+                std::path::PathBuf::from("/t/deps/libtower-1.rlib"),
+                std::path::PathBuf::from("/t/deps/libtower-1.rmeta"),
+                std::path::PathBuf::from("/t/deps/libserde_derive-2.so"),
+            ]
+        );
     }
 }

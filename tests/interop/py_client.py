@@ -1,4 +1,4 @@
-"""An MCP client built on the official Python SDK, run by tests/interop.rs against the gateway.
+"""An MCP client built on the official Python SDK, run by crates/mcp-gateway/tests/interop.rs against the gateway.
 
     python py_client.py URL TOKEN TOOL MODE [--arguments JSON]
                         [--progress-tool NAME [--progress-arguments JSON]] [--read-links]

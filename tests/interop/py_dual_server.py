@@ -1,5 +1,5 @@
 """A dual-era MCP server on the Python SDK 2.x (`MCPServer`) whose tool samples the 2025 way, for
-the gateway's era-per-caller tests (tests/interop.rs).
+the gateway's era-per-caller tests (crates/mcp-gateway/tests/interop.rs).
 
 Usage: py_dual_server.py [PORT] (with .venv/mcp2/bin/python). Listens on 127.0.0.1:PORT (a free
 port when PORT is 0 or absent), serves streamable HTTP at /mcp in both eras (2025 sessions and

@@ -1,4 +1,4 @@
-"""A sampling client on the Python SDK 2.x, run by tests/interop.rs against the gateway.
+"""A sampling client on the Python SDK 2.x, run by crates/mcp-gateway/tests/interop.rs against the gateway.
 
     python py_sampling_client.py URL TOKEN TOOL MODE PROMPT     (MODE: legacy or auto)
 

@@ -1,5 +1,5 @@
 //! `cargo xtask bench [--quick] [--baseline FILE]`: builds the release gateway and the
-//! `mcp-bench` harness, then runs every benchmark scenario (DESIGN §12) in one invocation and
+//! `mcp-bench` harness, then runs every benchmark scenario (book: docs/src/performance.md) in one invocation and
 //! writes `target/bench/REPORT.md` and `target/bench/report.json` under the workspace root.
 //!
 //! The measuring happens in `crates/mcp-bench` (this crate stays dependency-free); CI never runs

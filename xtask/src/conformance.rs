@@ -10,7 +10,7 @@
 //!    suites against the backend alone, so a failure can be blamed on the gateway or the backend.
 //! 4. Runs the interop matrix ([`matrix`]): six real clients x four real backends through one
 //!    prefixing virtual host; a failing cell is re-run against its backend alone.
-//! 5. Checks the failure contract (DESIGN §3) against the binary ([`contract`]).
+//! 5. Checks the failure contract (book: docs/src/failure-modes.md) against the binary ([`contract`]).
 //! 6. Judges every scenario against `tests/conformance/baseline.toml` ([`outcome`]): a new
 //!    failure or a stale entry fails the run; so does a scenario that passes against a backend
 //!    alone and fails through the gateway (each such comparison is listed in the report).
@@ -93,7 +93,8 @@ pub(crate) fn conformance(args: &[String]) -> Result<(), String> {
     if filter.runs("contract") {
         collected.section(
             contract::RUN,
-            "Failure contract (DESIGN §3) against the gateway binary".to_owned(),
+            "Failure contract (book: docs/src/failure-modes.md) against the gateway binary"
+                .to_owned(),
         );
     }
     if filter.runs("matrix") || filter.runs("contract") {

@@ -1,5 +1,4 @@
-//! `cargo xtask fuzz [--seconds N] [TARGET...]`: runs the cargo-fuzz targets of `fuzz/` (DESIGN
-//! §11), each for N seconds (default 30), and fails if any of them finds a crash.
+//! `cargo xtask fuzz [--seconds N] [TARGET...]`: runs the cargo-fuzz targets of `fuzz/` (book: docs/src/security.md), each for N seconds (default 30), and fails if any of them finds a crash.
 //!
 //! libFuzzer needs unstable compiler flags; the stable toolchain accepts them with
 //! `RUSTC_BOOTSTRAP=1`, set for the cargo-fuzz commands only. Fuzz builds (sanitizer flags) use

@@ -1,4 +1,4 @@
-//! Installing the real peers of the cross-language interop tests (`tests/interop.rs`, and the stdio/SSE backend suites in `crates/mcp-router/tests`).
+//! Installing the real peers of the cross-language interop tests (`crates/mcp-gateway/tests/interop.rs`, and the stdio/SSE backend suites in `crates/mcp-router/tests`).
 //!
 //! - `.venv/mcp1` and `.venv/mcp2`: Python venvs made with the machine's `python3`, holding the
 //!   Python MCP SDK 1.x and 2.x (`pip install -r tests/interop/requirements-mcp{1,2}.txt`, every

@@ -12,7 +12,7 @@
 //! - `conformance`: the `mcp-gateway` binary against the official MCP conformance suite and
 //!   real peers (see `conformance.rs`); writes `target/conformance/REPORT.md`. Also run by `test`.
 //! - `ci`: `cargo fmt --check`, `cargo clippy --workspace --all-targets -D warnings`, then `test`.
-//! - `bench [--quick] [--baseline FILE]`: the gateway benchmark (`crates/mcp-bench`, DESIGN §12),
+//! - `bench [--quick] [--baseline FILE]`: the gateway benchmark (`crates/mcp-bench`, book: docs/src/performance.md),
 //!   written to `target/bench/REPORT.md` and `report.json`; never part of `ci`.
 //! - `book`: builds the book in `docs/` (mdBook, with its link checker) and runs its Rust snippets
 //!   (see `book.rs`). Also run by `test`. `config-reference` regenerates the book's key table.
@@ -29,6 +29,7 @@ mod bench;
 mod book;
 mod conformance;
 mod features;
+mod first_command;
 mod fuzz;
 mod interop;
 mod prerequisites;
@@ -89,6 +90,7 @@ fn test(extra: &[String]) -> Result<(), String> {
     prerequisites::ensure_redis_server()?;
     prerequisites::ensure_haproxy()?;
     interop::ensure_interop_peers()?;
+    first_command::check()?;
     if run::has_nextest() {
         let mut args = vec![
             "nextest",

@@ -1,6 +1,6 @@
 //! # mcp-bench
 //!
-//! The benchmark harness of the MCP gateway, driven by `cargo xtask bench` (DESIGN §12). Not
+//! The benchmark harness of the MCP gateway, driven by `cargo xtask bench` (book: docs/src/performance.md). Not
 //! published; nothing here runs in CI beyond its own fast tests.
 //!
 //! | module | what it holds |

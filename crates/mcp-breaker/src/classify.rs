@@ -25,7 +25,7 @@ impl<T, E> Classify<T, E> for DefaultClassifier {
     }
 }
 
-/// The MCP classifier (DESIGN §6.5): the backend is unhealthy when it cannot be reached, does not
+/// The MCP classifier (book: docs/src/architecture.md): the backend is unhealthy when it cannot be reached, does not
 /// answer in time, answers 5xx, or answers something that is not MCP; a JSON-RPC error or a tool
 /// result with `isError: true` is the backend working correctly.
 ///

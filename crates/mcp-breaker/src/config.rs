@@ -4,13 +4,13 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-/// Default `consecutive_failures` (DESIGN §8.2).
+/// Default `consecutive_failures` (book: docs/src/gateway.md).
 pub const DEFAULT_CONSECUTIVE_FAILURES: u32 = 5;
-/// Default `open_ms`: the first open period (DESIGN §8.2).
+/// Default `open_ms`: the first open period (book: docs/src/gateway.md).
 pub const DEFAULT_OPEN_MS: u64 = 5_000;
 /// Default cap of the open period when `max_open_ms` is not set (or `open_ms` if larger).
 pub const DEFAULT_MAX_OPEN_MS: u64 = 60_000;
-/// Default `half_open_probes` (DESIGN §8.2).
+/// Default `half_open_probes` (book: docs/src/gateway.md).
 pub const DEFAULT_HALF_OPEN_PROBES: u32 = 1;
 /// Default `max_half_open_ms`.
 pub const DEFAULT_MAX_HALF_OPEN_MS: u64 = 60_000;

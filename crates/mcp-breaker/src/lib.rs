@@ -1,6 +1,6 @@
 //! # mcp-breaker
 //!
-//! A circuit breaker for tower services: per MCP backend in the gateway (DESIGN §6.5), or around
+//! A circuit breaker for tower services: per MCP backend in the gateway (book: docs/src/architecture.md), or around
 //! any client. It stops calling a backend that keeps failing, fails those calls fast instead, and
 //! lets a few probe calls through after a while to find out whether the backend is back.
 //!
@@ -127,7 +127,7 @@
 //!
 //! A [`Classify`] turns a call's `Result` and latency into [`Outcome::Success`],
 //! [`Outcome::Failure`] or [`Outcome::Ignore`] (not recorded). Closures implement it.
-//! [`McpClassifier`] is the MCP rule set of DESIGN §6.5 for `http::Response<B>` results: errors
+//! [`McpClassifier`] is the MCP rule set (book: docs/src/architecture.md) for `http::Response<B>` results: errors
 //! (connect, timeout), 5xx, 408/429, redirects and 2xx answers that are neither JSON nor SSE are
 //! failures; everything else is a success, so JSON-RPC errors and `isError` tool results (which
 //! live in the body) count as the backend working. Callers that parse the JSON-RPC answer use

@@ -1,5 +1,5 @@
 //! [`VerifiedTokens`]: the claims of recently validated tokens, so that a client sending the same
-//! bearer token on every request has its signature verified once, not per request (DESIGN §12:
+//! bearer token on every request has its signature verified once, not per request (book: docs/src/performance.md:
 //! signature verification dominates a gateway's CPU, RS256 most of all).
 //!
 //! - Bounded: a fixed number of entries, spread over shards that each have their own lock, so

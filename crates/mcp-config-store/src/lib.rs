@@ -5,7 +5,7 @@
 //!
 //! | module | what it holds |
 //! |---|---|
-//! | `model` | [`UserConfig`] → [`VirtualHostConfig`] → [`BackendConfig`] (DESIGN §8.1), [`UsersDocument`] |
+//! | `model` | [`UserConfig`] → [`VirtualHostConfig`] → [`BackendConfig`] (book: docs/src/user-config.md), [`UsersDocument`] |
 //! | `validate` | semantic checks with field paths, [`ConfigWarning`] (overlapping backend names) |
 //! | `parse` | JSON/TOML parsing with the path of the bad field ([`DocumentFormat`]) |
 //! | `error` | [`StoreError`] (`Unavailable` / `Corrupt` / `Other`), [`ConfigError`], [`FieldError`] |

@@ -1,4 +1,4 @@
-//! The user configuration model (DESIGN §8.1): what one JWT subject may reach.
+//! The user configuration model (book: docs/src/user-config.md): what one JWT subject may reach.
 //!
 //! A [`UserConfig`] maps virtual host ids to [`VirtualHostConfig`]s, each of which maps backend
 //! names to [`BackendConfig`]s. Every struct rejects unknown keys (a typo is an error, not a silently
@@ -62,7 +62,7 @@ pub struct VirtualHostConfig {
     pub sse_downstream: bool,
 }
 
-/// Public naming scheme of a virtual host (DESIGN §5).
+/// Public naming scheme of a virtual host (book: docs/src/architecture.md).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
@@ -189,7 +189,7 @@ impl BackendConfig {
     }
 }
 
-/// Which client headers reach a backend and which are added or removed (DESIGN §6.1).
+/// Which client headers reach a backend and which are added or removed (book: docs/src/architecture.md).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]

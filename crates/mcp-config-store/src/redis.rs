@@ -33,7 +33,7 @@
 //! time it (re)subscribes, because messages sent while it was disconnected are lost. It also pings
 //! its connection periodically, so a silently dead connection is noticed.
 //!
-//! ## Outages (DESIGN §3.6)
+//! ## Outages (book: docs/src/failure-modes.md)
 //!
 //! No request waits on reconnection attempts. Pool waits, connection setup and responses have short
 //! timeouts ([`RedisStoreConfig`]). When a load fails with an

@@ -71,7 +71,7 @@ where
     }
 }
 
-/// The outcome of an MCP backend's response head (DESIGN §6.5): 5xx, 408, 429 and 3xx are
+/// The outcome of an MCP backend's response head (book: docs/src/architecture.md): 5xx, 408, 429 and 3xx are
 /// failures; 202, 204 and other non-2xx are successes (the backend answered); any other 2xx is a
 /// success only when it is JSON or an event stream (or empty, `Content-Length: 0`).
 ///

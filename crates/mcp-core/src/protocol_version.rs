@@ -3,7 +3,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-/// The two eras of MCP (see DESIGN §4).
+/// The two eras of MCP (see book: docs/src/eras.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Era {
     /// 2024-11-05 … 2025-11-25: `initialize`, `Mcp-Session-Id`, GET stream, DELETE.

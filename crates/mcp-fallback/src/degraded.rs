@@ -1,7 +1,7 @@
 //! The degraded marker of a stale answer: `_meta["mcp-gateway/degraded"].stale.age_ms`.
 //!
 //! A result served from the stale cache says so in its `_meta`, next to whatever the merge
-//! already reported there (the router's `backends` and `items`, DESIGN §5):
+//! already reported there (the router's `backends` and `items`, book: docs/src/architecture.md):
 //!
 //! ```json
 //! {"tools": [...], "_meta": {"mcp-gateway/degraded": {"stale": {"age_ms": 1500}}}}

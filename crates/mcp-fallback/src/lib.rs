@@ -1,6 +1,6 @@
 //! # mcp-fallback
 //!
-//! Fallback for tower services (DESIGN §6.6): when the primary fails (by a classifier, or its
+//! Fallback for tower services (book: docs/src/architecture.md): when the primary fails (by a classifier, or its
 //! breaker is open), try alternates in priority order (replica URLs of the same backend), then a
 //! stale answer for list and discover calls (the last good one within a maximum staleness, marked
 //! degraded), then give up with the original error, or, over HTTP, a clear JSON-RPC error.

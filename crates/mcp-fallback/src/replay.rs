@@ -93,7 +93,7 @@ pub fn is_read_method(method: &str) -> bool {
     READ_METHODS.contains(&method)
 }
 
-/// The replay rule (DESIGN §6.6): may a request that failed with `failure` be sent to another
+/// The replay rule (book: docs/src/architecture.md): may a request that failed with `failure` be sent to another
 /// backend (a replica, an alternate)?
 ///
 /// | method | `NeverSent` | `MaybeReceived` |

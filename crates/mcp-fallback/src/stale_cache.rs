@@ -33,7 +33,7 @@ impl<V> Stale<V> {
 }
 
 /// The last good value per key with the time it was stored: stale-if-error for list and discover
-/// results (DESIGN §6.6).
+/// results (book: docs/src/architecture.md).
 ///
 /// - **Bounded**: at most `max_entries` keys; storing a new key into a full cache evicts the key
 ///   stored longest ago. Storing an existing key replaces its value and time.

@@ -19,7 +19,7 @@ pub struct CheckReport {
 /// Validates the process configuration beyond its syntax (token keys readable and usable, TLS
 /// files, secrets present in the environment, the plugin document) and every stored user configuration (validation,
 /// features this build lacks). With `warnings_are_errors`, overlapping backend names fail too
-/// (DESIGN §5: a warning when serving, an error for `check-config`).
+/// (book: docs/src/architecture.md: a warning when serving, an error for `check-config`).
 ///
 /// # Errors
 ///

@@ -116,7 +116,7 @@
 //! | more than `limits.max_mcp_headers` `Mcp-*` headers, or one longer than `limits.max_mcp_header_bytes` | 431 `{"detail":"Too many Mcp-* headers"}` / `{"detail":"Mcp-* header too large"}` |
 //! | `Content-Length` over `limits.max_body_bytes` | 413 `{"detail":"Request body too large"}` (a chunked body is cut by the router: 413 with a JSON-RPC error) |
 //!
-//! Then the DESIGN §3.1 rows of each layer (400 path, 401 token, 400/500/503 store, 404 virtual
+//! Then the book: docs/src/failure-modes.md rows of each layer (400 path, 401 token, 400/500/503 store, 404 virtual
 //! host), then the router's JSON-RPC answers.
 //!
 //! ## Metrics

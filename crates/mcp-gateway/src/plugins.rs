@@ -1,4 +1,4 @@
-//! `[plugins]`: the plugin runtime the router runs around routed calls (`mcp-plugins`, DESIGN §7).
+//! `[plugins]`: the plugin runtime the router runs around routed calls (`mcp-plugins`, book: docs/src/plugins.md).
 //!
 //! The document (the file `plugins.config`, or the Redis key `plugins.redis_key` on
 //! `plugins.redis_url`) is loaded before anything listens: an invalid or missing one is a
@@ -6,7 +6,7 @@
 //! path). Then it is polled every `plugins.reload_interval_ms` (a file's modification time and
 //! content hash; the key's text; an unreachable Redis keeps the current chain): a valid change swaps the chain atomically (calls in flight finish on the old
 //! one); an invalid change marks the runtime failed, so plugin-governed calls get an internal
-//! error and `/readyz` turns unready until a valid document is written (fail closed, DESIGN §3.5),
+//! error and `/readyz` turns unready until a valid document is written (fail closed, book: docs/src/failure-modes.md),
 //! unless `plugins.keep_last_good` keeps the previous chain.
 
 use std::sync::Arc;

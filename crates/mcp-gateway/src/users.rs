@@ -3,7 +3,7 @@
 //! (`[stdio_servers]`, `backends.stdio_allowed_commands`, `backends.trust_user_commands`),
 //! `headers.passthrough` of `Authorization` without `backends.allow_authorization_passthrough`,
 //! backend `breaker` overrides that do not apply, and overlapping backend names (a warning when
-//! serving, an error for `mcp-gateway check-config`, DESIGN §5).
+//! serving, an error for `mcp-gateway check-config`, book: docs/src/architecture.md).
 
 use mcp_breaker::BreakerConfig;
 use mcp_config_store::{BackendConfig, UserConfig, UsersDocument};

@@ -1,4 +1,4 @@
-//! The operator contract of the binary (DESIGN §8.2): `check-config` (exit codes, messages naming
+//! The operator contract of the binary (book: docs/src/gateway.md): `check-config` (exit codes, messages naming
 //! the file and key, unsupported features), `token` (accepted by the same gateway; another
 //! secret's token rejected), `--print-config` (precedence, redaction), `config-keys` (the book's
 //! reference is its output), serve refusing a broken configuration before binding.

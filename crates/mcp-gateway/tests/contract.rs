@@ -1,4 +1,4 @@
-//! DESIGN §3.1 against the real `mcp-gateway` process: every HTTP row (status, headers, exact
+//! book: docs/src/failure-modes.md against the real `mcp-gateway` process: every HTTP row (status, headers, exact
 //! body), 403 Origin, 413, 431, RFC 9728 documents, a routed MCP call to a real backend, the admin
 //! listener (`/healthz`, `/readyz`, `/metrics` counters after traffic), and logs free of secrets.
 

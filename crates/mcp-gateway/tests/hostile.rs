@@ -7,7 +7,7 @@
 //! tampered cursors and request states, and backends that answer garbage, gigantic or endless
 //! bodies, or never send their response head (small hyper servers below).
 //!
-//! What `tests/http_contract.rs`, `contract.rs` and the router suites already prove is not
+//! What `crates/mcp-gateway/tests/http_contract.rs`, `contract.rs` and the router suites already prove is not
 //! repeated here; `SECURITY.md` maps each class of input to the test that covers it.
 
 mod support;

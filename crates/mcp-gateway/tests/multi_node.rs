@@ -1,4 +1,4 @@
-//! Several gateway *processes* behind no sticky routing (DESIGN §3.4, §6.3, issue "several
+//! Several gateway *processes* behind no sticky routing (book: docs/src/several-nodes.md, issue "several
 //! nodes"): a 2025 client's session initialised on node A goes on through node B — lists, a call
 //! with progress, a subscription whose update arrives on a GET stream opened on the other node, a
 //! backend's sampling request answered through the other node — then node A is killed and the

@@ -1,4 +1,4 @@
-//! The gateway process with `[plugins]` (DESIGN §3.5): an invalid plugin document stops
+//! The gateway process with `[plugins]` (book: docs/src/failure-modes.md): an invalid plugin document stops
 //! `check-config` and `serve` with exit code 2 and a message naming the document and the field; a
 //! running gateway denies what the document denies, fails plugin-governed calls closed with an
 //! internal error and turns `/readyz` unready after an invalid edit, and serves again after a

@@ -1,4 +1,4 @@
-//! The gateway process on a Redis config store (a private `redis-server`): DESIGN §3.1 rows 5-7
+//! The gateway process on a Redis config store (a private `redis-server`): book: docs/src/failure-modes.md rows 5-7
 //! (400 missing, 500 undecodable, 503 + `Retry-After` unreachable), `/readyz` turning unready
 //! when Redis stops and ready again when it returns, and `check-config` reading every stored
 //! document. Skips loudly without `redis-server` (fails under `CI=true`).

@@ -9,7 +9,7 @@ use std::pin::Pin;
 use mcp_core::ErrorObject;
 use serde_json::value::RawValue;
 
-/// The JSON-RPC code of a denial when the plugin names none: invalid request (-32600, DESIGN §3.5).
+/// The JSON-RPC code of a denial when the plugin names none: invalid request (-32600, book: docs/src/failure-modes.md).
 pub const DEFAULT_DENY_CODE: i64 = mcp_core::error_code::INVALID_REQUEST;
 
 /// A plugin's decision about one call.
@@ -35,7 +35,7 @@ impl Decision {
 
 /// A plugin failed (as opposed to denying): a bug, a bad payload it cannot read, an unreachable
 /// dependency. In `permissive` mode the failure is logged and the call proceeds; in `enforce` mode
-/// the call is denied with an internal error (DESIGN §3.5). The message is logged, never shown to
+/// the call is denied with an internal error (book: docs/src/failure-modes.md). The message is logged, never shown to
 /// the caller.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]

@@ -28,7 +28,7 @@
 //! |---|---|---|
 //! | `redis` | no | `RedisSource`, `RuntimeBuilder::load_redis`, `PluginRuntime::watch_redis`: the plugin document in a Redis key (deadpool-redis, `mcp-config-store`'s Redis topologies) |
 //!
-//! ## Semantics (DESIGN §3.5, §7)
+//! ## Semantics (book: docs/src/failure-modes.md and docs/src/plugins.md)
 //!
 //! - Entries run in `priority` order (lower first, ties in document order). Each sees the payload
 //!   as rewritten by the entries before it.

@@ -1,5 +1,5 @@
 //! [`PluginRuntime`]: the current chain behind an atomic pointer, replaced on reload, with the
-//! fail-closed state of DESIGN §3.5.
+//! fail-closed state of book: docs/src/failure-modes.md.
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::Path;
@@ -185,7 +185,7 @@ impl PluginRuntime {
     }
 
     /// The chain for a plugin-governed call, or the internal error to answer while the runtime is
-    /// failed (DESIGN §3.5: fail closed).
+    /// failed (book: docs/src/failure-modes.md: fail closed).
     pub fn load(&self) -> Result<Arc<PluginChain>, ErrorObject> {
         match &self.shared.current.load().chain {
             Some(chain) => Ok(Arc::clone(chain)),

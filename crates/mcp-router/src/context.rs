@@ -1,4 +1,4 @@
-//! What the router needs from the layers in front of it, re-checked (DESIGN §3.2): the virtual
+//! What the router needs from the layers in front of it, re-checked (book: docs/src/failure-modes.md): the virtual
 //! host id, the caller's principal and user configuration, and the virtual host's configuration.
 
 use std::sync::Arc;

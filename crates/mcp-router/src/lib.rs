@@ -74,7 +74,7 @@
 //!   translated. A `subscriptions/listen` naming gateway task ids (`taskIds`) gets the
 //!   backends' `notifications/tasks` for those tasks, under the gateway ids.
 //!
-//! Failures follow DESIGN §3: missing request facts are `Routing problem…` internal errors; a name
+//! Failures follow book: docs/src/failure-modes.md: missing request facts are `Routing problem…` internal errors; a name
 //! that no configured backend prefix matches is `wrong tool name` / `wrong prompt name` /
 //! `wrong resource name` / `wrong completion reference` (-32602 for modern clients); a name that
 //! several backends expose is `-32600`; a backend that fails during a list is left out and named in

@@ -1,5 +1,5 @@
 //! Public names: how backend items are named in merged lists, and how a public name is traced
-//! back to the backend that owns it (DESIGN §5).
+//! back to the backend that owns it (book: docs/src/architecture.md).
 //!
 //! - Tools and prompts: `<backend>-<name>`; resources and resource templates: `<backend>-<uri>`
 //!   (the URI itself is prefixed, as in the original design: `weather-file:///a` reads `file:///a`

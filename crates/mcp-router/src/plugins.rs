@@ -14,7 +14,7 @@
 //! `tasks/update`/`tasks/cancel` should a backend answer with it) carries the task's `result`,
 //! that call's post hook runs on it, with the call's names ([`task_post`]), so running a tool as
 //! a task bypasses no plugin. A runtime whose last reload failed
-//! answers every hooked method with its internal error (fail closed, DESIGN §3.5), whether or not
+//! answers every hooked method with its internal error (fail closed, book: docs/src/failure-modes.md), whether or not
 //! a plugin would have applied: the gateway cannot know which would.
 
 use std::sync::Arc;

@@ -1,5 +1,5 @@
 //! [`StaleAnswers`]: the last good list and discover answers, served (marked stale) while a
-//! backend fails (stale-if-error, DESIGN §6.6).
+//! backend fails (stale-if-error, book: docs/src/architecture.md).
 //!
 //! Keyed by the backend's credential scope (which names the caller), the virtual host, the
 //! backend, the method and the cursor: a stale answer is only ever served to the caller it was

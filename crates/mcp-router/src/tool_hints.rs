@@ -1,5 +1,5 @@
 //! The `readOnlyHint`/`idempotentHint` annotations of the tools the router has listed, so a
-//! routed `tools/call` knows whether it may be replayed on a replica (DESIGN §6.6).
+//! routed `tools/call` knows whether it may be replayed on a replica (book: docs/src/architecture.md).
 
 use mcp_fallback::ToolHints;
 

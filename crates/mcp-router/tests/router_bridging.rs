@@ -1,4 +1,4 @@
-//! Features crossing eras (DESIGN §4): a 2025 backend's mid-call request to a 2026-07-28 client
+//! Features crossing eras (book: docs/src/eras.md): a 2025 backend's mid-call request to a 2026-07-28 client
 //! becomes an `input_required` round whose retry answers the same upstream call; a 2025 backend's
 //! results get the fields a 2026-07-28 client requires.
 

@@ -1,4 +1,4 @@
-//! DESIGN §3.3 (routing) and §3.4 (backends) for the stateless 2026-07-28 engine, over real
+//! book: docs/src/failure-modes.md (routing and backends) for the stateless 2026-07-28 engine, over real
 //! sockets: every row asserts the exact JSON-RPC code and message, and what reached the backends.
 
 use mcp_test_backends::{BackendSpec, TestBackend};
@@ -49,7 +49,7 @@ fn echo(name: &str, text: &str) -> Value {
     json!({"name": name, "arguments": {"text": text}})
 }
 
-// ---- §3.3 routing ---------------------------------------------------------------------------
+// ---- routing -------------------------------------------------------------------------------
 
 #[tokio::test]
 async fn a_wrong_tool_name_is_invalid_params_naming_it() {
@@ -179,7 +179,7 @@ async fn a_name_only_one_overlapping_backend_exposes_goes_to_it() {
     assert_eq!(targeted(&a), 0);
 }
 
-// ---- §3.4 backends --------------------------------------------------------------------------
+// ---- backends ------------------------------------------------------------------------------
 
 fn degraded_backends(result: &Value) -> Value {
     result["_meta"]["mcp-gateway/degraded"]["backends"].clone()

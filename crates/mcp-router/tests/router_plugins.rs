@@ -1,4 +1,4 @@
-//! Plugins around routed calls (DESIGN §3.5, §7) through the router with real rmcp backends, over
+//! Plugins around routed calls (book: docs/src/failure-modes.md and docs/src/plugins.md) through the router with real rmcp backends, over
 //! the socket: built-ins (tool allow/deny lists that also hide tools from `tools/list`, secret
 //! deny and redact, argument size limits, rate limits, upstream headers), a custom plugin on the
 //! prompt and resource hooks, soft and enforce-mode plugin errors, and the fail-closed runtime

@@ -1,4 +1,4 @@
-//! Circuit breakers and replica failover in the router, end to end (DESIGN §6.4-§6.6): a dead
+//! Circuit breakers and replica failover in the router, end to end (book: docs/src/architecture.md, sessions and resilience): a dead
 //! backend fails fast once its breaker opens, lists skip it with a marker, it comes back through a
 //! half-open probe without any restart, slow backends time out without slowing the others, and
 //! replicas take over without replaying a tool call that may have run.

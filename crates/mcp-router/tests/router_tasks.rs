@@ -658,6 +658,7 @@ async fn listen_task_ids_without_the_tasks_extension_are_refused() {
 }
 
 /// The `notifications/tasks` that reports `task` completed, through `gw` for alice.
+#[cfg(feature = "plugins")]
 async fn completion_notification(gw: &Gateway) -> Value {
     let task = created_task(&long_task(gw, "alice", WORKING_MS, true).await);
     let mut stream = listen_for_tasks(gw, "alice", &[&task], true).await;
@@ -680,6 +681,8 @@ async fn completion_notification(gw: &Gateway) -> Value {
     }
 }
 
+// Plugin post hooks: only with the router's `plugins` feature.
+#[cfg(feature = "plugins")]
 #[tokio::test]
 async fn a_task_notification_carries_its_result_unless_a_post_hook_governs_the_call() {
     let (_alpha, gw) = setup().await;

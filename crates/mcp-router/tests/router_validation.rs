@@ -1,5 +1,5 @@
-//! The stateless endpoint's request validation (2026-07-28 "Server Validation", DESIGN §3.1 Origin
-//! row, §4 era detection), driven with raw requests through the whole gateway stack: every row
+//! The stateless endpoint's request validation (2026-07-28 "Server Validation", book: docs/src/failure-modes.md Origin
+//! row, era detection, docs/src/eras.md), driven with raw requests through the whole gateway stack: every row
 //! asserts the HTTP status, the JSON-RPC code and message, and that no backend was asked.
 
 use mcp_test_backends::{BackendSpec, TestBackend};

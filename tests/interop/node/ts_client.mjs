@@ -1,4 +1,4 @@
-// An MCP client built on the official TypeScript SDK 1.x, run by tests/interop.rs against the
+// An MCP client built on the official TypeScript SDK 1.x, run by crates/mcp-gateway/tests/interop.rs against the
 // gateway. It lives next to package.json so that Node resolves the pinned SDK from node_modules.
 //
 //   node ts_client.mjs URL TOKEN TOOL ARGUMENTS_JSON [PROGRESS_TOOL PROGRESS_ARGUMENTS_JSON]

@@ -1,6 +1,6 @@
-//! The failure contract (DESIGN §3) against the running gateway binary: every row that a client
+//! The failure contract (book: docs/src/failure-modes.md) against the running gateway binary: every row that a client
 //! can reach over the socket, asserting status, headers and body or JSON-RPC code and message.
-//! (The in-process tests in `tests/http_contract.rs` and friends cover the same rows through the
+//! (The in-process tests in `crates/mcp-gateway/tests/http_contract.rs` and friends cover the same rows through the
 //! library; here the process, its configuration and its listeners are the real ones.)
 //!
 //! Setup: a private `redis-server` as the config store (subjects `alice`, `carol`, and `broken`
@@ -10,13 +10,13 @@
 //! Redis and the sealed session store ([`sessions`]), and gateways with a plugin document
 //! ([`plugins`]).
 //!
-//! Rows of §3 not run against the binary, and why:
-//! - §3.1 "no claims in the request" (400) and all of §3.2 (the router's defence in depth:
+//! Rows of the failure contract (book: docs/src/failure-modes.md) not run against the binary, and why:
+//! - HTTP "no claims in the request" (400) and the router's re-checks (the router's defence in depth:
 //!   missing session id, user config, virtual host id or claims extension → `Routing problem`;
 //!   a virtual host absent from the user config → `No configuration`): the binary's own layers
 //!   establish these facts before the router runs, so no request can reach them (the router's
-//!   unit tests and `tests/http_contract.rs` build a router without those layers);
-//! - §3.1 "key encoding failure" (500): a subject is any JWT `sub` string and every string
+//!   unit tests and `crates/mcp-gateway/tests/http_contract.rs` build a router without those layers);
+//! - HTTP "key encoding failure" (500): a subject is any JWT `sub` string and every string
 //!   encodes as a Redis key, so the binary has no failing key encoding to reach;
 //! - §3.3 "no backend entry matches the split name" is the wrong-name row seen from the split
 //!   (the split only yields configured backend names), and "more than one backend entry

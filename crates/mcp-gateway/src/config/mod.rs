@@ -1,4 +1,4 @@
-//! The process configuration of the reference gateway (DESIGN §8.2).
+//! The process configuration of the reference gateway (book: docs/src/gateway.md).
 //!
 //! One TOML file, then `MCP_GATEWAY_*` environment variables, then command-line flags, in that
 //! precedence ([`EffectiveConfig`]); every key, its type, default and environment name is in
@@ -298,7 +298,7 @@ pub struct SecurityConfig {
     pub allowed_origins: Vec<String>,
 }
 
-/// `[plugins]`: the plugin document (DESIGN §7) and how it is reloaded.
+/// `[plugins]`: the plugin document (book: docs/src/plugins.md) and how it is reloaded.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct PluginsConfig {

@@ -201,7 +201,7 @@ fn empty_object() -> Box<RawValue> {
     RawValue::from_string("{}".to_owned()).unwrap_or_else(|_| RawValue::NULL.to_owned())
 }
 
-/// DESIGN §3.3: a call on a name that several backends expose is refused, and the session's
+/// book: docs/src/failure-modes.md: a call on a name that several backends expose is refused, and the session's
 /// backend entries are cleaned up: each is released (its upstream session ends when no other
 /// session of the caller uses it) and recorded unavailable, so the next call re-establishes it.
 pub(crate) async fn clean_up_backends(scope: &Scope<'_>, session_id: &str) {

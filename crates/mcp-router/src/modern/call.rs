@@ -19,7 +19,7 @@
 //! [`request_state`](super::request_state)), and a legacy backend's `-32002` resource-not-found
 //! becomes `-32602` for a modern client. Everything else is passed through byte for byte.
 //!
-//! Input mid-call, across eras (DESIGN §4 bridging):
+//! Input mid-call, across eras (book: docs/src/eras.md bridging):
 //! - a modern backend's `input_required` for a 2025 client becomes real server-to-client requests on
 //!   the call's stream, and the answers the backend's retry ([`Bridge`]);
 //! - a 2025 backend's mid-call request (`sampling/createMessage`, `elicitation/create`,
@@ -282,7 +282,7 @@ fn write_name(params: &mut RawObject<'_>, slot: NameSlot, upstream: &str) {
     }
 }
 
-/// Public name to backend (DESIGN §3.3, §5).
+/// Public name to backend (book: docs/src/failure-modes.md and docs/src/architecture.md).
 async fn resolve<'a>(
     scope: &Scope<'a>,
     method: Method,
@@ -408,7 +408,7 @@ const BRIDGE_ANSWER_TIMEOUT: std::time::Duration = std::time::Duration::from_sec
 
 /// Turns a modern backend's MRTR `input_required` into real requests to a 2025 client (which
 /// does not speak MRTR) on the call's SSE stream, then retries the backend with the answers as
-/// `inputResponses` and the backend's `requestState` (DESIGN §4 bridging).
+/// `inputResponses` and the backend's `requestState` (book: docs/src/eras.md bridging).
 struct Bridge {
     /// The upstream params of the call, to retry with.
     params: RawObject<'static>,

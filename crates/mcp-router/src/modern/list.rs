@@ -240,7 +240,7 @@ pub(crate) async fn list(
 }
 
 /// Fails a fan-out when more than the configured share of the asked backends were skipped
-/// because their circuit breakers are open (DESIGN §6.5: a near-empty list would mislead).
+/// because their circuit breakers are open (book: docs/src/architecture.md: a near-empty list would mislead).
 pub(crate) fn check_open_share<'f>(
     scope: &Scope<'_>,
     outcomes: impl Iterator<Item = Option<&'f BackendFailure>>,

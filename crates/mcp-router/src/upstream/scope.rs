@@ -1,5 +1,5 @@
 //! [`CredentialScope`]: who the gateway is when it talks to one backend, the one key of every
-//! piece of upstream state that outlives a call (DESIGN §6.1, the isolation rule).
+//! piece of upstream state that outlives a call (book: docs/src/architecture.md, the isolation rule).
 //!
 //! A scope is the backend's address (URL, or `stdio:` + command), a digest of the effective
 //! outgoing credentials (the resolved header policy: `add` values, `remove` names, and the values

@@ -1,5 +1,5 @@
 //! Backend stacks: every call to a backend goes through a `tower::Service<UpstreamRequest>` built
-//! with `ServiceBuilder` from the published layers (DESIGN §6.1):
+//! with `ServiceBuilder` from the published layers (book: docs/src/architecture.md):
 //!
 //! ```text
 //! [integrator's layer] -> mcp_fallback::FallbackLayer (alternates = the replicas, MCP replay rule)

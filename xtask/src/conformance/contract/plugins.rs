@@ -1,4 +1,4 @@
-//! DESIGN §3.5 rows: a gateway with a plugin document (`tool_filter` denying `echo`, reloaded
+//! book: docs/src/failure-modes.md rows: a gateway with a plugin document (`tool_filter` denying `echo`, reloaded
 //! every 50 ms) denies with the plugin's code, fails plugin-governed calls closed after an
 //! invalid edit, and a gateway whose document is invalid at startup refuses to start.
 //!

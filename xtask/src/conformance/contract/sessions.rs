@@ -1,4 +1,4 @@
-//! DESIGN §3.3 and §3.4 rows in 2025 sessions: a backend that failed at `initialize`, the
+//! book: docs/src/failure-modes.md rows (routing and backends) in 2025 sessions: a backend that failed at `initialize`, the
 //! legacy error code of a wrong name, a request on a node that does not own the session (local
 //! store), and sessions that survive a restart and move between nodes (Redis and sealed stores).
 

@@ -1,4 +1,4 @@
-//! Command-line arguments (the DESIGN §8.2 operator contract: `serve`, `check-config`, `token`,
+//! Command-line arguments (the book: docs/src/gateway.md operator contract: `serve`, `check-config`, `token`,
 //! `--config`; extended with `config-keys`, `--print-config`, `--set` and shortcuts).
 
 use std::path::PathBuf;

@@ -1,4 +1,4 @@
-//! `mcp-gateway`: the reference MCP gateway binary (DESIGN §8.2).
+//! `mcp-gateway`: the reference MCP gateway binary (book: docs/src/gateway.md).
 //!
 //! ```text
 //! mcp-gateway serve --config gateway.toml          # run (also the default subcommand)

@@ -1,4 +1,4 @@
-//! Two gateway nodes behind no sticky routing (DESIGN §3.4, §6.3): a 2025 session created on node
+//! Two gateway nodes behind no sticky routing (book: docs/src/several-nodes.md): a 2025 session created on node
 //! A continues on node B — lists, calls, and a backend's sampling request relayed on A's stream and
 //! answered through B — with a shared Redis session store, and with the stateless sealed store.
 

@@ -1,4 +1,4 @@
-//! DESIGN §3.1 over a real socket: the four foundation layers stacked in front of a trivial inner
+//! book: docs/src/failure-modes.md over a real socket: the four foundation layers stacked in front of a trivial inner
 //! service (vhost -> claims -> config store -> virtual host config), every row they own asserted
 //! with status, headers and exact body; with a memory store and with a private Redis.
 

@@ -228,7 +228,7 @@ async fn malformed_truncated_nested_and_odd_json_get_precise_jsonrpc_errors() {
 /// The 2025-03-26 revision allowed JSON-RPC batches; 2025-06-18 removed them and 2026-07-28 has
 /// none. Decision: the gateway refuses an array body in every era (a batch cannot carry the
 /// per-request `Mcp-Method` / `Mcp-Name` routing headers, and no SDK sends one), with 400 and
-/// `-32600`, even for a client that negotiated 2025-03-26 (README, MCP-level contract).
+/// `-32600`, even for a client that negotiated 2025-03-26 (book: docs/src/failure-modes.md, MCP-level contract).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn batches_are_refused_in_every_era() {
     let alpha = TestBackend::start(BackendSpec::modern("alpha")).await;

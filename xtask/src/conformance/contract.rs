@@ -18,11 +18,11 @@
 //!   unit tests and `crates/mcp-gateway/tests/http_contract.rs` build a router without those layers);
 //! - HTTP "key encoding failure" (500): a subject is any JWT `sub` string and every string
 //!   encodes as a Redis key, so the binary has no failing key encoding to reach;
-//! - §3.3 "no backend entry matches the split name" is the wrong-name row seen from the split
+//! - routing "no backend entry matches the split name" is the wrong-name row seen from the split
 //!   (the split only yields configured backend names), and "more than one backend entry
 //!   matches" (-32600) needs two backends that both expose one public name (`a-b-x` as `a` +
 //!   `b-x` and as `a-b` + `x`), which the rmcp test backend's fixed tool names cannot give;
-//! - §3.5 "soft plugin error" (see [`plugins`]).
+//! - plugins "soft plugin error" (see [`plugins`]).
 
 mod plugins;
 mod sessions;
@@ -144,7 +144,7 @@ fn start_redis(redis_server: &Path, port: u16, work: &Path) -> Result<Spawned, S
     Ok(redis)
 }
 
-/// §3.6: `carol` (not cached yet) during a store outage (`redis` stopped), then once
+/// config store: `carol` (not cached yet) during a store outage (`redis` stopped), then once
 /// `store_back` restarted it (same port, her document written again).
 fn outage_rows(
     rows: &mut Rows,
@@ -158,7 +158,7 @@ fn outage_rows(
     let headers = modern_headers(&carol, "tools/list", None);
     let answer = rows.post(PATH, &headers, &list);
     rows.check(
-        "§3.1/§3.6 config store unreachable (Redis stopped) → 503 + Retry-After",
+        "HTTP/config store config store unreachable (Redis stopped) → 503 + Retry-After",
         answer,
         |a| {
             expect_status(a, 503)?;
@@ -179,7 +179,7 @@ fn outage_rows(
         std::thread::sleep(Duration::from_millis(200));
     };
     rows.check(
-        "§3.6 Redis back after a connection loss → reconnected in the background, served again",
+        "config store Redis back after a connection loss → reconnected in the background, served again",
         answer,
         |a| {
             expect_status(a, 200)?;
@@ -363,23 +363,23 @@ fn expect_rpc_error(answer: &Answer, code: i64, message: &str) -> Result<(), Str
     }
 }
 
-/// §3.1: the HTTP layer, before MCP.
+/// HTTP: the HTTP layer, before MCP.
 fn http_rows(rows: &mut Rows, gw: &RunningGateway, minter: &Minter) -> Result<(), String> {
     let good = gw.token("alice")?;
     let list = modern("tools/list", json!({}));
     let list_headers = |token: &str| modern_headers(token, "tools/list", None);
 
     let answer = rows.post("/nowhere", &list_headers(&good), &list);
-    rows.check("§3.1 path not /servers/{id}/mcp → 400", answer, |a| {
+    rows.check("HTTP path not /servers/{id}/mcp → 400", answer, |a| {
         expect_detail(a, 400, "Not an MCP endpoint path")
     });
     let answer = rows.post("/servers/bad%20id!/mcp", &list_headers(&good), &list);
-    rows.check("§3.1 invalid virtual host id → 400", answer, |a| {
+    rows.check("HTTP invalid virtual host id → 400", answer, |a| {
         expect_detail(a, 400, "Invalid virtual host id")
     });
     let answer = rows.post(PATH, &[], &list);
     rows.check(
-        "§3.1 missing Authorization → 401 + WWW-Authenticate with resource_metadata",
+        "HTTP missing Authorization → 401 + WWW-Authenticate with resource_metadata",
         answer,
         |a| {
             expect_challenge(a, 401, "invalid_token")?;
@@ -392,46 +392,46 @@ fn http_rows(rows: &mut Rows, gw: &RunningGateway, minter: &Minter) -> Result<()
         },
     );
     let answer = rows.post(PATH, &[("Authorization", "Basic YTpi".to_owned())], &list);
-    rows.check("§3.1 scheme not Bearer → 401", answer, |a| {
+    rows.check("HTTP scheme not Bearer → 401", answer, |a| {
         expect_challenge(a, 401, "invalid_token")
     });
     let answer = rows.post(PATH, &[bearer("not-a-jwt")], &list);
-    rows.check("§3.1 undecodable JWT → 401", answer, |a| {
+    rows.check("HTTP undecodable JWT → 401", answer, |a| {
         expect_challenge(a, 401, "invalid_token")
     });
     let bad_tokens = [
         (
-            "§3.1 unsupported algorithm (alg none) → 401",
+            "HTTP unsupported algorithm (alg none) → 401",
             "none",
             json!({}),
             None,
         ),
         (
-            "§3.1 signed with another secret → 401",
+            "HTTP signed with another secret → 401",
             "HS256",
             json!({}),
             Some("another-secret"),
         ),
         (
-            "§3.1 expired → 401",
+            "HTTP expired → 401",
             "HS256",
             json!({"exp": "now-3600"}),
             None,
         ),
         (
-            "§3.1 not yet valid → 401",
+            "HTTP not yet valid → 401",
             "HS256",
             json!({"nbf": "now+3600"}),
             None,
         ),
         (
-            "§3.1 wrong issuer → 401",
+            "HTTP wrong issuer → 401",
             "HS256",
             json!({"iss": "https://other.example"}),
             None,
         ),
         (
-            "§3.1 wrong audience → 401",
+            "HTTP wrong audience → 401",
             "HS256",
             json!({"aud": "someone-else"}),
             None,
@@ -445,23 +445,27 @@ fn http_rows(rows: &mut Rows, gw: &RunningGateway, minter: &Minter) -> Result<()
     let token = minter.mint("HS256", &Minter::claims(&json!({"scope": null})), None)?;
     let answer = rows.post(PATH, &list_headers(&token), &list);
     rows.check(
-        "§3.1 token lacks the required scope → 403 insufficient_scope",
+        "HTTP token lacks the required scope → 403 insufficient_scope",
         answer,
         |a| expect_challenge(a, 403, "insufficient_scope"),
     );
     let nobody = gw.token("nobody")?;
     let answer = rows.post(PATH, &list_headers(&nobody), &list);
-    rows.check("§3.1/§3.6 no user config for sub → 400", answer, |a| {
-        expect_detail(a, 400, "No user configuration")
-    });
+    rows.check(
+        "HTTP/config store no user config for sub → 400",
+        answer,
+        |a| expect_detail(a, 400, "No user configuration"),
+    );
     let broken = gw.token("broken")?;
     let answer = rows.post(PATH, &list_headers(&broken), &list);
-    rows.check("§3.1/§3.6 undecodable user config → 500", answer, |a| {
-        expect_detail(a, 500, "User configuration could not be loaded")
-    });
+    rows.check(
+        "HTTP/config store undecodable user config → 500",
+        answer,
+        |a| expect_detail(a, 500, "User configuration could not be loaded"),
+    );
     let answer = rows.post("/servers/other/mcp", &list_headers(&good), &list);
     rows.check(
-        "§3.1 virtual host not in the caller's config → 404 {\"detail\":\"Server not found\"}",
+        "HTTP virtual host not in the caller's config → 404 {\"detail\":\"Server not found\"}",
         answer,
         |a| {
             expect_status(a, 404)?;
@@ -478,18 +482,16 @@ fn http_rows(rows: &mut Rows, gw: &RunningGateway, minter: &Minter) -> Result<()
     let mut headers = list_headers(&good);
     headers.push(("Origin", "http://evil.example".to_owned()));
     let answer = rows.post(PATH, &headers, &list);
-    rows.check(
-        "§3.1 Origin present and not allowed → 403",
-        answer,
-        |a| expect_status(a, 403),
-    );
+    rows.check("HTTP Origin present and not allowed → 403", answer, |a| {
+        expect_status(a, 403)
+    });
     let big = format!(
         "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":{{\"pad\":\"{}\"}}}}",
         "x".repeat(70_000)
     );
     let answer = rows.post(PATH, &list_headers(&good), &big);
     rows.check(
-        "§3.1 body over limits.max_body_bytes → 413",
+        "HTTP body over limits.max_body_bytes → 413",
         answer,
         |a| expect_status(a, 413),
     );
@@ -498,21 +500,21 @@ fn http_rows(rows: &mut Rows, gw: &RunningGateway, minter: &Minter) -> Result<()
         headers.push(("Mcp-Param-X", format!("v{i}")));
     }
     let answer = rows.post(PATH, &headers, &list);
-    rows.check("§3.1 too many Mcp-* headers → 431", answer, |a| {
+    rows.check("HTTP too many Mcp-* headers → 431", answer, |a| {
         expect_status(a, 431)
     });
     let mut headers = list_headers(&good);
     headers.push(("Mcp-Param-X", "x".repeat(300)));
     let answer = rows.post(PATH, &headers, &list);
     rows.check(
-        "§3.1 an Mcp-* header over the size limit → 431",
+        "HTTP an Mcp-* header over the size limit → 431",
         answer,
         |a| expect_status(a, 431),
     );
     Ok(())
 }
 
-/// §3.3 and §3.4: routing and backend failures are JSON-RPC errors; a dead backend leaves the
+/// Routing and backends: routing and backend failures are JSON-RPC errors; a dead backend leaves the
 /// others working.
 fn routing_rows(rows: &mut Rows, gw: &RunningGateway) -> Result<(), String> {
     let token = gw.token("alice")?;
@@ -528,27 +530,27 @@ fn routing_rows(rows: &mut Rows, gw: &RunningGateway) -> Result<(), String> {
         &call("nope-echo"),
     );
     rows.check(
-        "§3.3 tool name matching no backend prefix → -32602 wrong tool name",
+        "routing tool name matching no backend prefix → -32602 wrong tool name",
         answer,
         |a| expect_rpc_error(a, -32602, "wrong tool name"),
     );
     let wrong_names = [
         (
-            "§3.3 resource URI matching no backend prefix → -32602 wrong resource name",
+            "routing resource URI matching no backend prefix → -32602 wrong resource name",
             "resources/read",
             "test://nowhere/x",
             json!({"uri": "test://nowhere/x"}),
             "wrong resource name",
         ),
         (
-            "§3.3 prompt name matching no backend prefix → -32602 wrong prompt name",
+            "routing prompt name matching no backend prefix → -32602 wrong prompt name",
             "prompts/get",
             "nope-greet",
             json!({"name": "nope-greet", "arguments": {"who": "x"}}),
             "wrong prompt name",
         ),
         (
-            "§3.3 completion reference matching no backend prefix → -32602 wrong completion \
+            "routing completion reference matching no backend prefix → -32602 wrong completion \
              reference",
             "completion/complete",
             "nope-greet",
@@ -568,7 +570,7 @@ fn routing_rows(rows: &mut Rows, gw: &RunningGateway) -> Result<(), String> {
         &modern("tools/list", json!({})),
     );
     rows.check(
-        "§3.4 backend down during a list → the list succeeds, the backend named degraded",
+        "backends backend down during a list → the list succeeds, the backend named degraded",
         answer,
         |a| {
             let message = a.json_rpc();
@@ -595,7 +597,7 @@ fn routing_rows(rows: &mut Rows, gw: &RunningGateway) -> Result<(), String> {
         &call("dead-echo"),
     );
     rows.check(
-        "§3.4 backend down during a routed call → -32603 Backend dead failed",
+        "backends backend down during a routed call → -32603 Backend dead failed",
         answer,
         |a| expect_rpc_error(a, -32603, "Backend dead failed"),
     );
@@ -605,7 +607,7 @@ fn routing_rows(rows: &mut Rows, gw: &RunningGateway) -> Result<(), String> {
         &call("alpha-echo"),
     );
     rows.check(
-        "§3.4 other backends unaffected by a dead one → alpha-echo answers",
+        "backends other backends unaffected by a dead one → alpha-echo answers",
         answer,
         |a| {
             let text = a.json_rpc()["result"]["content"][0]["text"].clone();
@@ -619,7 +621,7 @@ fn routing_rows(rows: &mut Rows, gw: &RunningGateway) -> Result<(), String> {
     Ok(())
 }
 
-/// §3.4: with the local session store a restart loses the 2025 sessions; the old id gets 404,
+/// backends: with the local session store a restart loses the 2025 sessions; the old id gets 404,
 /// which makes clients re-initialize.
 fn restart_row(rows: &mut Rows, gw: &mut RunningGateway) -> Result<(), String> {
     let token = gw.token("alice")?;
@@ -630,7 +632,7 @@ fn restart_row(rows: &mut Rows, gw: &mut RunningGateway) -> Result<(), String> {
     let opened = rows.post(PATH, &[bearer(&token)], &initialize)?;
     let Some(session) = opened.header("mcp-session-id").map(str::to_owned) else {
         rows.check(
-            "§3.4 gateway restart → the old 2025 session id gets 404",
+            "backends gateway restart → the old 2025 session id gets 404",
             Ok(opened),
             |_| Err("initialize gave no Mcp-Session-Id".to_owned()),
         );
@@ -646,7 +648,7 @@ fn restart_row(rows: &mut Rows, gw: &mut RunningGateway) -> Result<(), String> {
     ];
     let answer = rows.post(PATH, &headers, &list);
     rows.check(
-        "§3.4 gateway restart (local sessions) → the old 2025 session id gets 404",
+        "backends gateway restart (local sessions) → the old 2025 session id gets 404",
         answer,
         |a| expect_status(a, 404),
     );

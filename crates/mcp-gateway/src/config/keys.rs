@@ -1,5 +1,5 @@
 //! The table of every process configuration key: the single source used by the file and
-//! environment loaders, validation, `--print-config` and the README reference.
+//! environment loaders, validation, `--print-config` and the book's configuration reference.
 //!
 //! The environment rule is the same for every key: `MCP_GATEWAY_` followed by the key with `.`
 //! replaced by `_`, upper-cased (`listen.addr` -> `MCP_GATEWAY_LISTEN_ADDR`,
@@ -147,7 +147,7 @@ pub(crate) fn sections() -> Vec<&'static str> {
 }
 
 /// The configuration reference as a Markdown table (key, type, default, environment variable,
-/// description); the README's table is this text.
+/// description); the book's configuration reference is this text (`cargo xtask config-reference`).
 pub fn reference_markdown() -> String {
     let mut out = String::from(
         "| key | type | default | environment variable | description |\n|---|---|---|---|---|\n",
@@ -206,7 +206,7 @@ const fn secret(mut spec: KeySpec) -> KeySpec {
     spec
 }
 
-/// Every key, grouped by section, in the order the README and `--print-config` show them.
+/// Every key, grouped by section, in the order the book's reference and `--print-config` show them.
 pub static KEYS: &[KeySpec] = &[
     key(
         "shutdown_drain_s",

@@ -2,7 +2,7 @@
 //!
 //! One TOML file, then `MCP_GATEWAY_*` environment variables, then command-line flags, in that
 //! precedence ([`EffectiveConfig`]); every key, its type, default and environment name is in
-//! [`KEYS`] (printed by `mcp-gateway config-keys`, reproduced in the README). The environment rule:
+//! [`KEYS`] (printed by `mcp-gateway config-keys`, reproduced in the book's configuration reference). The environment rule:
 //! `MCP_GATEWAY_` + the key with `.` replaced by `_`, upper-cased ([`env_name`]).
 //!
 //! Relative paths written in a file (`config_store.path`, `listen.tls_cert`, `listen.tls_key`,

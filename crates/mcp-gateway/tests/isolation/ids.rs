@@ -471,7 +471,7 @@ async fn without_a_node_bus_another_node_accepts_an_ended_sealed_session_until_i
     let deleted = legacy_delete(a.addr(), "alice", "vh", &ended).await;
     assert_eq!(deleted.status, 200, "{}", deleted.text());
     assert_ended(&list_in(&a, "alice", &ended).await);
-    // The documented window (README, SECURITY.md): nothing tells node B.
+    // The documented window (book: docs/src/several-nodes.md and docs/src/security.md): nothing tells node B.
     assert_working(&list_in(&b, "alice", &ended).await);
 }
 

@@ -52,14 +52,14 @@ pub(super) fn rows(
     };
     let answer = call(rows);
     rows.check(
-        "§3.5 plugin denies a call → MCP error with the plugin's code (default -32600)",
+        "plugins plugin denies a call → MCP error with the plugin's code (default -32600)",
         answer,
         |a| expect_rpc_error(a, -32600, "Tool not allowed: alpha-echo"),
     );
     write(&document, INVALID)?;
     let answer = until(|| call(rows), |a| a.json_rpc()["error"]["code"] == -32603);
     rows.check(
-        "§3.5 invalid plugin config on reload → plugin-governed calls fail closed (-32603)",
+        "plugins invalid plugin config on reload → plugin-governed calls fail closed (-32603)",
         answer,
         |a| expect_rpc_error(a, -32603, "Plugins unavailable"),
     );
@@ -76,7 +76,7 @@ pub(super) fn rows(
         Err(format!("the message does not name the field: {stderr}"))
     };
     rows.check(
-        "§3.5 invalid plugin config document at startup → serve refuses to start, naming the \
+        "plugins invalid plugin config document at startup → serve refuses to start, naming the \
          field",
         verdict,
         |_| Ok(()),

@@ -82,7 +82,7 @@ pub(super) fn local_rows(rows: &mut Rows, gw: &RunningGateway, work: &Path) -> R
     let (opened, session) = open_session(rows, gw.addr, &token)?;
     let Some(session) = session else {
         rows.check(
-            "§3.4 backend unreachable during a 2025 initialize → the session opens",
+            "backends backend unreachable during a 2025 initialize → the session opens",
             Ok(opened),
             |_| Err("initialize gave no Mcp-Session-Id".to_owned()),
         );
@@ -90,7 +90,7 @@ pub(super) fn local_rows(rows: &mut Rows, gw: &RunningGateway, work: &Path) -> R
     };
     let answer = list_in(rows, gw.addr, &token, &session);
     rows.check(
-        "§3.4 backend unreachable during a 2025 initialize → the session opens, its list has the \
+        "backends backend unreachable during a 2025 initialize → the session opens, its list has the \
          other backends",
         answer,
         expect_alpha_listed,
@@ -104,21 +104,21 @@ pub(super) fn local_rows(rows: &mut Rows, gw: &RunningGateway, work: &Path) -> R
     let headers = in_session(&token, &session);
     let answer = rows.post(PATH, &headers, &call("dead-echo"));
     rows.check(
-        "§3.3 backend entry without a running upstream (it failed at initialize) → JSON-RPC error \
+        "routing backend entry without a running upstream (it failed at initialize) → JSON-RPC error \
          naming it",
         answer,
         |a| expect_rpc_error(a, -32603, "Backend dead"),
     );
     let answer = rows.post(PATH, &headers, &call("nope-echo"));
     rows.check(
-        "§3.3 wrong tool name in a 2025 session → -32603 (the 2025 code) wrong tool name",
+        "routing wrong tool name in a 2025 session → -32603 (the 2025 code) wrong tool name",
         answer,
         |a| expect_rpc_error(a, -32603, "wrong tool name"),
     );
     let other = gw.another_node(&work.join("gateway-node-b"))?;
     let answer = list_in(rows, other.addr, &token, &session);
     rows.check(
-        "§3.4 request on a node that does not own the session (local store) → 404",
+        "backends request on a node that does not own the session (local store) → 404",
         answer,
         |a| expect_status(a, 404),
     );
@@ -162,7 +162,7 @@ fn survives(
     dir: &Path,
 ) -> Result<(), String> {
     let restart_row =
-        format!("§3.4 gateway restart ({store} session store) → the 2025 session survives");
+        format!("backends gateway restart ({store} session store) → the 2025 session survives");
     let token = gw.token("alice")?;
     let (opened, session) = open_session(rows, gw.addr, &token)?;
     let Some(session) = session else {
@@ -177,7 +177,7 @@ fn survives(
     let other = gw.another_node(&dir.join("node-b"))?;
     let answer = list_in(rows, other.addr, &token, &session);
     rows.check(
-        &format!("§3.4 request on another node ({store} session store) → served"),
+        &format!("backends request on another node ({store} session store) → served"),
         answer,
         expect_alpha_listed,
     );

@@ -81,18 +81,21 @@
 //! `_meta["mcp-gateway/degraded"]`, during a routed call it gives a JSON-RPC error naming the
 //! backend. Nothing the engine cannot serve gets a 5xx.
 //!
+//! ## Modules
+//!
+//! Three layers, each depending only on those below it: `front` (what clients of each era see)
+//! -> `ops` (the era-neutral operations, returning values) -> `upstream` (the backends); the
+//! shared modules below them depend on no layer, and only `router` (the service and its
+//! builder) wires everything together. `tests/module_rule.rs` checks the rule on the sources, and
+//! that a file over 600 lines says why at its top (book: docs/src/architecture.md).
+//!
 //! | module | what it holds |
 //! |---|---|
-//! | [`McpRouter`] | the service and its builder |
-//! | [`OriginPolicy`] | accepted browser origins (403 otherwise) |
-//! | [`naming`] | public names, aliases, the prefix split |
-//! | `public_uris` | backend URIs in answers (resource links, embedded resources, read contents) made public |
-//! | [`Sealer`] | AES-256-GCM sealing of the ids handed to clients (cursors, `requestState`, task ids, relayed request ids) |
-//! | [`session`] | downstream legacy session records and the [`session::SessionStore`] trait (local, Redis and sealed stores) |
-//! | [`sse_bridge`] | the 2024-11-05 HTTP+SSE transport for clients (`…/sse` + `…/messages`), bridged onto the 2025 session engine |
-//! | `bus` | messages between the nodes sharing one Redis (feature `redis`) |
-//! | [`UpstreamOptions`] | upstream client tuning |
-//! | [`UpstreamRequest`], [`UpstreamReply`], [`BackendService`] | one backend exchange as a tower service, for [`McpRouterBuilder::backend_layer`] |
+//! | `router` | [`McpRouter`], [`McpRouterBuilder`]: the state of each layer built from the options |
+//! | `front` | the HTTP entry (`dispatch`), the 2025 session engine (`legacy`), the 2026-07-28 engine (`modern`, `validate`), answers as responses (`answer`, `respond`), [`sse_bridge`], `bus` and `forward` (several nodes, feature `redis`) |
+//! | `ops` | `discover`, `list`, `listen`, `call` (`resolve`, `relay`, `bridge`, `parking`), the tables of calls in progress (`pending`, `parked`, `tool_hints`, `stale_answers`), plugin hooks |
+//! | `upstream` | one backend exchange as a tower service ([`UpstreamRequest`], [`UpstreamReply`], [`BackendService`]), its stack, eras, 2025 upstream sessions, stdio and HTTP+SSE links, [`UpstreamOptions`] |
+//! | shared | [`naming`] (public names), `public_uris`, [`Sealer`] (`seal`, `cursor`), [`session`] (downstream session records and stores), `replay`, `session_ends`, `principal_slots`, `inflight`, `degraded`, `log_level`, `context`, [`telemetry`], [`OriginPolicy`], [`WallClock`], [`McpBody`] |
 //!
 //! The client's `Authorization` header never reaches a backend unless the backend's
 //! `headers.passthrough` names it; `traceparent`/`tracestate`/`baggage` are propagated.
@@ -126,39 +129,29 @@
 //! ```
 
 mod body;
-#[cfg(feature = "redis")]
-pub mod bus;
 mod clock;
 mod context;
 mod cursor;
 mod degraded;
+mod front;
 mod inflight;
-mod legacy;
 mod log_level;
-mod modern;
 pub mod naming;
-#[cfg(not(feature = "plugins"))]
-mod no_plugins;
+mod ops;
 mod origin;
-mod pending;
-#[cfg(feature = "plugins")]
-mod plugins;
-#[cfg(not(feature = "plugins"))]
-use no_plugins as plugins;
 mod principal_slots;
 mod public_uris;
 mod replay;
-mod respond;
 mod router;
-mod scope;
 mod seal;
 pub mod session;
 mod session_ends;
-pub mod sse_bridge;
-mod stale_answers;
 pub mod telemetry;
-mod tool_hints;
 mod upstream;
+
+#[cfg(feature = "redis")]
+pub use front::bus;
+pub use front::sse_bridge;
 
 pub use body::McpBody;
 pub use clock::WallClock;

@@ -1,6 +1,6 @@
 //! [`McpRouter`]: the MCP endpoint as a tower `Service`.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
@@ -9,180 +9,38 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{Method as HttpMethod, Request, Response, StatusCode, header};
+use http::{Request, Response};
 use http_body::Body;
-use http_body_util::{BodyExt, Limited};
-use mcp_core::{Envelope, ErrorObject, MessageKind};
-use opentelemetry::context::FutureExt as _;
 use pin_project_lite::pin_project;
 use serde_json::value::RawValue;
 use tower_service::Service;
 
 use crate::body::{BoxError, McpBody};
-#[cfg(feature = "redis")]
-use crate::bus::NodeBus;
 use crate::clock::WallClock;
+#[cfg(feature = "redis")]
+use crate::front::bus::NodeBus;
+#[cfg(feature = "redis")]
+use crate::front::forward::Waiting;
+use crate::front::legacy::AdoptedRecords;
+use crate::front::{Front, dispatch};
 use crate::inflight::InFlight;
+use crate::ops::Ops;
+use crate::ops::call::{MAX_PARKED_PER_CALLER, ParkedCalls};
+use crate::ops::pending::PendingRequests;
+use crate::ops::stale_answers::StaleAnswers;
+use crate::ops::tool_hints::ToolHintsTable;
 use crate::origin::OriginPolicy;
-use crate::pending::PendingRequests;
 use crate::principal_slots::PrincipalSlots;
 use crate::replay::{ReplayBuffers, ReplayLimits};
-use crate::respond::JsonRpcErrorCode;
 use crate::seal::Sealer;
 use crate::session::{LocalSessionStore, SessionStore};
 use crate::session_ends::SessionEnds;
-use crate::stale_answers::StaleAnswers;
-use crate::telemetry::{self, ServerOp};
-use crate::tool_hints::ToolHintsTable;
 use crate::upstream::{
     BackendLayer, BackendService, DestinationPolicy, StdioServer, Upstream, UpstreamError,
     UpstreamOptions, UpstreamReply, UpstreamRequest,
 };
-use crate::{legacy, modern, respond};
 #[cfg(feature = "plugins")]
 use mcp_plugins::PluginRuntime;
-
-/// Shared state of a router and all its clones.
-pub(crate) struct RouterInner {
-    pub(crate) upstream: Upstream,
-    pub(crate) sealer: Sealer,
-    pub(crate) server_info: Box<RawValue>,
-    pub(crate) instructions: Option<String>,
-    pub(crate) fanout_deadline: Duration,
-    pub(crate) max_name_len: usize,
-    pub(crate) max_body_bytes: usize,
-    pub(crate) origins: OriginPolicy,
-    pub(crate) request_state_ttl_secs: u64,
-    /// 2025 backends' calls waiting for a 2026-07-28 client's input (see `modern::parked`).
-    pub(crate) parked: crate::modern::ParkedCalls,
-    /// Retries of parked calls passed on to the node holding them, waiting for its answer.
-    #[cfg(feature = "redis")]
-    pub(crate) forwards: crate::modern::forward::Waiting,
-    /// Session records whose upstream sessions this node already adopted.
-    pub(crate) adopted: crate::legacy::AdoptedRecords,
-    pub(crate) sessions: Arc<dyn SessionStore>,
-    pub(crate) pending: PendingRequests,
-    pub(crate) max_open_share: f64,
-    pub(crate) inflight: InFlight,
-    pub(crate) hints: ToolHintsTable,
-    /// Last good list/discover answers per caller and backend, for stale-if-error.
-    pub(crate) stale: StaleAnswers,
-    pub(crate) stale_if_error: Duration,
-    pub(crate) replay: ReplayBuffers,
-    /// Open 2025 GET streams and 2026-07-28 `subscriptions/listen` streams per principal.
-    pub(crate) streams: PrincipalSlots,
-    /// 2025 POST response streams relayed in the background (past a client's disconnect) per
-    /// principal.
-    pub(crate) relays: PrincipalSlots,
-    /// Most resource subscriptions of one 2025 session, and of one `subscriptions/listen`.
-    pub(crate) max_subscriptions: usize,
-    /// Signals to the streams of 2025 sessions that ended.
-    pub(crate) ends: SessionEnds,
-    /// How often the sessions this node holds streams and buffers for are checked for expiry.
-    session_check_interval: Duration,
-    /// Whether the expiry sweep runs (started by the first stream).
-    sweeping: std::sync::atomic::AtomicBool,
-    /// Messages to and from the other nodes (answers and cancellations, see `crate::bus`).
-    #[cfg(feature = "redis")]
-    pub(crate) bus: Option<Arc<NodeBus>>,
-    /// Plugin hooks around routed calls (see [`crate::plugins`]).
-    #[cfg(feature = "plugins")]
-    pub(crate) plugins: Option<Arc<PluginRuntime>>,
-    /// The open GET streams of this node's 2025 sessions that follow modern backends' resources,
-    /// woken when their session's subscriptions change.
-    subscription_watchers: std::sync::Mutex<HashMap<String, std::sync::Weak<tokio::sync::Notify>>>,
-}
-
-impl RouterInner {
-    /// A 2025 session ended (DELETE, or the store forgot it): its GET streams end (and with them
-    /// the upstream follows and the HTTP+SSE bridge session they feed) and its replay buffers
-    /// are dropped.
-    pub(crate) fn session_ended(&self, session: &str) {
-        self.replay.forget(session);
-        self.ends.end(session);
-    }
-
-    /// Starts, once, the task that releases what this node holds for 2025 sessions that expired
-    /// (see [`crate::session_ends`]). It holds the router weakly and stops with it.
-    pub(crate) fn ensure_sweeping(self: &Arc<Self>) {
-        use std::sync::atomic::Ordering;
-        if self.sweeping.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            self.sweeping.store(false, Ordering::Release);
-            return;
-        };
-        let weak = Arc::downgrade(self);
-        let every = self.session_check_interval;
-        runtime.spawn(async move {
-            let mut tick = tokio::time::interval(every);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            tick.tick().await;
-            loop {
-                tick.tick().await;
-                let Some(inner) = weak.upgrade() else { return };
-                inner.release_expired().await;
-            }
-        });
-    }
-
-    /// One sweep: every session with buffers or streams here that the store no longer has.
-    async fn release_expired(&self) {
-        let mut held = self.replay.sessions();
-        held.extend(self.ends.sessions());
-        held.sort_unstable();
-        held.dedup();
-        for session in held {
-            match self.sessions.exists(&session).await {
-                Ok(false) => {
-                    tracing::debug!("a 2025 session expired: releasing its streams and buffers");
-                    self.session_ended(&session);
-                }
-                Ok(true) => {}
-                // A store failure is not an expiry: try again next time.
-                Err(e) => {
-                    tracing::debug!(error = %e, "session store failure during the expiry sweep")
-                }
-            }
-        }
-    }
-
-    /// A signal that fires when `session`'s resource subscriptions change on this node.
-    pub(crate) fn subscription_watch(&self, session: &str) -> Arc<tokio::sync::Notify> {
-        let mut watchers = self
-            .subscription_watchers
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        watchers.retain(|_, w| w.strong_count() > 0);
-        if let Some(watch) = watchers.get(session).and_then(std::sync::Weak::upgrade) {
-            return watch;
-        }
-        let watch = Arc::new(tokio::sync::Notify::new());
-        watchers.insert(session.to_owned(), Arc::downgrade(&watch));
-        watch
-    }
-
-    /// Wakes the GET streams of `session` on this node (its subscriptions changed).
-    pub(crate) fn subscriptions_changed(&self, session: &str) {
-        let watchers = self
-            .subscription_watchers
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        if let Some(watch) = watchers.get(session).and_then(std::sync::Weak::upgrade) {
-            watch.notify_waiters();
-        }
-    }
-
-    /// The annotations a backend's `tools/list` gave a tool.
-    pub(crate) fn tool_hints(
-        &self,
-        target: &crate::upstream::Target<'_>,
-        tool: &str,
-    ) -> mcp_fallback::ToolHints {
-        self.hints.get(target, tool)
-    }
-}
 
 /// The MCP endpoint: a leaf tower `Service` serving `/servers/{vhost}/mcp` behind the foundation
 /// layers (it reads `VirtualHostId`, `Principal` and the user configuration from request
@@ -191,7 +49,7 @@ impl RouterInner {
 /// See the [crate docs](crate) for what it does and an example.
 #[derive(Clone)]
 pub struct McpRouter {
-    inner: Arc<RouterInner>,
+    front: Arc<Front>,
 }
 
 impl std::fmt::Debug for McpRouter {
@@ -211,29 +69,29 @@ impl McpRouter {
     /// names the scope (address, credentials, principal) and the caller's breaker settings
     /// without revealing them, so aggregate by the name part.
     pub fn breakers(&self) -> &mcp_breaker::BreakerRegistry {
-        self.inner.upstream.breakers()
+        self.front.ops.upstream.breakers()
     }
 
     /// How many 2025 backends' calls wait for a 2026-07-28 client's `input_required` retry on
     /// this node (see the crate docs), for metrics.
     pub fn parked_calls(&self) -> usize {
-        self.inner.parked.len()
+        self.front.ops.parked.len()
     }
 
     /// Bytes of messages kept in 2025 sessions' replay buffers on this node, for metrics.
     pub fn replay_bytes(&self) -> usize {
-        self.inner.replay.bytes()
+        self.front.replay.bytes()
     }
 
     /// Open 2025 GET streams and 2026-07-28 `subscriptions/listen` streams on this node, for
     /// metrics.
     pub fn notification_streams(&self) -> usize {
-        self.inner.streams.total()
+        self.front.streams.total()
     }
 
     /// 2025 POST response streams being relayed on this node, for metrics.
     pub fn background_relays(&self) -> usize {
-        self.inner.relays.total()
+        self.front.relays.total()
     }
 }
 
@@ -425,7 +283,7 @@ impl McpRouterBuilder {
 
     /// Lets the nodes sharing a Redis pass each other what a 2025 client sent to the wrong node:
     /// its answers to the gateway's own requests (bridged MRTR input) and cancellations (see
-    /// `crate::bus`). Use with the Redis session store; without a bus those two only work on
+    /// `crate::front::bus`). Use with the Redis session store; without a bus those two only work on
     /// the node running the call. Feature `redis`.
     #[cfg(feature = "redis")]
     pub fn node_bus(mut self, bus: NodeBus) -> Self {
@@ -435,7 +293,7 @@ impl McpRouterBuilder {
 
     /// Programs user configurations may name as free-form stdio `command`s (an operator decision:
     /// a user configuration alone never starts a process), without `args`, `cwd` or loader
-    /// variables unless [`trust_user_commands`](Self::trust_user_commands). See [`StdioRules`].
+    /// variables unless [`trust_user_commands`](Self::trust_user_commands). See [`StdioRules`](crate::StdioRules).
     pub fn stdio_allowed_commands(mut self, commands: Vec<String>) -> Self {
         self.upstream.stdio.allowed_commands = commands;
         self
@@ -564,7 +422,7 @@ impl McpRouterBuilder {
         if let Some(bus) = &self.bus {
             return bus.node_id().to_owned();
         }
-        crate::pending::new_node_id()
+        crate::ops::pending::new_node_id()
     }
 
     /// Builds the router. Needs a tokio runtime when it serves, not when it is built.
@@ -577,49 +435,49 @@ impl McpRouterBuilder {
             .sealer
             .unwrap_or_else(Sealer::random)
             .with_clock(self.wall_clock);
+        let ops = Ops {
+            upstream: Upstream::new(self.upstream, info.clone(), self.backend_layer),
+            pending: PendingRequests::new(
+                sealer.clone(),
+                node_id,
+                Duration::from_secs(600),
+                100_000,
+            ),
+            sealer,
+            server_info: info,
+            instructions: self.instructions,
+            fanout_deadline: self.fanout_deadline,
+            max_name_len: self.max_name_len,
+            request_state_ttl_secs: self.request_state_ttl.as_secs(),
+            parked: ParkedCalls::new(10_000, MAX_PARKED_PER_CALLER),
+            max_open_share: self.max_open_share,
+            inflight: InFlight::default(),
+            hints: ToolHintsTable::new(100_000),
+            stale: StaleAnswers::new(self.stale_entries, self.stale_if_error),
+            stale_if_error: self.stale_if_error,
+            max_subscriptions: self.max_subscriptions,
+            #[cfg(feature = "plugins")]
+            plugins: self.plugins,
+        };
         McpRouter {
-            inner: Arc::new(RouterInner {
-                upstream: Upstream::new(self.upstream, info.clone(), self.backend_layer),
-                pending: PendingRequests::new(
-                    sealer.clone(),
-                    node_id,
-                    Duration::from_secs(600),
-                    100_000,
-                ),
-                sealer,
-                server_info: info,
-                instructions: self.instructions,
-                fanout_deadline: self.fanout_deadline,
-                max_name_len: self.max_name_len,
+            front: Arc::new(Front {
+                ops: Arc::new(ops),
                 max_body_bytes: self.max_body_bytes,
                 origins: self.origins,
-                request_state_ttl_secs: self.request_state_ttl.as_secs(),
-                #[cfg(feature = "redis")]
-                forwards: crate::modern::forward::Waiting::default(),
-                parked: crate::modern::ParkedCalls::new(
-                    10_000,
-                    crate::modern::MAX_PARKED_PER_CALLER,
-                ),
-                adopted: crate::legacy::AdoptedRecords::default(),
+                adopted: AdoptedRecords::default(),
                 sessions: self
                     .sessions
                     .unwrap_or_else(|| Arc::new(LocalSessionStore::default())),
-                max_open_share: self.max_open_share,
-                inflight: InFlight::default(),
-                hints: ToolHintsTable::new(100_000),
-                stale: StaleAnswers::new(self.stale_entries, self.stale_if_error),
-                stale_if_error: self.stale_if_error,
                 replay: ReplayBuffers::new(self.replay),
                 streams: PrincipalSlots::new(self.max_streams_per_principal),
                 relays: PrincipalSlots::new(self.max_relays_per_principal),
-                max_subscriptions: self.max_subscriptions,
                 ends: SessionEnds::default(),
                 session_check_interval: self.session_check_interval,
                 sweeping: std::sync::atomic::AtomicBool::new(false),
                 #[cfg(feature = "redis")]
                 bus: self.bus,
-                #[cfg(feature = "plugins")]
-                plugins: self.plugins,
+                #[cfg(feature = "redis")]
+                forwards: Waiting::default(),
                 subscription_watchers: std::sync::Mutex::default(),
             }),
         }
@@ -656,212 +514,9 @@ where
     }
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
-        let inner = Arc::clone(&self.inner);
+        let front = Arc::clone(&self.front);
         ResponseFuture {
-            inner: Box::pin(async move { Ok(handle(inner, req).await) }),
+            inner: Box::pin(async move { Ok(dispatch::serve(front, req).await) }),
         }
-    }
-}
-
-async fn handle<B>(inner: Arc<RouterInner>, req: Request<B>) -> Response<McpBody>
-where
-    B: Body<Data = Bytes> + Send + 'static,
-    B::Error: Into<BoxError>,
-{
-    let (parts, body) = req.into_parts();
-    if let Some(origin) = parts.headers.get(header::ORIGIN)
-        && !inner.origins.allows(origin)
-    {
-        return respond::error(
-            StatusCode::FORBIDDEN,
-            None,
-            &ErrorObject::invalid_request("Origin not allowed"),
-        );
-    }
-    if parts.method != HttpMethod::POST {
-        if parts
-            .headers
-            .contains_key(mcp_core::headers::MCP_SESSION_ID)
-        {
-            return Box::pin(legacy::serve(&inner, &parts, None)).await;
-        }
-        return respond::method_not_allowed(
-            "Only POST is served here without an Mcp-Session-Id (2025 sessions may GET or DELETE)",
-        );
-    }
-    let bytes = match Limited::new(body, inner.max_body_bytes).collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(e)
-            if e.downcast_ref::<http_body_util::LengthLimitError>()
-                .is_some() =>
-        {
-            return respond::error(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                None,
-                &ErrorObject::invalid_request("Request body too large"),
-            );
-        }
-        Err(_) => {
-            return respond::error(
-                StatusCode::BAD_REQUEST,
-                None,
-                &ErrorObject::parse_error("Could not read the request body"),
-            );
-        }
-    };
-    let env = match Envelope::parse(&bytes) {
-        Ok(env) => env,
-        Err(e) => return respond::error(StatusCode::BAD_REQUEST, None, &e.to_error_object()),
-    };
-    let op = ServerOp::start(
-        env.method(),
-        env.id(),
-        env.params(),
-        &parts.headers,
-        parts
-            .extensions
-            .get::<mcp_core::VirtualHostId>()
-            .map(mcp_core::VirtualHostId::as_str),
-    );
-    let served = serve_message(&inner, &parts, &env);
-    let mut response = match op.context() {
-        Some(cx) => served.with_context(cx.clone()).await,
-        None => served.await,
-    };
-    let error = response
-        .extensions()
-        .get::<JsonRpcErrorCode>()
-        .map(|code| telemetry::error_type(code.0))
-        .or_else(|| {
-            let status = response.status();
-            (status.is_client_error() || status.is_server_error())
-                .then(|| status.canonical_reason().unwrap_or("http_error"))
-        });
-    response.extensions_mut().insert(op.operation().clone());
-    op.finish(error);
-    response
-}
-
-/// Serves one parsed message in its era's engine.
-async fn serve_message(
-    inner: &Arc<RouterInner>,
-    parts: &http::request::Parts,
-    env: &Envelope<'_>,
-) -> Response<McpBody> {
-    // The engines' futures are boxed: they are large, and held inline they would make every
-    // request's future as large as the largest of them, copied in full on each move before it
-    // is first polled.
-    if is_legacy(parts, env) {
-        return Box::pin(legacy::serve(inner, parts, Some(env))).await;
-    }
-    match env.kind() {
-        MessageKind::Notification => respond::accepted(),
-        MessageKind::Response | MessageKind::Error => respond::error(
-            StatusCode::BAD_REQUEST,
-            None,
-            &ErrorObject::invalid_request("Clients must not POST responses to this endpoint"),
-        ),
-        MessageKind::Request => {
-            let Some(id) = env.id().cloned() else {
-                return respond::error(
-                    StatusCode::BAD_REQUEST,
-                    None,
-                    &ErrorObject::invalid_request("Missing id"),
-                );
-            };
-            Box::pin(modern::serve(inner, parts, env, &id)).await
-        }
-    }
-}
-
-/// A 2025-era request: a session id, an `initialize` that does not declare 2026-07-28 (in
-/// `_meta` or `MCP-Protocol-Version`: that revision removed `initialize`, so such a request gets
-/// the modern engine's 404 `-32601`), or a body without the 2026-07-28 `_meta` protocol version
-/// whose `MCP-Protocol-Version` is absent or a 2025 revision (a 2025 client that lost its session
-/// is then told it needs one, instead of being told about 2026-07-28 headers).
-fn is_legacy(parts: &http::request::Parts, env: &Envelope<'_>) -> bool {
-    use mcp_core::headers::{MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
-    if parts.headers.contains_key(MCP_SESSION_ID) {
-        return true;
-    }
-    if has_modern_meta(env) {
-        return false;
-    }
-    let header_era = parts.headers.get(MCP_PROTOCOL_VERSION).map(|version| {
-        version
-            .to_str()
-            .ok()
-            .and_then(|v| v.parse::<mcp_core::ProtocolVersion>().ok())
-            .map(|v| v.era())
-    });
-    match header_era {
-        None => true,
-        Some(era) if env.method() == Some("initialize") => era != Some(mcp_core::Era::Modern),
-        Some(era) => era == Some(mcp_core::Era::Legacy),
-    }
-}
-
-/// Whether `params._meta` has the 2026-07-28 protocol version key. Read with a visitor that only
-/// looks at that member: every request pays for this check, and collecting the params (as the
-/// engines do later) would cost several times more.
-fn has_modern_meta(env: &Envelope<'_>) -> bool {
-    #[derive(serde::Deserialize)]
-    struct Params {
-        #[serde(rename = "_meta")]
-        meta: Option<Meta>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Meta {
-        // Present with any value, `null` included; the engine validates it.
-        #[serde(
-            rename = "io.modelcontextprotocol/protocolVersion",
-            default,
-            deserialize_with = "present"
-        )]
-        version: bool,
-    }
-    fn present<'de, D: serde::Deserializer<'de>>(value: D) -> Result<bool, D::Error> {
-        <serde::de::IgnoredAny as serde::Deserialize>::deserialize(value).map(|_| true)
-    }
-    env.params()
-        .and_then(|p| serde_json::from_str::<Params>(p.get()).ok())
-        .and_then(|p| p.meta)
-        .is_some_and(|m| m.version)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn modern_meta(body: &str) -> bool {
-        has_modern_meta(&Envelope::parse(body.as_bytes()).expect("envelope"))
-    }
-
-    #[test]
-    fn modern_meta_is_the_protocol_version_member_of_params_meta() {
-        let with = |meta: &str| {
-            format!(
-                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{"cursor":"c","_meta":{meta},"x":[{{"_meta":1}}]}}}}"#
-            )
-        };
-        assert!(modern_meta(&with(
-            r#"{"a":[1,{"b":2}],"io.modelcontextprotocol/protocolVersion":"2026-07-28"}"#
-        )));
-        assert!(modern_meta(&with(
-            r#"{"io.modelcontextprotocol/protocolVersion":null}"#
-        )));
-        assert!(!modern_meta(&with(r#"{"progressToken":1}"#)));
-        assert!(!modern_meta(&with(
-            r#"{"a":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}"#
-        )));
-        assert!(!modern_meta(&with(
-            r#""io.modelcontextprotocol/protocolVersion""#
-        )));
-        assert!(!modern_meta(
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":"c"}}"#
-        ));
-        assert!(!modern_meta(
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#
-        ));
     }
 }

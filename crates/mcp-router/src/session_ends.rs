@@ -1,7 +1,7 @@
 //! When a 2025 session ends, everything this node holds for it goes: its GET streams (and the
 //! upstream follows they hold), its replay buffers, and through its GET stream the HTTP+SSE
 //! bridge's session. [`SessionEnds`] signals the streams; the sweep (see
-//! `RouterInner::ensure_sweeping`) notices sessions the store forgot without a DELETE (local idle
+//! `Front::ensure_sweeping`) notices sessions the store forgot without a DELETE (local idle
 //! expiry, Redis TTL, a sealed id past its lifetime) by asking
 //! [`SessionStore::exists`](crate::session::SessionStore::exists) about every session the node
 //! holds something for.

@@ -17,6 +17,10 @@
 //! `traceparent`/`tracestate` headers and its `params._meta`, so the client's trace goes on in
 //! every backend. Attributes never hold tokens or argument values: names, the resource URI, ids
 //! and the gateway's own facts only.
+//!
+//! Why this file is long: the semantic conventions' attribute names, the span helpers and the
+//! metric handles belong together, so that one place says what the gateway reports; a tenth of
+//! the file is tests.
 
 use std::borrow::Cow;
 use std::collections::HashMap;

@@ -1,37 +1,4 @@
 //! [`RedisSessionStore`]: downstream sessions in Redis, shared by every gateway node.
-//!
-//! ## Data
-//!
-//! Session `id` is the JSON [`SessionRecord`] at key `<prefix>:session:<id>` (default prefix
-//! `mcpgw`), with a TTL of [`RedisSessionStoreConfig::ttl`]:
-//!
-//! - `create` mints 32 random bytes (aws-lc-rs), base64url (43 characters), and `SET ... PX ttl NX`;
-//! - `get` is `GETEX ... PX ttl`: every use refreshes the idle timer (Redis ≥ 6.2);
-//! - `update` is `SET ... XX KEEPTTL`: keeps the TTL, `false` when the key is gone;
-//! - `remove` is `GETDEL` (Redis ≥ 6.2).
-//!
-//! An id that is not 43 base64url characters is unknown without asking Redis. A value that is not a
-//! session record is [`SessionStoreError::Other`].
-//!
-//! ## Topology and consistency
-//!
-//! The URL chooses one server, Sentinel or Cluster ([`RedisTopology`]). A record is one key, so
-//! in a Cluster each session lives in one hash slot whatever its id. Redis replicates
-//! asynchronously: a write the primary acknowledged can be lost when the primary dies before a
-//! replica got it and that replica is promoted. With [`RedisSessionStoreConfig::wait_replicas`]
-//! `= n > 0` every write (`create`, `update`, `remove`) is followed by `WAIT n timeout`; when fewer
-//! than `n` replicas confirmed it within [`RedisSessionStoreConfig::wait_timeout`], the operation
-//! fails with [`SessionStoreError::Unavailable`] (503: the client retries; the write itself may
-//! or may not survive a failover). Idle-timer refreshes (`GETEX`) never wait: losing one only
-//! shortens a session's idle time by one request.
-//!
-//! ## Outages
-//!
-//! No request waits on retries: pool waits, connection setup and commands have short timeouts
-//! ([`RedisSessionStoreConfig`]), and a refused or lost connection, a connect or response timeout
-//! or a pool wait timeout is [`SessionStoreError::Unavailable`] at once (503 at the engine). Every
-//! request tries a fresh connection, so a restarted Redis is picked up without restarting the
-//! gateway (sessions survive only if Redis persisted them).
 
 use std::fmt;
 use std::sync::Arc;
@@ -149,8 +116,40 @@ pub enum RedisSessionStoreError {
     Pool(String),
 }
 
-/// Downstream sessions in Redis, shared by all nodes; see the [module docs](self). Clones share
-/// the pool.
+/// Downstream sessions in Redis, shared by all nodes. Clones share the pool.
+///
+/// # Data
+///
+/// Session `id` is the JSON [`SessionRecord`] at key `<prefix>:session:<id>` (default prefix
+/// `mcpgw`), with a TTL of [`RedisSessionStoreConfig::ttl`]:
+///
+/// - `create` mints 32 random bytes (aws-lc-rs), base64url (43 characters), and `SET ... PX ttl NX`;
+/// - `get` is `GETEX ... PX ttl`: every use refreshes the idle timer (Redis ≥ 6.2);
+/// - `update` is `SET ... XX KEEPTTL`: keeps the TTL, `false` when the key is gone;
+/// - `remove` is `GETDEL` (Redis ≥ 6.2).
+///
+/// An id that is not 43 base64url characters is unknown without asking Redis. A value that is not a
+/// session record is [`SessionStoreError::Other`].
+///
+/// # Topology and consistency
+///
+/// The URL chooses one server, Sentinel or Cluster ([`RedisTopology`]). A record is one key, so
+/// in a Cluster each session lives in one hash slot whatever its id. Redis replicates
+/// asynchronously: a write the primary acknowledged can be lost when the primary dies before a
+/// replica got it and that replica is promoted. With [`RedisSessionStoreConfig::wait_replicas`]
+/// `= n > 0` every write (`create`, `update`, `remove`) is followed by `WAIT n timeout`; when fewer
+/// than `n` replicas confirmed it within [`RedisSessionStoreConfig::wait_timeout`], the operation
+/// fails with [`SessionStoreError::Unavailable`] (503: the client retries; the write itself may
+/// or may not survive a failover). Idle-timer refreshes (`GETEX`) never wait: losing one only
+/// shortens a session's idle time by one request.
+///
+/// # Outages
+///
+/// No request waits on retries: pool waits, connection setup and commands have short timeouts
+/// ([`RedisSessionStoreConfig`]), and a refused or lost connection, a connect or response timeout
+/// or a pool wait timeout is [`SessionStoreError::Unavailable`] at once (503 at the engine). Every
+/// request tries a fresh connection, so a restarted Redis is picked up without restarting the
+/// gateway (sessions survive only if Redis persisted them).
 ///
 /// ```no_run
 /// use mcp_router::session::{RedisSessionStore, RedisSessionStoreConfig};
@@ -340,7 +339,7 @@ fn decode(value: &str) -> Result<SessionRecord, SessionStoreError> {
 }
 
 /// A pool of at most `max_size` connections to the Redis of `config`, after checking its key
-/// prefix (shared with the [`NodeBus`](crate::bus::NodeBus) on the same Redis).
+/// prefix (shared with the [`NodeBus`](crate::front::bus::NodeBus) on the same Redis).
 pub(crate) fn pool(
     config: &RedisSessionStoreConfig,
     max_size: usize,

@@ -1,51 +1,7 @@
 //! [`SealedSessionStore`]: stateless sessions; the session id *is* the sealed record.
 //!
-//! ## Format
-//!
-//! An id is `<key id>.<base64url(nonce || ciphertext || tag)>` (visible ASCII only): AES-256-GCM
-//! (aws-lc-rs) under the key the key id names, with a random 96-bit nonce, over a compact JSON
-//! serialisation of the [`SessionRecord`] (one-letter field names, empty fields omitted) plus an
-//! absolute expiry `x` (Unix seconds). The additional authenticated data binds the format version
-//! and the key id. A record with three legacy backends stays well under 1 KiB.
-//!
-//! ## Key rotation
-//!
-//! A [`KeyRing`] lists keys newest first. New ids are sealed with the newest key; an id is opened
-//! with whichever key its key id names. To rotate without downtime: put the new key *first* on
-//! every node (ids sealed with the old key still open), wait at least the idle TTL, then remove the
-//! old key. Removing a key makes every session sealed with it unknown (404, the client
-//! re-initialises). Random nonces limit one key to about 2^32 seals; rotate long before that.
-//!
-//! ## Limits (by construction: there is no server-side state)
-//!
-//! - **Expiry is absolute.** `exp` = creation time + idle TTL. [`get`](SessionStore::get) cannot
-//!   refresh it, because that would need a new id and the client keeps the one it was given; a
-//!   session therefore ends `idle_ttl` after `initialize` however busy it is, and the client
-//!   re-initialises.
-//! - **Revocation is remembered, not stored.** [`remove`](SessionStore::remove) (DELETE) cannot
-//!   invalidate the id itself, so the node puts the id's nonce in a revocation set kept until the
-//!   id expires anyway (at most the idle TTL: expiry is absolute) and refuses it from then on;
-//!   with a node bus the engine publishes the [`Revocation`] and every node adds it to its own set
-//!   ([`SessionStore::revoke`]). The set is bounded
-//!   ([`with_revocation_limits`](SealedSessionStore::with_revocation_limits)) in all and per
-//!   principal, and refuses rather than evicts (a forgotten revocation would revive a session): a
-//!   DELETE over the principal's share fails with [`SessionStoreError::Limit`] and its session
-//!   lives until it expires. Without a bus, other nodes accept the ended id until it expires; a
-//!   node that was down or disconnected from the bus when the revocation was published, or that
-//!   starts later, does too (delivery is at most once).
-//! - **No updates.** [`update`](SessionStore::update) returns `false`: the id cannot change under
-//!   the client, so a changed record (a revived backend, a new log level, subscriptions) is not
-//!   persisted; the engine keeps working with the record sealed in the id, and repeats the repair
-//!   on later requests if needed. In particular a session's own subscription list is not kept:
-//!   `notifications/resources/updated` reaches every GET stream of the caller's sessions that
-//!   share the backend session (all of them subscribed through one of those sessions), and a
-//!   `logging/setLevel` reaches legacy backends but is not stamped on later requests to modern
-//!   ones.
-//! - The record is confidential and tamper-proof but its size is visible, and every request
-//!   carries it.
-//!
-//! Principal and virtual host are inside the record; the engine checks
-//! [`SessionRecord::belongs_to`] as for any store.
+//! Why this file is long: the id format, the key ring and the store are one unit (each relies on
+//! the others' invariants), and a third of the file is their tests (tampering, rotation, limits).
 
 use std::fmt;
 use std::sync::Arc;
@@ -325,8 +281,55 @@ fn aad(key_id: &str) -> Vec<u8> {
 
 /// Stateless sessions: the downstream `Mcp-Session-Id` is the [`SessionRecord`] sealed with
 /// AES-256-GCM under a [`KeyRing`]. Any node with the ring serves any session; nothing is stored.
-/// See the [module docs](self) for the format, key rotation and the limits (absolute expiry,
-/// revocation by a bounded set per node, no updates).
+/// The format, key rotation and the limits (absolute expiry, revocation by a bounded set per
+/// node, no updates) follow.
+///
+/// # Format
+///
+/// An id is `<key id>.<base64url(nonce || ciphertext || tag)>` (visible ASCII only): AES-256-GCM
+/// (aws-lc-rs) under the key the key id names, with a random 96-bit nonce, over a compact JSON
+/// serialisation of the [`SessionRecord`] (one-letter field names, empty fields omitted) plus an
+/// absolute expiry `x` (Unix seconds). The additional authenticated data binds the format version
+/// and the key id. A record with three legacy backends stays well under 1 KiB.
+///
+/// # Key rotation
+///
+/// A [`KeyRing`] lists keys newest first. New ids are sealed with the newest key; an id is opened
+/// with whichever key its key id names. To rotate without downtime: put the new key *first* on
+/// every node (ids sealed with the old key still open), wait at least the idle TTL, then remove the
+/// old key. Removing a key makes every session sealed with it unknown (404, the client
+/// re-initialises). Random nonces limit one key to about 2^32 seals; rotate long before that.
+///
+/// # Limits (by construction: there is no server-side state)
+///
+/// - **Expiry is absolute.** `exp` = creation time + idle TTL. [`get`](SessionStore::get) cannot
+///   refresh it, because that would need a new id and the client keeps the one it was given; a
+///   session therefore ends `idle_ttl` after `initialize` however busy it is, and the client
+///   re-initialises.
+/// - **Revocation is remembered, not stored.** [`remove`](SessionStore::remove) (DELETE) cannot
+///   invalidate the id itself, so the node puts the id's nonce in a revocation set kept until the
+///   id expires anyway (at most the idle TTL: expiry is absolute) and refuses it from then on;
+///   with a node bus the engine publishes the [`Revocation`] and every node adds it to its own set
+///   ([`SessionStore::revoke`]). The set is bounded
+///   ([`with_revocation_limits`](SealedSessionStore::with_revocation_limits)) in all and per
+///   principal, and refuses rather than evicts (a forgotten revocation would revive a session): a
+///   DELETE over the principal's share fails with [`SessionStoreError::Limit`] and its session
+///   lives until it expires. Without a bus, other nodes accept the ended id until it expires; a
+///   node that was down or disconnected from the bus when the revocation was published, or that
+///   starts later, does too (delivery is at most once).
+/// - **No updates.** [`update`](SessionStore::update) returns `false`: the id cannot change under
+///   the client, so a changed record (a revived backend, a new log level, subscriptions) is not
+///   persisted; the engine keeps working with the record sealed in the id, and repeats the repair
+///   on later requests if needed. In particular a session's own subscription list is not kept:
+///   `notifications/resources/updated` reaches every GET stream of the caller's sessions that
+///   share the backend session (all of them subscribed through one of those sessions), and a
+///   `logging/setLevel` reaches legacy backends but is not stamped on later requests to modern
+///   ones.
+/// - The record is confidential and tamper-proof but its size is visible, and every request
+///   carries it.
+///
+/// Principal and virtual host are inside the record; the engine checks
+/// [`SessionRecord::belongs_to`] as for any store.
 ///
 /// ```
 /// use mcp_router::session::{KeyRing, SealedSessionStore, SessionRecord, SessionStore};
@@ -406,8 +409,7 @@ impl SealedSessionStore {
     }
 
     /// Bounds the set of ended sessions this node remembers until they expire: at most
-    /// `max_total` in all and `max_per_principal` of one principal (see the
-    /// [module docs](self)).
+    /// `max_total` in all and `max_per_principal` of one principal (see [`SealedSessionStore`]: revocation).
     #[must_use]
     pub fn with_revocation_limits(mut self, max_total: usize, max_per_principal: usize) -> Self {
         self.revoked = RevokedIds::new(max_total, max_per_principal);
@@ -415,7 +417,7 @@ impl SealedSessionStore {
     }
 
     /// Sets how long a session lives after it was created (rounded up to whole seconds, at least
-    /// one). Not refreshed by use: see the [module docs](self).
+    /// one). Not refreshed by use: see [`SealedSessionStore`] (absolute expiry).
     #[must_use]
     pub fn with_idle_ttl(mut self, ttl: Duration) -> Self {
         self.idle_ttl = ttl;

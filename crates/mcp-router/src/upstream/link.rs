@@ -20,8 +20,8 @@
 //! - **Handshake**: `server/discover` (2026-07-28) when the carrier may reach a modern server,
 //!   else `initialize` + `notifications/initialized`. Callers never see an upstream session.
 //!
-//! (Over 600 lines: the multiplexing rules and the pool share [`Link`]; about a third is their
-//! unit tests.)
+//! Why this file is long: the multiplexing rules and the pool share [`Link`]'s private state,
+//! and about a sixth is their unit tests.
 //!
 //! [`Pool`] keeps the links of one kind: one per key, started on demand, restarted after a
 //! backoff (100 ms doubling to 5 s) once it died, at most `max` at once, idle ones ended.

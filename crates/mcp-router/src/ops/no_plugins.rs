@@ -7,8 +7,8 @@ use http::HeaderMap;
 use mcp_core::{ErrorObject, ItemKind, Method, RawObject, RequestId};
 use serde_json::value::RawValue;
 
-use crate::modern::task_id::Origin;
-use crate::scope::Scope;
+use crate::ops::scope::Scope;
+use crate::ops::task_id::Origin;
 
 /// What the pre hooks left for the rest of the call: never anything without plugins.
 #[derive(Default)]

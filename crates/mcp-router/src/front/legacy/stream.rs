@@ -30,9 +30,9 @@ use serde_json::value::RawValue;
 
 use crate::body::{self, McpBody};
 use crate::context::RequestContext;
+use crate::front::Front;
+use crate::front::respond;
 use crate::naming::Namer;
-use crate::respond;
-use crate::router::RouterInner;
 use crate::session::{BackendEra, SessionRecord};
 use crate::upstream::{LegacySession, Target};
 use mcp_core::ItemKind;
@@ -50,17 +50,17 @@ struct Source {
 }
 
 pub(crate) async fn get_stream(
-    inner: &Arc<RouterInner>,
+    front: &Arc<Front>,
     parts: &Parts,
     ctx: &RequestContext,
     record: &SessionRecord,
     session_id: &str,
 ) -> Response<McpBody> {
-    let Some(slot) = inner.streams.take(&ctx.principal) else {
-        return respond::too_many_streams(inner.streams.max());
+    let Some(slot) = front.streams.take(&ctx.principal) else {
+        return respond::too_many_streams(front.streams.max());
     };
-    inner.ensure_sweeping();
-    let ended = crate::session_ends::ended(inner.ends.watch(session_id));
+    front.ensure_sweeping();
+    let ended = crate::session_ends::ended(front.ends.watch(session_id));
     let caps = RawValue::from_string(record.client_capabilities.clone())
         .unwrap_or_else(|_| RawValue::NULL.to_owned());
     let mut hubs = Vec::new();
@@ -79,9 +79,9 @@ pub(crate) async fn get_stream(
         let target = Target::of_session(&entry.name, config, &parts.headers, &ctx.principal, &caps);
         // The session may have been created on another node: listen to its upstream session.
         if let (Some(id), Some(version)) = (&entry.upstream_session_id, &entry.version) {
-            inner.upstream.adopt(&target, &url, id, version);
+            front.ops.upstream.adopt(&target, &url, id, version);
         }
-        if let Some((hub, receiver, session)) = inner.upstream.listen(&target, &url).await {
+        if let Some((hub, receiver, session)) = front.ops.upstream.listen(&target, &url).await {
             hubs.push(hub);
             sources.push(Source {
                 backend: entry.name.clone(),
@@ -104,15 +104,15 @@ pub(crate) async fn get_stream(
             continue;
         };
         let target = Target::of_session(&entry.name, config, &parts.headers, &ctx.principal, &caps);
-        if !inner.upstream.is_linked(&target) {
+        if !front.ops.upstream.is_linked(&target) {
             continue;
         }
-        if let Some(link) = inner.upstream.link_events(&target).await {
+        if let Some(link) = front.ops.upstream.link_events(&target).await {
             sources.push(Source {
                 backend: entry.name.clone(),
                 session: None,
                 receiver: link.events,
-                no_updates: link.shared && !inner.sessions.keeps_updates(),
+                no_updates: link.shared && !front.sessions.keeps_updates(),
             });
         }
     }
@@ -135,8 +135,8 @@ pub(crate) async fn get_stream(
         }))
     }));
     let follower = super::follow::Follower {
-        inner: Arc::clone(inner),
-        caller: crate::scope::OwnedCaller {
+        front: Arc::clone(front),
+        caller: crate::ops::scope::OwnedCaller {
             vhost: Arc::clone(&ctx.vhost),
             headers: parts.headers.clone(),
             principal: ctx.principal.clone(),
@@ -149,28 +149,28 @@ pub(crate) async fn get_stream(
     let modern = super::follow::follow(follower, super::follow::modern_backends(record))
         .map(|(backend, message)| (backend, None, message));
     let merged = futures_util::stream::select(merged, modern);
-    let inner_for_stream = Arc::clone(inner);
+    let inner_for_stream = Arc::clone(front);
     let vhost = Arc::clone(&ctx.vhost);
     let session = session_id.to_owned();
     let principal = ctx.principal.clone();
     let live = merged.filter_map(move |(backend, upstream_session, message)| {
-        let inner = Arc::clone(&inner_for_stream);
+        let front = Arc::clone(&inner_for_stream);
         let vhost = Arc::clone(&vhost);
         let session = session.clone();
         let principal = principal.clone();
         async move {
             let message = translate(
-                &inner,
+                &front,
                 &vhost,
                 &session,
                 &backend,
                 upstream_session,
                 &message,
             )?;
-            if !subscribed(&inner, &session, &message).await {
+            if !subscribed(&front, &session, &message).await {
                 return None;
             }
-            let id = inner.replay.record(
+            let id = front.replay.record(
                 &principal,
                 &session,
                 crate::replay::GET_STREAM,
@@ -192,7 +192,7 @@ pub(crate) async fn get_stream(
     if let Some(last) = last_event_id {
         // Resumption: first what the named stream (this GET stream or a broken POST stream)
         // missed, then live GET events.
-        for (id, message) in inner.replay.since(session_id, last) {
+        for (id, message) in front.replay.since(session_id, last) {
             opening.push(
                 SseEvent::message(String::from_utf8_lossy(&message))
                     .with_id(id)
@@ -201,7 +201,7 @@ pub(crate) async fn get_stream(
         }
     } else if super::primes_streams(&record.protocol_version) {
         // 2025-11-25: a priming event (an id, no data) so the client can resume from the start.
-        let id = inner
+        let id = front
             .replay
             .next_id(&ctx.principal, session_id, crate::replay::GET_STREAM);
         opening.push(Bytes::from(format!("id: {id}\ndata: \n\n")));
@@ -220,18 +220,18 @@ pub(crate) async fn get_stream(
 /// Whether a message may go to this session: a `notifications/resources/updated` only for a URI
 /// the session itself subscribed to (the upstream session, and so its GET stream, is shared by
 /// the caller's sessions); anything else always.
-async fn subscribed(inner: &RouterInner, session: &str, message: &[u8]) -> bool {
+async fn subscribed(front: &Front, session: &str, message: &[u8]) -> bool {
     let Ok(env) = Envelope::parse(message) else {
         return true;
     };
-    if env.method() != Some("notifications/resources/updated") || !inner.sessions.keeps_updates() {
+    if env.method() != Some("notifications/resources/updated") || !front.sessions.keeps_updates() {
         return true;
     }
     let uri = env
         .params()
         .and_then(|p| RawObject::from_raw(p).ok())
         .and_then(|p| p.get_str("uri"));
-    match (uri, inner.sessions.get(session).await) {
+    match (uri, front.sessions.get(session).await) {
         (Some(uri), Ok(Some(record))) => record.subscriptions.contains(&uri),
         _ => false,
     }
@@ -244,7 +244,7 @@ fn is_update(message: &[u8]) -> bool {
 
 /// A backend's GET-stream message as the client sees it; `None` to drop it.
 fn translate(
-    inner: &RouterInner,
+    front: &Front,
     vhost: &VirtualHostConfig,
     session: &str,
     backend: &str,
@@ -258,7 +258,7 @@ fn translate(
             let upstream_session = upstream_session?;
             let upstream_id = env.id()?.clone();
             let mut request = RawObject::parse(std::str::from_utf8(message).ok()?).ok()?;
-            inner.pending.relay(
+            front.ops.pending.relay(
                 session,
                 backend,
                 upstream_id,

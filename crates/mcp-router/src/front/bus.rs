@@ -10,7 +10,7 @@
 //!   `<prefix>:bus:all`, and the node running it cancels it;
 //! - a 2026-07-28 client's retry of a call parked on another node (a 2025 backend's call waiting
 //!   for the client's `input_required` answers): passed on to the holding node, whose answer
-//!   comes back on the asking node's channel (see [`forward`](crate::modern::forward));
+//!   comes back on the asking node's channel;
 //! - a sealed session ended by DELETE (the sealed store's ids cannot be invalidated, see
 //!   [`SessionStore::revocation`](crate::session::SessionStore::revocation)): published on
 //!   `<prefix>:bus:all`, and every node refuses the id from then on.
@@ -27,15 +27,15 @@
 //! expires); a node that is not subscribed when a revocation is published misses it the same way.
 
 use std::fmt;
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use deadpool_redis::redis;
 use futures_util::StreamExt;
 use mcp_config_store::{RedisPool, RedisTopology};
 use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc;
 
-use crate::router::RouterInner;
 use crate::session::{RedisSessionStoreConfig, RedisSessionStoreError, Revocation};
 
 /// Reconnect delays of the subscriber, doubling up to the last.
@@ -58,11 +58,11 @@ pub(crate) enum BusMessage {
     /// A session ended on the publishing node, to refuse here too.
     Revoke(Revocation),
     /// A client's retry of a call parked on this node, passed on by the node it reached.
-    Resume(Box<crate::modern::forward::Forwarded>),
+    Resume(Box<crate::front::forward::Forwarded>),
     /// A part of this node's answer to a forwarded retry.
     ResumePart {
         ticket: String,
-        part: crate::modern::forward::Part,
+        part: crate::front::forward::Part,
     },
 }
 
@@ -131,7 +131,7 @@ impl NodeBus {
     /// An invalid URL or key prefix.
     pub fn redis(config: &RedisSessionStoreConfig) -> Result<Self, RedisSessionStoreError> {
         let (topology, pool) = crate::session::redis::pool(config, 4)?;
-        let node = crate::pending::new_node_id();
+        let node = crate::ops::pending::new_node_id();
         Ok(Self {
             node,
             topology,
@@ -145,7 +145,7 @@ impl NodeBus {
     }
 
     /// `true` the first time `ticket` (a forwarded retry's) is seen lately; `false` for a copy.
-    fn first_sight(&self, ticket: &str) -> bool {
+    pub(crate) fn first_sight(&self, ticket: &str) -> bool {
         let mut served = self
             .served
             .lock()
@@ -169,14 +169,15 @@ impl NodeBus {
         format!("{}:bus:{node}", self.prefix)
     }
 
-    /// Starts listening (once) for `inner`'s router.
-    pub(crate) fn ensure_listening(&self, inner: &Arc<RouterInner>) {
+    /// Starts listening (once): the messages for this node go to the channel `inbox` opens (its
+    /// receiver acts on them). The subscription ends when that receiver is gone.
+    pub(crate) fn ensure_listening(&self, inbox: impl FnOnce() -> mpsc::Sender<BusMessage>) {
         self.listener.get_or_init(|| {
             let subscription = Subscription {
                 topology: self.topology.clone(),
                 channels: vec![self.channel(&self.node), self.channel("all")],
                 timeout: self.timeout,
-                router: Arc::downgrade(inner),
+                inbox: inbox(),
                 subscribed: self.subscribed.clone(),
             };
             tokio::spawn(subscription.run()).abort_handle()
@@ -225,7 +226,8 @@ struct Subscription {
     topology: RedisTopology,
     channels: Vec<String>,
     timeout: Duration,
-    router: Weak<RouterInner>,
+    /// Where this node's messages go.
+    inbox: mpsc::Sender<BusMessage>,
     subscribed: tokio::sync::watch::Sender<bool>,
 }
 
@@ -236,7 +238,7 @@ impl Subscription {
             let outcome = self.listen().await;
             self.subscribed.send_replace(false);
             match outcome {
-                Ok(()) => return, // the router is gone
+                Ok(()) => return, // nobody reads the messages any more
                 Err(reason) => {
                     tracing::warn!(reason = %reason, "node bus subscription lost; reconnecting");
                 }
@@ -246,7 +248,7 @@ impl Subscription {
         }
     }
 
-    /// Listens until the connection fails (`Err`) or the router is dropped (`Ok`).
+    /// Listens until the connection fails (`Err`) or the inbox is closed (`Ok`).
     async fn listen(&self) -> Result<(), String> {
         let pubsub = tokio::time::timeout(self.timeout, self.topology.pubsub())
             .await
@@ -262,51 +264,22 @@ impl Subscription {
         tracing::debug!(channels = ?self.channels, "node bus subscribed");
         self.subscribed.send_replace(true);
         while let Some(message) = stream.next().await {
-            let Some(router) = self.router.upgrade() else {
+            if self.inbox.is_closed() {
                 return Ok(());
-            };
+            }
             let Ok(payload) = message.get_payload::<String>() else {
                 continue;
             };
             match serde_json::from_str::<BusMessage>(&payload) {
-                Ok(message) => deliver(&router, message),
+                Ok(message) => {
+                    if self.inbox.send(message).await.is_err() {
+                        return Ok(());
+                    }
+                }
                 Err(e) => tracing::debug!(error = %e, "ignoring a malformed node bus message"),
             }
         }
         Err("the subscription stream ended".to_owned())
-    }
-}
-
-/// Acts on a message addressed to this node (or to all).
-fn deliver(router: &Arc<RouterInner>, message: BusMessage) {
-    match message {
-        BusMessage::Answer {
-            session,
-            id,
-            answer,
-        } => {
-            if !router.pending.answer_local(&id, &session, answer) {
-                tracing::debug!(id = %id, "node bus answer for an unknown or expired request");
-            }
-        }
-        BusMessage::Cancel { session, request } => {
-            let found = router.inflight.cancel(&(session, request));
-            tracing::debug!(found, "node bus cancellation");
-        }
-        BusMessage::Revoke(revocation) => router.sessions.revoke(&revocation),
-        BusMessage::Resume(forwarded) => {
-            if router
-                .bus
-                .as_ref()
-                .is_some_and(|bus| bus.first_sight(&forwarded.ticket))
-            {
-                tokio::spawn(crate::modern::forward::serve(
-                    Arc::clone(router),
-                    *forwarded,
-                ));
-            }
-        }
-        BusMessage::ResumePart { ticket, part } => router.forwards.deliver(&ticket, part),
     }
 }
 
@@ -354,10 +327,10 @@ mod tests {
             serde_json::from_str::<BusMessage>(&text).expect("parse"),
             revoke
         );
-        let resume = BusMessage::Resume(Box::new(crate::modern::forward::Forwarded {
+        let resume = BusMessage::Resume(Box::new(crate::front::forward::Forwarded {
             reply: "n2".into(),
             ticket: "t1".into(),
-            resume: crate::modern::parked::Resume {
+            resume: crate::ops::parked::Resume {
                 token: "p7".into(),
                 node: Some("n1".into()),
                 binding: vec!["iss".into(), "alice".into()],
@@ -372,15 +345,15 @@ mod tests {
             resume
         );
         for part in [
-            crate::modern::forward::Part::Missing,
-            crate::modern::forward::Part::Head {
+            crate::front::forward::Part::Missing,
+            crate::front::forward::Part::Head {
                 status: 200,
                 content_type: "text/event-stream".into(),
             },
-            crate::modern::forward::Part::Chunk {
+            crate::front::forward::Part::Chunk {
                 data: "data: {}\n\n".into(),
             },
-            crate::modern::forward::Part::End,
+            crate::front::forward::Part::End,
         ] {
             let message = BusMessage::ResumePart {
                 ticket: "t1".into(),

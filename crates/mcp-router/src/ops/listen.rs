@@ -25,21 +25,16 @@ use std::sync::Arc;
 use bytes::Bytes;
 use futures_util::StreamExt;
 use futures_util::stream::BoxStream;
-use http::{Response, StatusCode};
 use mcp_config_store::VirtualHostConfig;
-use mcp_core::sse::SseEvent;
 use mcp_core::{
     Envelope, Era, ErrorObject, MessageKind, RawObject, RequestId, encode_notification,
 };
 use mcp_fallback::ToolHints;
 use serde_json::json;
 
-use super::task_id;
-use crate::body::{self, McpBody};
-use crate::legacy::TASKS_EXTENSION;
+use super::scope::Scope;
+use super::task_id::{self, TASKS_EXTENSION};
 use crate::naming::{Namer, Resolution};
-use crate::respond;
-use crate::scope::Scope;
 use crate::upstream::Call;
 use mcp_core::ItemKind;
 
@@ -54,7 +49,7 @@ const LIST_FLAGS: [(&str, &str); 3] = [
 ];
 
 /// What the client asked for, split per backend.
-struct Filter {
+pub(crate) struct Filter {
     /// The list-change flags asked for (by filter key).
     flags: Vec<&'static str>,
     /// Public URIs honoured.
@@ -78,7 +73,9 @@ struct Watched {
     withhold_result: bool,
 }
 
-fn filter(scope: &Scope<'_>, params: &RawObject<'_>) -> Result<Filter, ErrorObject> {
+/// What the client's `subscriptions/listen` asks for, checked against the bounds and split per
+/// backend.
+pub(crate) fn filter(scope: &Scope<'_>, params: &RawObject<'_>) -> Result<Filter, ErrorObject> {
     let asked = params
         .get("notifications")
         .and_then(|n| RawObject::from_raw(n).ok())
@@ -86,7 +83,7 @@ fn filter(scope: &Scope<'_>, params: &RawObject<'_>) -> Result<Filter, ErrorObje
     let requested = asked
         .get_as::<Vec<String>>("resourceSubscriptions")
         .unwrap_or_default();
-    let max = scope.inner.max_subscriptions;
+    let max = scope.ops.max_subscriptions;
     if requested.len() > max {
         return Err(ErrorObject::invalid_request(format!(
             "Too many resource subscriptions: {} in one subscriptions/listen, at most {max}",
@@ -165,7 +162,7 @@ fn tasks_of(
         if honoured.contains(&public) {
             continue;
         }
-        let Ok(task) = task_id::open(&scope.inner.sealer, &binding, &public) else {
+        let Ok(task) = task_id::open(&scope.ops.sealer, &binding, &public) else {
             continue;
         };
         if !scope.ctx.vhost.backends.contains_key(&task.backend) {
@@ -173,7 +170,7 @@ fn tasks_of(
         }
         // A failed plugin runtime counts as governed: fail closed, as `tasks/get` does.
         let withhold_result = !matches!(
-            crate::plugins::task_post(scope, &task.origin, &task.backend),
+            crate::ops::plugins::task_post(scope, &task.origin, &task.backend),
             Ok(None)
         );
         per_backend.entry(task.backend).or_default().push(Watched {
@@ -189,22 +186,13 @@ fn tasks_of(
 /// One backend's notifications, tagged with the backend's name.
 type Feed = BoxStream<'static, (String, Bytes)>;
 
-/// Answers `subscriptions/listen` with the merged stream.
+/// The messages for the client's `subscriptions/listen` `id`: the acknowledgement first, then
+/// every backend's notifications as they come, tagged with the subscription id.
 pub(crate) async fn listen(
     scope: &Scope<'_>,
     id: &RequestId,
-    params: &RawObject<'_>,
-) -> Response<McpBody> {
-    let filter = match filter(scope, params) {
-        Ok(filter) => filter,
-        Err(error) => {
-            let status = super::call::modern_status(error.code);
-            return respond::error(status, Some(id), &error);
-        }
-    };
-    let Some(slot) = scope.inner.streams.take(&scope.ctx.principal) else {
-        return respond::too_many_streams(scope.inner.streams.max());
-    };
+    filter: Filter,
+) -> BoxStream<'static, Vec<u8>> {
     let mut feeds: Vec<Feed> = Vec::new();
     let mut tasks = filter.tasks;
     for (name, config) in &scope.ctx.vhost.backends {
@@ -266,8 +254,6 @@ pub(crate) async fn listen(
         tasks,
     };
     let live = futures_util::stream::select_all(feeds).filter_map(move |(backend, message)| {
-        // The principal's stream slot is held as long as the stream is.
-        let _alive = &slot;
         let out = translate(
             &vhost,
             &wanted,
@@ -276,14 +262,11 @@ pub(crate) async fn listen(
             &backend,
             &message,
         );
-        async move { out.map(|m| SseEvent::message(String::from_utf8_lossy(&m)).encode()) }
+        async move { out }
     });
-    let first = futures_util::stream::once(async move {
-        SseEvent::message(String::from_utf8_lossy(&ack)).encode()
-    });
-    let mut res = respond::sse(body::streaming(first.chain(live)));
-    *res.status_mut() = StatusCode::OK;
-    res
+    futures_util::stream::once(async move { ack })
+        .chain(live)
+        .boxed()
 }
 
 /// What one backend's listen asks for.
@@ -340,23 +323,23 @@ async fn backend_feed(
     let Asked { flags, uris, tasks } = asked;
     let target = scope.target(name, config);
     let backend = name.to_owned();
-    if scope.inner.upstream.is_linked(&target) {
+    if scope.ops.upstream.is_linked(&target) {
         // A stdio process or HTTP+SSE connection serving a 2025 server: it takes
         // `resources/subscribe` itself, and its updates and list changes arrive on the link's
         // event channel (the caller's own link, or a shared process whose events this listen
         // sees only for the URIs it was acknowledged for, see `translate`).
-        if let Some(link) = scope.inner.upstream.link_events(&target).await
+        if let Some(link) = scope.ops.upstream.link_events(&target).await
             && link.era == Era::Legacy
         {
             subscribe_each(scope, name, config, &target, &uris).await;
             return Some((broadcast_feed(backend, (), link.events), Era::Legacy));
         }
     }
-    let description = scope.inner.upstream.describe(&target).await.ok()?;
+    let description = scope.ops.upstream.describe(&target).await.ok()?;
     match description.era {
         Era::Modern => {
             let call = listen_call(flags, &uris, &tasks);
-            let reply = scope.inner.upstream.send(&target, &call).await.ok()?;
+            let reply = scope.ops.upstream.send(&target, &call).await.ok()?;
             Some((
                 reply
                     .messages
@@ -371,7 +354,7 @@ async fn backend_feed(
         Era::Legacy => {
             let url = description.session.as_ref().map(|s| s.url.clone())?;
             subscribe_each(scope, name, config, &target, &uris).await;
-            let (hub, receiver, _) = scope.inner.upstream.listen(&target, &url).await?;
+            let (hub, receiver, _) = scope.ops.upstream.listen(&target, &url).await?;
             Some((broadcast_feed(backend, hub, receiver), Era::Legacy))
         }
     }
@@ -398,7 +381,7 @@ async fn subscribe_each(
             headers: None,
         };
         let deadline = scope.fanout_deadline(config);
-        if let Err(e) = crate::scope::final_response(scope, target, &call, deadline).await {
+        if let Err(e) = crate::ops::scope::final_response(scope, target, &call, deadline).await {
             tracing::debug!(backend = name, reason = %e.reason(), "resources/subscribe failed");
         }
     }

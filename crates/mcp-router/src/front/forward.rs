@@ -30,10 +30,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
-use super::parked::Resume;
+use super::Front;
+use super::answer;
+use super::bus::{BusMessage, NodeBus};
 use crate::body::{self, McpBody};
-use crate::bus::{BusMessage, NodeBus};
-use crate::router::RouterInner;
+use crate::ops::call::{ClientMeta, Elsewhere, resume_here};
+use crate::ops::parked::{self, Resume};
 
 /// How long a node waits for the holder's first part.
 pub(crate) const HEAD_WAIT: Duration = Duration::from_secs(10);
@@ -97,22 +99,20 @@ pub(crate) struct Forwarded {
 /// Passes the retry on to `node` and answers with what it sends back; `None` when it does not
 /// hold the call, does not answer within [`HEAD_WAIT`], or this node waits for too many answers.
 pub(crate) async fn forward(
-    inner: &Arc<RouterInner>,
+    front: &Arc<Front>,
     bus: &NodeBus,
-    node: &str,
-    resume: &Resume,
+    elsewhere: &Elsewhere,
     id: &RequestId,
-    params: &RawObject<'_>,
-    meta: Option<&RawValue>,
 ) -> Option<Response<McpBody>> {
-    bus.ensure_listening(inner);
+    front.ensure_listening();
     if !bus.listening(HEAD_WAIT).await {
         return None;
     }
-    let ticket = super::parked::random_token()?;
+    let node = elsewhere.node.as_str();
+    let ticket = parked::random_token()?;
     let (sender, mut receiver) = mpsc::unbounded_channel();
     {
-        let mut tickets = inner.forwards.lock();
+        let mut tickets = front.forwards.lock();
         if tickets.len() >= MAX_WAITING {
             tracing::warn!("too many forwarded retries waiting: answering locally");
             return None;
@@ -121,16 +121,16 @@ pub(crate) async fn forward(
     }
     // Leaves the table when the answer is done with (or never comes).
     let guard = OwnedTicket {
-        inner: Arc::clone(inner),
+        front: Arc::clone(front),
         id: ticket.clone(),
     };
     let message = BusMessage::Resume(Box::new(Forwarded {
         reply: bus.node_id().to_owned(),
         ticket,
-        resume: resume.clone(),
+        resume: elsewhere.resume.clone(),
         id: id.to_json().into_owned(),
-        params: params.to_json(),
-        meta: meta.map(|m| m.get().to_owned()),
+        params: elsewhere.params.to_json(),
+        meta: elsewhere.meta.as_ref().map(|m| m.get().to_owned()),
     }));
     let wait = async {
         // The holder subscribes when it parks the call; until then (moments, or never: it is
@@ -176,19 +176,19 @@ pub(crate) async fn forward(
 
 /// A ticket in the table, removed when dropped.
 struct OwnedTicket {
-    inner: Arc<RouterInner>,
+    front: Arc<Front>,
     id: String,
 }
 
 impl Drop for OwnedTicket {
     fn drop(&mut self) {
-        self.inner.forwards.lock().remove(&self.id);
+        self.front.forwards.lock().remove(&self.id);
     }
 }
 
 /// On the holder: resumes the forwarded retry and publishes the answer to the asking node.
-pub(crate) async fn serve(inner: Arc<RouterInner>, forwarded: Forwarded) {
-    let Some(bus) = inner.bus.clone() else {
+pub(crate) async fn serve(front: Arc<Front>, forwarded: Forwarded) {
+    let Some(bus) = front.bus.clone() else {
         return;
     };
     let Forwarded {
@@ -216,12 +216,12 @@ pub(crate) async fn serve(inner: Arc<RouterInner>, forwarded: Forwarded) {
         return;
     };
     let meta = meta.and_then(|m| RawValue::from_string(m).ok());
-    let client = super::call::ClientMeta::from_meta(Era::Modern, meta.as_deref());
-    let Some(response) = super::call::resume_here(&inner, &id, &resume, &params, client).await
-    else {
+    let client = ClientMeta::from_meta(Era::Modern, meta.as_deref());
+    let Some(answer) = resume_here(&front.ops, &id, &resume, &params, client).await else {
         publish(Part::Missing).await;
         return;
     };
+    let response = answer::render(&front, &id, answer, Era::Modern, None).await;
     let content_type = response
         .headers()
         .get(http::header::CONTENT_TYPE)

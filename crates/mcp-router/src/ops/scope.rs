@@ -12,12 +12,12 @@ use serde_json::value::RawValue;
 
 use crate::context::RequestContext;
 use crate::naming::Namer;
-use crate::router::RouterInner;
+use crate::ops::Ops;
 use crate::upstream::{Call, LegacySession, Target, UpstreamError};
 
 /// One downstream request's view of its virtual host.
 pub(crate) struct Scope<'a> {
-    pub(crate) inner: &'a RouterInner,
+    pub(crate) ops: &'a std::sync::Arc<Ops>,
     pub(crate) ctx: &'a RequestContext,
     pub(crate) headers: &'a HeaderMap,
     pub(crate) client_caps: &'a RawValue,
@@ -26,10 +26,6 @@ pub(crate) struct Scope<'a> {
     pub(crate) era: Era,
     /// The downstream legacy session, for 2025 clients.
     pub(crate) session_id: Option<&'a str>,
-    /// The downstream session negotiated 2025-11-25: its POST response streams start with a
-    /// priming event (an event id, no data) so that even a stream broken before its first
-    /// message can be resumed with `Last-Event-ID`.
-    pub(crate) primes_streams: bool,
 }
 
 impl<'a> Scope<'a> {
@@ -65,7 +61,7 @@ impl<'a> Scope<'a> {
 
     /// The per-backend deadline of a fan-out: the backend's own timeout, capped by the router's.
     pub(crate) fn fanout_deadline(&self, config: &BackendConfig) -> Duration {
-        Duration::from_millis(config.timeout_ms).min(self.inner.fanout_deadline)
+        Duration::from_millis(config.timeout_ms).min(self.ops.fanout_deadline)
     }
 }
 
@@ -140,7 +136,7 @@ pub(crate) async fn final_response(
 ) -> Result<Bytes, BackendFailure> {
     let work = async {
         let mut reply = scope
-            .inner
+            .ops
             .upstream
             .send(target, call)
             .await
@@ -209,7 +205,7 @@ pub(crate) async fn decline(
 
 async fn post(scope: &Scope<'_>, target: &Target<'_>, session: &LegacySession, message: Vec<u8>) {
     if let Err(e) = scope
-        .inner
+        .ops
         .upstream
         .post_to_session(target, session, message)
         .await

@@ -27,7 +27,7 @@ use mcp_fallback::ToolHints;
 use crate::cursor::MergedCursor;
 use crate::degraded::{CACHE_SCOPE, Degraded, TtlMin, ttl_of};
 use crate::naming::{Resolution, check_public_name};
-use crate::scope::{BackendFailure, Scope, final_response, result_of};
+use crate::ops::scope::{BackendFailure, Scope, final_response, result_of};
 use crate::upstream::{Call, Target, Upstream};
 use mcp_core::ItemKind;
 
@@ -109,14 +109,14 @@ async fn fetch_page(
     .await;
     let (raw, stale_age) = match fetched {
         Ok(raw) => {
-            if !scope.inner.stale_if_error.is_zero() {
-                scope.inner.stale.insert(&scope.ctx.principal, key, &raw);
+            if !scope.ops.stale_if_error.is_zero() {
+                scope.ops.stale.insert(&scope.ctx.principal, key, &raw);
             }
             (raw, None)
         }
-        Err(failure) => match scope.inner.stale.get(&key, scope.inner.stale_if_error) {
+        Err(failure) => match scope.ops.stale.get(&key, scope.ops.stale_if_error) {
             // Stale-if-error: the caller's last good page of this backend, marked degraded.
-            Some((value, age)) if !scope.inner.stale_if_error.is_zero() => (value, Some(age)),
+            Some((value, age)) if !scope.ops.stale_if_error.is_zero() => (value, Some(age)),
             _ => return Err(failure),
         },
     };
@@ -142,7 +142,7 @@ pub(crate) fn stale_key(
     scope: &Scope<'_>,
     method: &str,
     cursor: &str,
-) -> crate::stale_answers::StaleKey {
+) -> crate::ops::stale_answers::StaleKey {
     (
         Upstream::primary_scope(target).opaque_id(),
         scope.ctx.vhost_id.as_str().to_owned(),
@@ -169,7 +169,7 @@ pub(crate) async fn list(
         return Err(ErrorObject::invalid_params("Invalid cursor"));
     }
     let pending: Vec<(String, Option<String>)> = match params.get_str("cursor") {
-        Some(handle) => MergedCursor::open(&scope.inner.sealer, &binding, &handle)
+        Some(handle) => MergedCursor::open(&scope.ops.sealer, &binding, &handle)
             .map_err(|_| ErrorObject::invalid_params("Invalid cursor"))?
             .pending
             .into_iter()
@@ -230,12 +230,12 @@ pub(crate) async fn list(
         &items.iter().map(|i| i.to_raw()).collect::<Vec<_>>(),
     );
     if !next.is_empty() {
-        result.set_str("nextCursor", &next.seal(&scope.inner.sealer, &binding));
+        result.set_str("nextCursor", &next.seal(&scope.ops.sealer, &binding));
     }
     result.set_json("ttlMs", &ttl.get());
     result.set_str("cacheScope", CACHE_SCOPE);
     degraded.annotate_span();
-    result.set_raw("_meta", degraded.to_meta(&scope.inner.server_info));
+    result.set_raw("_meta", degraded.to_meta(&scope.ops.server_info));
     Ok(result)
 }
 
@@ -257,7 +257,7 @@ pub(crate) fn check_open_share<'f>(
             open += 1;
         }
     }
-    if open > 0 && open as f64 > scope.inner.max_open_share * asked as f64 {
+    if open > 0 && open as f64 > scope.ops.max_open_share * asked as f64 {
         return Err(ErrorObject::internal(format!(
             "Too many backends unavailable: {open} of {asked} have an open circuit breaker"
         )));
@@ -279,7 +279,7 @@ fn rename_items(
         .backends
         .get(&page.backend)
         .and_then(|c| c.allowed_tools.as_ref());
-    let filter = crate::plugins::list_filter(scope, shape.kind);
+    let filter = crate::ops::plugins::list_filter(scope, shape.kind);
     for raw in page.items {
         let Ok(item) = RawObject::parse(raw.get()) else {
             continue;
@@ -290,7 +290,7 @@ fn rename_items(
         if shape.kind == ItemKind::Tool
             && let Some(config) = scope.ctx.vhost.backends.get(&page.backend)
         {
-            scope.inner.hints.remember(
+            scope.ops.hints.remember(
                 &scope.target(&page.backend, config),
                 &upstream,
                 ToolHints::from_tool_json(&raw),
@@ -309,11 +309,18 @@ fn rename_items(
             continue;
         }
         if let Some(chain) = &filter
-            && !crate::plugins::listed(chain, scope, shape.kind, &page.backend, &upstream, &public)
+            && !crate::ops::plugins::listed(
+                chain,
+                scope,
+                shape.kind,
+                &page.backend,
+                &upstream,
+                &public,
+            )
         {
             continue;
         }
-        if let Err(problem) = check_public_name(&public, shape.kind, scope.inner.max_name_len) {
+        if let Err(problem) = check_public_name(&public, shape.kind, scope.ops.max_name_len) {
             tracing::warn!(backend = %page.backend, name = %public, reason = problem.reason(), "item left out of merged list");
             degraded.item(&public, problem.reason());
             continue;

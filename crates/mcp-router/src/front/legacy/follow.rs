@@ -12,9 +12,9 @@ use futures_util::StreamExt;
 use futures_util::stream::BoxStream;
 use mcp_core::{Envelope, MessageKind, RawObject, encode_notification};
 
+use crate::front::Front;
 use crate::naming::{Namer, Resolution};
-use crate::router::RouterInner;
-use crate::scope::OwnedCaller;
+use crate::ops::scope::OwnedCaller;
 use crate::session::BackendEra;
 use mcp_core::ItemKind;
 
@@ -23,7 +23,7 @@ const REOPEN_AFTER: Duration = Duration::from_secs(2);
 
 /// What the follower needs after the GET handler returned.
 pub(super) struct Follower {
-    pub(super) inner: Arc<RouterInner>,
+    pub(super) front: Arc<Front>,
     pub(super) caller: OwnedCaller,
     pub(super) session: String,
 }
@@ -37,7 +37,7 @@ pub(super) fn follow(
     if modern.is_empty() {
         return futures_util::stream::empty().boxed();
     }
-    let watch = follower.inner.subscription_watch(&follower.session);
+    let watch = follower.front.subscription_watch(&follower.session);
     let state = (
         follower,
         modern,
@@ -71,7 +71,7 @@ pub(super) fn follow(
 
 /// One `subscriptions/listen` per modern backend, merged.
 async fn open(follower: &Follower, modern: &[String]) -> BoxStream<'static, (String, Bytes)> {
-    let subscribed = match follower.inner.sessions.get(&follower.session).await {
+    let subscribed = match follower.front.sessions.get(&follower.session).await {
         Ok(Some(record)) => record.subscriptions.clone(),
         _ => Vec::new(),
     };
@@ -83,7 +83,7 @@ async fn open(follower: &Follower, modern: &[String]) -> BoxStream<'static, (Str
         let Some(target) = follower
             .caller
             .target(backend)
-            .filter(|t| !follower.inner.upstream.is_linked(t))
+            .filter(|t| !follower.front.ops.upstream.is_linked(t))
         else {
             continue;
         };
@@ -94,7 +94,7 @@ async fn open(follower: &Follower, modern: &[String]) -> BoxStream<'static, (Str
                 _ => None,
             })
             .collect();
-        let call = crate::modern::listen_call(
+        let call = crate::ops::listen::listen_call(
             &[
                 "toolsListChanged",
                 "promptsListChanged",
@@ -104,7 +104,7 @@ async fn open(follower: &Follower, modern: &[String]) -> BoxStream<'static, (Str
             // 2025 clients are never offered tasks.
             &[],
         );
-        match follower.inner.upstream.send(&target, &call).await {
+        match follower.front.ops.upstream.send(&target, &call).await {
             Ok(reply) => {
                 let name = backend.clone();
                 feeds.push(

@@ -1,36 +1,26 @@
-//! The stateless engine for 2026-07-28 clients.
-
-mod backchannel;
-mod call;
-mod discover;
-#[cfg(feature = "redis")]
-pub(crate) mod forward;
-pub(crate) mod list;
-pub(crate) mod parked;
-mod request_state;
-mod subscribe;
-pub(crate) mod task_id;
-mod validate;
+//! The stateless engine for 2026-07-28 clients: each request validated (standard headers
+//! against the body, required `_meta`), its operation run, its answer rendered.
 
 use std::sync::Arc;
 
+use futures_util::StreamExt;
 use http::request::Parts;
 use http::{Response, StatusCode};
-use mcp_core::{Envelope, Era, ErrorObject, Method, MethodKind, RequestId, encode_result};
+use mcp_core::sse::SseEvent;
+use mcp_core::{
+    Envelope, Era, ErrorObject, Method, MethodKind, RawObject, RequestId, encode_result,
+};
 
-use crate::body::McpBody;
+use super::answer::{self, modern_status};
+use super::{Front, respond, validate};
+use crate::body::{self, McpBody};
 use crate::context;
-use crate::respond;
-use crate::router::RouterInner;
-use crate::scope::Scope;
-
-pub(crate) use call::{MAX_PARKED_PER_CALLER, ParkedCalls, targeted};
-pub(crate) use discover::merge_capabilities;
-pub(crate) use subscribe::listen_call;
+use crate::ops::scope::Scope;
+use crate::ops::{call, discover, list, listen};
 
 /// Serves one modern request (`env` is a request, not a notification).
 pub(crate) async fn serve(
-    inner: &Arc<RouterInner>,
+    front: &Arc<Front>,
     parts: &Parts,
     env: &Envelope<'_>,
     id: &RequestId,
@@ -44,14 +34,13 @@ pub(crate) async fn serve(
         Err(error) => return respond::error(StatusCode::BAD_REQUEST, Some(id), &error),
     };
     let scope = Scope {
-        inner,
+        ops: &front.ops,
         ctx: &ctx,
         headers: &parts.headers,
         client_caps: request.client_caps,
         meta: Some(request.meta),
         era: Era::Modern,
         session_id: None,
-        primes_streams: false,
     };
     let method = request.method;
     match method.kind() {
@@ -75,13 +64,38 @@ pub(crate) async fn serve(
                     | Method::TasksCancel
             ) =>
         {
-            call::targeted(&scope, inner, id, method, request.params).await
+            let answer = call::targeted(&scope, id, method, request.params).await;
+            answer::render(front, id, answer, Era::Modern, None).await
         }
-        MethodKind::Subscription => subscribe::listen(&scope, id, &request.params).await,
+        MethodKind::Subscription => subscribe(front, &scope, id, &request.params).await,
         _ => respond::error(
             StatusCode::NOT_FOUND,
             Some(id),
             &ErrorObject::method_not_found(method.as_str()),
         ),
     }
+}
+
+/// `subscriptions/listen`: the merged notifications of every backend as one SSE stream, which
+/// holds one of the principal's notification streams while it is open.
+async fn subscribe(
+    front: &Front,
+    scope: &Scope<'_>,
+    id: &RequestId,
+    params: &RawObject<'_>,
+) -> Response<McpBody> {
+    let filter = match listen::filter(scope, params) {
+        Ok(filter) => filter,
+        Err(error) => return respond::error(modern_status(error.code), Some(id), &error),
+    };
+    let Some(slot) = front.streams.take(&scope.ctx.principal) else {
+        return respond::too_many_streams(front.streams.max());
+    };
+    let messages = listen::listen(scope, id, filter).await;
+    let events = messages.map(move |message| {
+        // The principal's stream slot is held as long as the stream is.
+        let _alive = &slot;
+        SseEvent::message(String::from_utf8_lossy(&message)).encode()
+    });
+    respond::sse(body::streaming(events))
 }

@@ -10,12 +10,11 @@ use futures_util::future::join_all;
 use mcp_core::{Era, ErrorObject, ProtocolVersion, RawObject};
 use serde_json::{Map, Value};
 
-use crate::modern::merge_capabilities;
-use crate::scope::{BackendFailure, Scope};
+use crate::front::Front;
+use crate::ops::discover::merge_capabilities;
+use crate::ops::scope::{BackendFailure, Scope};
+use crate::ops::task_id::TASKS_EXTENSION;
 use crate::session::{BackendEra, BackendSession, SessionRecord};
-
-/// The tasks extension's capability key.
-pub(crate) const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 
 /// A 2025 client's capabilities as the gateway passes them on: without the tasks extension (see
 /// [`initialize`]), so no backend answers it with a task.
@@ -66,7 +65,7 @@ async fn join_backend(
 ) -> Result<Joined, BackendFailure> {
     let target = scope.target(name, config);
     let deadline = scope.fanout_deadline(config);
-    let description = tokio::time::timeout(deadline, scope.inner.upstream.describe(&target))
+    let description = tokio::time::timeout(deadline, scope.ops.upstream.describe(&target))
         .await
         .map_err(|_| BackendFailure::Deadline(deadline))?
         .map_err(BackendFailure::Upstream)?;
@@ -74,7 +73,7 @@ async fn join_backend(
     let result = RawObject::parse(text).unwrap_or_default();
     let entry = match (description.era, &description.session) {
         (Era::Legacy, Some(session)) => {
-            scope.inner.upstream.attach(&target, &session.url);
+            scope.ops.upstream.attach(&target, &session.url);
             BackendSession {
                 name: name.to_owned(),
                 era: Some(BackendEra::Legacy),
@@ -104,7 +103,12 @@ async fn join_backend(
 
 /// Retries, lazily, the backends a session recorded unavailable (failed at initialize, or
 /// cleaned up after an ambiguous call): those that answer now join the session record.
-pub(crate) async fn revive(scope: &Scope<'_>, record: &SessionRecord, session_id: &str) {
+pub(crate) async fn revive(
+    front: &Front,
+    scope: &Scope<'_>,
+    record: &SessionRecord,
+    session_id: &str,
+) {
     let missing: Vec<&str> = record
         .backends
         .iter()
@@ -133,7 +137,7 @@ pub(crate) async fn revive(scope: &Scope<'_>, record: &SessionRecord, session_id
             *slot = entry;
         }
     }
-    if let Err(e) = scope.inner.sessions.update(session_id, updated).await {
+    if let Err(e) = front.sessions.update(session_id, updated).await {
         tracing::warn!(error = %e, "session store failure while reviving backends");
     }
 }
@@ -160,7 +164,7 @@ pub(crate) async fn initialize(
     .await;
     let mut capabilities = Map::new();
     let mut instructions = Vec::new();
-    if let Some(own) = &scope.inner.instructions {
+    if let Some(own) = &scope.ops.instructions {
         instructions.push(own.clone());
     }
     let mut entries = Vec::with_capacity(joined.len());
@@ -198,7 +202,7 @@ pub(crate) async fn initialize(
     let mut result = RawObject::new();
     result.set_str("protocolVersion", version.as_str());
     result.set_json("capabilities", &capabilities);
-    result.set_borrowed("serverInfo", &scope.inner.server_info);
+    result.set_borrowed("serverInfo", &scope.ops.server_info);
     if !instructions.is_empty() {
         result.set_str("instructions", &instructions.join("\n\n"));
     }

@@ -13,6 +13,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::seal::{SealError, Sealer};
 
+/// The tasks extension's capability key.
+pub(crate) const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
 const PURPOSE: &str = "mcp-router/task/v1";
 
 #[derive(Serialize, Deserialize)]

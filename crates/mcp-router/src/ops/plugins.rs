@@ -25,8 +25,8 @@ use mcp_core::{Envelope, ErrorObject, Method, Principal, RawObject, RequestId, e
 use mcp_plugins::{Hook, PluginChain, PluginContext};
 use serde_json::value::RawValue;
 
-use crate::modern::task_id::Origin;
-use crate::scope::Scope;
+use crate::ops::scope::Scope;
+use crate::ops::task_id::Origin;
 use mcp_core::ItemKind;
 
 /// The (pre, post) hooks of a routed method, if it has any.
@@ -60,7 +60,7 @@ pub(crate) async fn pre(
     public: &str,
     params: &mut RawObject<'_>,
 ) -> Result<Option<Governed>, ErrorObject> {
-    let (Some(runtime), Some((pre_hook, post_hook))) = (&scope.inner.plugins, hooks(method)) else {
+    let (Some(runtime), Some((pre_hook, post_hook))) = (&scope.ops.plugins, hooks(method)) else {
         return Ok(None);
     };
     let chain = runtime.load()?;
@@ -107,7 +107,7 @@ pub(crate) fn task_post(
     origin: &Origin,
     backend: &str,
 ) -> Result<Option<Governed>, ErrorObject> {
-    let (Some(runtime), Some((_, hook))) = (&scope.inner.plugins, hooks(origin.method)) else {
+    let (Some(runtime), Some((_, hook))) = (&scope.ops.plugins, hooks(origin.method)) else {
         return Ok(None);
     };
     let chain = runtime.load()?;
@@ -222,7 +222,7 @@ impl PostHook {
 /// The chain that may hide items of `kind` from a list in this virtual host, if any. While the
 /// runtime is failed lists are not filtered (the calls themselves fail closed).
 pub(crate) fn list_filter(scope: &Scope<'_>, kind: ItemKind) -> Option<Arc<PluginChain>> {
-    let chain = scope.inner.plugins.as_ref()?.load().ok()?;
+    let chain = scope.ops.plugins.as_ref()?.load().ok()?;
     chain
         .filters_lists(Hook::pre_of(kind), scope.ctx.vhost_id.as_str())
         .then_some(chain)

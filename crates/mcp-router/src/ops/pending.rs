@@ -10,7 +10,7 @@
 //! The gateway's own requests (a modern backend's MRTR input bridged for a 2025 client) wait in
 //! this node's table, because the call that waits for the answer runs here; their ids seal the
 //! node and the table entry, so another node that gets the answer can pass it on over the
-//! [`NodeBus`](crate::bus::NodeBus).
+//! [`NodeBus`](crate::front::bus::NodeBus).
 //!
 //! A backend's request that carries `_meta.progressToken` (it wants the client's
 //! `notifications/progress` for it) reaches the client with the gateway id as its token too, and
@@ -49,7 +49,7 @@ pub(crate) enum Route {
     /// To the gateway itself: a modern backend's MRTR input request that the gateway turned into
     /// a real request for a 2025 client (the answer becomes an `inputResponses` entry).
     Local(tokio::sync::oneshot::Sender<Bytes>),
-    /// To the gateway's own request on another node (see [`crate::bus`]).
+    /// To the gateway's own request on another node (see [`crate::front::bus`]).
     Remote {
         /// The node that asked.
         node: String,

@@ -24,8 +24,8 @@ pub(crate) use adopted::AdoptedRecords;
 mod follow;
 mod initialize;
 mod relayed;
-pub(crate) use initialize::TASKS_EXTENSION;
 mod stream;
+mod subscriptions;
 
 use std::sync::Arc;
 
@@ -40,25 +40,25 @@ use serde_json::value::RawValue;
 
 use mcp_fallback::ToolHints;
 
+use super::answer::{self, Session};
+use super::{Front, respond};
 use crate::body::McpBody;
 use crate::context::{self, RequestContext};
 use crate::log_level;
-use crate::modern::{self, list};
-use crate::respond;
-use crate::router::RouterInner;
-use crate::scope::Scope;
+use crate::ops::scope::Scope;
+use crate::ops::{call, list};
 use crate::session::SessionRecord;
+use relayed::{answer_backend, cancel_elsewhere};
+use subscriptions::{
+    linked_backend, over_subscription_cap, owned_by_modern_backend, track_subscription,
+};
 
 /// Serves a legacy request: a POST whose envelope is `env`, or a GET/DELETE (`env` is `None`).
 pub(crate) async fn serve(
-    inner: &Arc<RouterInner>,
+    front: &Arc<Front>,
     parts: &Parts,
     env: Option<&Envelope<'_>>,
 ) -> Response<McpBody> {
-    #[cfg(feature = "redis")]
-    if let Some(bus) = &inner.bus {
-        bus.ensure_listening(inner);
-    }
     let ctx = match context::extract(&parts.extensions, Era::Legacy) {
         Ok(ctx) => ctx,
         Err(error) => {
@@ -69,7 +69,7 @@ pub(crate) async fn serve(
         && env.method() == Some("initialize")
         && !parts.headers.contains_key(MCP_SESSION_ID)
     {
-        return initialize(inner, parts, &ctx, env).await;
+        return initialize(front, parts, &ctx, env).await;
     }
     let id = env.and_then(|e| e.id());
     let Some(session_id) = parts
@@ -83,7 +83,7 @@ pub(crate) async fn serve(
             &ErrorObject::invalid_request("Bad Request: missing Mcp-Session-Id header"),
         );
     };
-    let record = match inner.sessions.get(session_id).await {
+    let record = match front.sessions.get(session_id).await {
         Ok(Some(record)) if record.belongs_to(&ctx.principal, &ctx.vhost_id) => record,
         Ok(_) => return session_not_found(id),
         Err(e) => {
@@ -107,11 +107,11 @@ pub(crate) async fn serve(
         }
     }
     match (&parts.method, env) {
-        (&HttpMethod::DELETE, _) => end_session(inner, parts, &ctx, session_id).await,
+        (&HttpMethod::DELETE, _) => end_session(front, parts, &ctx, session_id).await,
         (&HttpMethod::POST, Some(env)) => {
-            in_session(inner, parts, &ctx, &record, session_id, env).await
+            in_session(front, parts, &ctx, &record, session_id, env).await
         }
-        (&HttpMethod::GET, _) => stream::get_stream(inner, parts, &ctx, &record, session_id).await,
+        (&HttpMethod::GET, _) => stream::get_stream(front, parts, &ctx, &record, session_id).await,
         _ => respond::method_not_allowed("POST, GET and DELETE are served for 2025 sessions"),
     }
 }
@@ -132,7 +132,7 @@ fn session_not_found(id: Option<&RequestId>) -> Response<McpBody> {
 }
 
 async fn initialize(
-    inner: &Arc<RouterInner>,
+    front: &Arc<Front>,
     parts: &Parts,
     ctx: &RequestContext,
     env: &Envelope<'_>,
@@ -160,24 +160,23 @@ async fn initialize(
         .map(initialize::without_tasks)
         .unwrap_or_else(empty_object);
     let scope = Scope {
-        inner,
+        ops: &front.ops,
         ctx,
         headers: &parts.headers,
         client_caps: &caps,
         meta: None,
         era: Era::Legacy,
         session_id: None,
-        primes_streams: false,
     };
     let sse_transport = parts
         .extensions
-        .get::<crate::sse_bridge::SseTransport>()
+        .get::<crate::front::sse_bridge::SseTransport>()
         .is_some();
     let initialized = match initialize::initialize(&scope, &params, sse_transport).await {
         Ok(initialized) => initialized,
         Err(error) => return respond::error(StatusCode::OK, Some(id), &error),
     };
-    let session_id = match inner.sessions.create(initialized.record).await {
+    let session_id = match front.sessions.create(initialized.record).await {
         Ok(session_id) => session_id,
         Err(e) => {
             tracing::warn!(error = %e, "cannot create a session");
@@ -204,8 +203,8 @@ fn empty_object() -> Box<RawValue> {
 /// book: docs/src/failure-modes.md: a call on a name that several backends expose is refused, and the session's
 /// backend entries are cleaned up: each is released (its upstream session ends when no other
 /// session of the caller uses it) and recorded unavailable, so the next call re-establishes it.
-pub(crate) async fn clean_up_backends(scope: &Scope<'_>, session_id: &str) {
-    let Ok(Some(record)) = scope.inner.sessions.get(session_id).await else {
+async fn clean_up_backends(front: &Front, scope: &Scope<'_>, session_id: &str) {
+    let Ok(Some(record)) = front.sessions.get(session_id).await else {
         return;
     };
     let mut cleaned = (*record).clone();
@@ -215,7 +214,7 @@ pub(crate) async fn clean_up_backends(scope: &Scope<'_>, session_id: &str) {
             scope.ctx.vhost.backends.get(&entry.name),
         ) {
             scope
-                .inner
+                .ops
                 .upstream
                 .release(&scope.target(&entry.name, config), &url)
                 .await;
@@ -224,7 +223,7 @@ pub(crate) async fn clean_up_backends(scope: &Scope<'_>, session_id: &str) {
         entry.upstream_session_id = None;
         entry.url = None;
     }
-    if let Err(e) = scope.inner.sessions.update(session_id, cleaned).await {
+    if let Err(e) = front.sessions.update(session_id, cleaned).await {
         tracing::warn!(error = %e, "session store failure while cleaning up backends");
     }
 }
@@ -232,12 +231,12 @@ pub(crate) async fn clean_up_backends(scope: &Scope<'_>, session_id: &str) {
 /// DELETE: ends the downstream session, and every upstream session no other downstream session
 /// of this caller still uses.
 async fn end_session(
-    inner: &Arc<RouterInner>,
+    front: &Arc<Front>,
     parts: &Parts,
     ctx: &RequestContext,
     session_id: &str,
 ) -> Response<McpBody> {
-    let record = match inner.sessions.remove(session_id).await {
+    let record = match front.sessions.remove(session_id).await {
         Ok(record) => record,
         Err(crate::session::SessionStoreError::Limit(why)) => {
             return respond::error(
@@ -254,11 +253,11 @@ async fn end_session(
         }
     };
     // Its GET streams, replay buffers (and the SSE bridge session on them) go with it.
-    inner.session_ended(session_id);
+    front.session_ended(session_id);
     #[cfg(feature = "redis")]
-    if let (Some(bus), Some(revocation)) = (&inner.bus, inner.sessions.revocation(session_id)) {
+    if let (Some(bus), Some(revocation)) = (&front.bus, front.sessions.revocation(session_id)) {
         // A sealed id cannot be invalidated: every node must refuse it.
-        bus.publish("all", &crate::bus::BusMessage::Revoke(revocation))
+        bus.publish("all", &crate::front::bus::BusMessage::Revoke(revocation))
             .await;
     }
     if let Some(record) = record {
@@ -279,7 +278,7 @@ async fn end_session(
                     &ctx.principal,
                     caps,
                 );
-                inner.upstream.release(&target, &url).await;
+                front.ops.upstream.release(&target, &url).await;
             })
         });
         futures_util::future::join_all(releases).await;
@@ -290,7 +289,7 @@ async fn end_session(
 }
 
 async fn in_session(
-    inner: &Arc<RouterInner>,
+    front: &Arc<Front>,
     parts: &Parts,
     ctx: &RequestContext,
     record: &SessionRecord,
@@ -298,14 +297,14 @@ async fn in_session(
     env: &Envelope<'_>,
 ) -> Response<McpBody> {
     if matches!(env.kind(), MessageKind::Response | MessageKind::Error) {
-        return answer_backend(inner, parts, ctx, record, session_id, env).await;
+        return answer_backend(front, parts, ctx, record, session_id, env).await;
     }
-    if let Some(relayed) = relayed::backend_request(inner, session_id, env) {
+    if let Some(relayed) = relayed::backend_request(front, session_id, env) {
         // The client's progress for, or cancellation of, a backend's request it was relayed.
-        relayed::to_backend(inner, parts, ctx, record, relayed, env).await;
+        relayed::to_backend(front, parts, ctx, record, relayed, env).await;
         return respond::accepted();
     }
-    if relayed::to_link(inner, session_id, env) {
+    if relayed::to_link(front, session_id, env) {
         return respond::accepted();
     }
     if env.method() == Some("notifications/cancelled") {
@@ -315,8 +314,8 @@ async fn in_session(
             .and_then(|p| p.get("requestId").map(|id| id.get().to_owned()));
         if let Some(request) = request_id {
             let key = (session_id.to_owned(), request);
-            if !inner.inflight.cancel(&key) {
-                cancel_elsewhere(inner, key).await;
+            if !front.ops.inflight.cancel(&key) {
+                cancel_elsewhere(front, key).await;
             }
         }
         return respond::accepted();
@@ -345,38 +344,37 @@ async fn in_session(
     let caps = RawValue::from_string(record.client_capabilities.clone())
         .unwrap_or_else(|_| empty_object());
     let scope = Scope {
-        inner,
+        ops: &front.ops,
         ctx,
         headers: &parts.headers,
         client_caps: &caps,
         meta: meta.as_deref(),
         era: Era::Legacy,
         session_id: Some(session_id),
-        primes_streams: primes_streams(&record.protocol_version),
     };
     if method != Method::Ping {
-        let generation = inner.upstream.session_generation();
-        if let Some(fingerprint) = inner.adopted.first_sight(session_id, record, generation)
+        let generation = front.ops.upstream.session_generation();
+        if let Some(fingerprint) = front.adopted.first_sight(session_id, record, generation)
             && !adopt_recorded(&scope, record)
         {
-            inner.adopted.forget(fingerprint);
+            front.adopted.forget(fingerprint);
         }
-        initialize::revive(&scope, record, session_id).await;
+        initialize::revive(front, &scope, record, session_id).await;
     }
     match method {
         Method::Ping => respond::json(StatusCode::OK, encode_result(id, &empty_object())),
-        Method::LoggingSetLevel => set_level(&scope, record, session_id, &params, id).await,
+        Method::LoggingSetLevel => set_level(front, &scope, record, session_id, &params, id).await,
         _ if method.kind() == MethodKind::List => match list::list(&scope, method, &params).await {
             Ok(result) => respond::json(StatusCode::OK, encode_result(id, &result.to_raw())),
             Err(error) => respond::error(StatusCode::OK, Some(id), &error),
         },
         Method::ResourcesSubscribe | Method::ResourcesUnsubscribe => {
             if method == Method::ResourcesSubscribe
-                && let Some(error) = over_subscription_cap(inner, record, &params)
+                && let Some(error) = over_subscription_cap(front, record, &params)
             {
                 return respond::error(StatusCode::OK, Some(id), &error);
             }
-            track_subscription(&scope, session_id, method, &params).await;
+            track_subscription(front, session_id, method, &params).await;
             if let Some(link) = linked_backend(&scope, &params).await
                 && link.era == Era::Legacy
             {
@@ -387,15 +385,15 @@ async fn in_session(
                     // this session's updates stop here (its own list), the process's do not.
                     return respond::json(StatusCode::OK, encode_result(id, &empty_object()));
                 }
-                return modern::targeted(&scope, inner, id, method, params).await;
+                return routed(front, &scope, record, id, method, params).await;
             }
             if owned_by_modern_backend(&scope, record, &params) {
                 // 2026-07-28 removed these methods: the session's GET stream follows the URI
                 // through a `subscriptions/listen` to the backend instead (see `stream`).
-                inner.subscriptions_changed(session_id);
+                front.subscriptions_changed(session_id);
                 return respond::json(StatusCode::OK, encode_result(id, &empty_object()));
             }
-            modern::targeted(&scope, inner, id, method, params).await
+            routed(front, &scope, record, id, method, params).await
         }
         // The session was offered no `tasks`: a task it asks for anyway could never be
         // followed up (`tasks/*` is not routed for 2025 sessions), so the call is refused before
@@ -410,13 +408,36 @@ async fn in_session(
         Method::ToolsCall
         | Method::PromptsGet
         | Method::ResourcesRead
-        | Method::CompletionComplete => modern::targeted(&scope, inner, id, method, params).await,
+        | Method::CompletionComplete => routed(front, &scope, record, id, method, params).await,
         _ => respond::error(
             StatusCode::OK,
             Some(id),
             &ErrorObject::method_not_found(method_name),
         ),
     }
+}
+
+/// A routed call of the session, answered on its stream.
+async fn routed(
+    front: &Arc<Front>,
+    scope: &Scope<'_>,
+    record: &SessionRecord,
+    id: &RequestId,
+    method: Method,
+    params: RawObject<'_>,
+) -> Response<McpBody> {
+    let answer = call::targeted(scope, id, method, params).await;
+    let Some(session_id) = scope.session_id else {
+        return answer::render(front, id, answer, Era::Legacy, None).await;
+    };
+    if matches!(answer, call::Answer::Ambiguous(_)) {
+        clean_up_backends(front, scope, session_id).await;
+    }
+    let session = Session {
+        id: session_id,
+        primes: primes_streams(&record.protocol_version),
+    };
+    answer::render(front, id, answer, Era::Legacy, Some(session)).await
 }
 
 /// Continues the upstream sessions the record names, when this node holds none for the caller
@@ -438,213 +459,12 @@ fn adopt_recorded(scope: &Scope<'_>, record: &SessionRecord) -> bool {
         match scope.ctx.vhost.backends.get(&entry.name) {
             Some(config) => {
                 let target = scope.target(&entry.name, config);
-                scope.inner.upstream.adopt(&target, &url, id, version);
+                scope.ops.upstream.adopt(&target, &url, id, version);
             }
             None => complete = false,
         }
     }
     complete
-}
-
-/// Whether the resource `params.uri` names belongs to exactly one backend, a 2026-07-28 one.
-fn owned_by_modern_backend(
-    scope: &Scope<'_>,
-    record: &SessionRecord,
-    params: &RawObject<'_>,
-) -> bool {
-    let Some(uri) = params.get_str("uri") else {
-        return false;
-    };
-    match scope.namer().resolve(&uri, mcp_core::ItemKind::Resource) {
-        crate::naming::Resolution::One(target) => record
-            .backend(target.backend)
-            .is_some_and(|b| b.era == Some(crate::session::BackendEra::Modern)),
-        _ => false,
-    }
-}
-
-/// The link of the backend owning the resource `params.uri` names, when that backend is linked (a
-/// stdio process or an HTTP+SSE connection).
-async fn linked_backend(
-    scope: &Scope<'_>,
-    params: &RawObject<'_>,
-) -> Option<crate::upstream::LinkEvents> {
-    let uri = params.get_str("uri")?;
-    let crate::naming::Resolution::One(owner) =
-        scope.namer().resolve(&uri, mcp_core::ItemKind::Resource)
-    else {
-        return None;
-    };
-    let config = scope.ctx.vhost.backends.get(owner.backend)?;
-    let target = scope.target(owner.backend, config);
-    if !scope.inner.upstream.is_linked(&target) {
-        return None;
-    }
-    scope.inner.upstream.link_events(&target).await
-}
-
-/// The error for a `resources/subscribe` of a new URI by a session that has `max_subscriptions`.
-fn over_subscription_cap(
-    inner: &RouterInner,
-    record: &SessionRecord,
-    params: &RawObject<'_>,
-) -> Option<ErrorObject> {
-    let max = inner.max_subscriptions;
-    let uri = params.get_str("uri")?;
-    (record.subscriptions.len() >= max && !record.subscriptions.contains(&uri)).then(|| {
-        ErrorObject::invalid_request(format!(
-            "Too many resource subscriptions for this session (at most {max})"
-        ))
-    })
-}
-
-/// Keeps the session's own subscription list (public URIs), which filters its GET stream.
-async fn track_subscription(
-    scope: &Scope<'_>,
-    session_id: &str,
-    method: Method,
-    params: &RawObject<'_>,
-) {
-    let Some(uri) = params.get_str("uri") else {
-        return;
-    };
-    let Ok(Some(record)) = scope.inner.sessions.get(session_id).await else {
-        return;
-    };
-    let mut updated = (*record).clone();
-    updated.subscriptions.retain(|u| *u != uri);
-    if method == Method::ResourcesSubscribe {
-        updated.subscriptions.push(uri);
-    }
-    if let Err(e) = scope.inner.sessions.update(session_id, updated).await {
-        tracing::warn!(error = %e, "session store failure while tracking a subscription");
-    }
-}
-
-/// The client's whole answer as JSON text (result or error), for the gateway's own requests.
-fn env_bytes(env: &Envelope<'_>) -> String {
-    match (env.result(), env.error_raw()) {
-        (Some(result), _) => format!("{{\"result\":{}}}", result.get()),
-        (None, Some(error)) => format!("{{\"error\":{}}}", error.get()),
-        (None, None) => "{}".to_owned(),
-    }
-}
-
-/// A client's answer to a relayed backend request: back to the backend under its own id.
-async fn answer_backend(
-    inner: &Arc<RouterInner>,
-    parts: &Parts,
-    ctx: &RequestContext,
-    record: &SessionRecord,
-    session_id: &str,
-    env: &Envelope<'_>,
-) -> Response<McpBody> {
-    let unknown = || {
-        respond::error(
-            StatusCode::BAD_REQUEST,
-            None,
-            &ErrorObject::invalid_request("Response to an unknown or expired request"),
-        )
-    };
-    let Some(RequestId::String(id)) = env.id() else {
-        return unknown();
-    };
-    let Some(pending) = inner.pending.take(id, session_id) else {
-        return unknown();
-    };
-    let (backend, upstream_id, upstream_session) = match pending.route {
-        crate::pending::Route::Local(answer) => {
-            // An MRTR input request the gateway asked on a modern backend's behalf.
-            let _ = answer.send(bytes::Bytes::copy_from_slice(env_bytes(env).as_bytes()));
-            return respond::accepted();
-        }
-        crate::pending::Route::Remote { node } => {
-            return pass_on(inner, &node, session_id, id, env).await;
-        }
-        crate::pending::Route::Backend {
-            backend,
-            upstream_id,
-            session,
-        } => (backend, upstream_id, session),
-    };
-    let Some(config) = ctx.vhost.backends.get(&backend) else {
-        return unknown();
-    };
-    let message = match (env.result(), env.error()) {
-        (Some(result), _) => mcp_core::encode_result(&upstream_id, result),
-        (None, Some(error)) => mcp_core::encode_error(Some(&upstream_id), &error),
-        (None, None) => return unknown(),
-    };
-    let caps = RawValue::from_string(record.client_capabilities.clone())
-        .unwrap_or_else(|_| empty_object());
-    let target = crate::upstream::Target::of_session(
-        &backend,
-        config,
-        &parts.headers,
-        &ctx.principal,
-        &caps,
-    );
-    if let Err(e) = inner
-        .upstream
-        .post_to_session(&target, &upstream_session, message)
-        .await
-    {
-        tracing::info!(backend = %backend, error = %e, "could not deliver a client's answer");
-        return respond::error(
-            StatusCode::BAD_GATEWAY,
-            None,
-            &ErrorObject::internal(format!("Backend {backend} failed: {e}")),
-        );
-    }
-    respond::accepted()
-}
-
-/// `notifications/cancelled` for a call this node does not run: it may run on another node,
-/// told over the node bus when there is one (feature `redis`).
-#[cfg_attr(not(feature = "redis"), allow(unused_variables))]
-async fn cancel_elsewhere(inner: &RouterInner, key: (String, String)) {
-    #[cfg(feature = "redis")]
-    if let Some(bus) = &inner.bus {
-        let (session, request) = key;
-        let cancel = crate::bus::BusMessage::Cancel { session, request };
-        bus.publish("all", &cancel).await;
-    }
-}
-
-/// A client's answer to a request another node asked (bridged MRTR input): passed on over the
-/// node bus when there is one (feature `redis`).
-#[cfg_attr(not(feature = "redis"), allow(unused_variables))]
-async fn pass_on(
-    inner: &RouterInner,
-    node: &str,
-    session_id: &str,
-    id: &str,
-    env: &Envelope<'_>,
-) -> Response<McpBody> {
-    #[cfg(feature = "redis")]
-    if let Some(bus) = &inner.bus {
-        let message = crate::bus::BusMessage::Answer {
-            session: session_id.to_owned(),
-            id: id.to_owned(),
-            answer: env_bytes(env),
-        };
-        return if bus.publish(node, &message).await {
-            respond::accepted()
-        } else {
-            respond::error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                None,
-                &ErrorObject::internal("Node bus unavailable"),
-            )
-        };
-    }
-    respond::error(
-        StatusCode::BAD_REQUEST,
-        None,
-        &ErrorObject::invalid_request(
-            "Response to a request of another gateway node (no node bus configured)",
-        ),
-    )
 }
 
 /// The log level a 2025 session asks modern backends for before `logging/setLevel`.
@@ -668,6 +488,7 @@ fn with_log_level(meta: Option<&RawValue>, level: Option<&str>) -> Option<Box<Ra
 /// legacy backends (their upstream session is shared by the caller's sessions, so the last level
 /// set wins there).
 async fn set_level(
+    front: &Front,
     scope: &Scope<'_>,
     record: &SessionRecord,
     session_id: &str,
@@ -686,7 +507,7 @@ async fn set_level(
     };
     let mut updated = record.clone();
     updated.log_level = Some(level.clone());
-    if let Err(e) = scope.inner.sessions.update(session_id, updated).await {
+    if let Err(e) = front.sessions.update(session_id, updated).await {
         tracing::warn!(error = %e, "session store failure on setLevel");
     }
     let legacy = record
@@ -708,7 +529,7 @@ async fn set_level(
                 hints: ToolHints::NONE,
                 headers: None,
             };
-            if let Err(e) = crate::scope::final_response(scope, &target, &call, scope.fanout_deadline(config)).await {
+            if let Err(e) = crate::ops::scope::final_response(scope, &target, &call, scope.fanout_deadline(config)).await {
                 tracing::debug!(backend = %name, reason = %e.reason(), "logging/setLevel not applied upstream");
             }
         }

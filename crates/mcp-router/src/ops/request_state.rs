@@ -128,9 +128,11 @@ mod tests {
         };
         assert_eq!(unwrap(&sealer, &bind, &expired), Err(SealError::Expired));
         // Past the 60 s lifetime on the sealer's clock, the live handle is expired too.
-        let later = sealer.clone().with_clock(crate::WallClock::from_fn(|| {
-            std::time::SystemTime::now() + std::time::Duration::from_secs(61)
-        }));
+        let later = sealer
+            .clone()
+            .with_clock(crate::clock::WallClock::from_fn(|| {
+                std::time::SystemTime::now() + std::time::Duration::from_secs(61)
+            }));
         assert_eq!(unwrap(&later, &bind, &handle), Err(SealError::Expired));
     }
 }

@@ -14,8 +14,8 @@ use mcp_core::{Era, ProtocolVersion, RawObject};
 use serde_json::{Map, Value};
 
 use crate::degraded::{CACHE_SCOPE, Degraded, TtlMin, ttl_of};
-use crate::modern::list::stale_key;
-use crate::scope::{BackendFailure, Scope};
+use crate::ops::list::stale_key;
+use crate::ops::scope::{BackendFailure, Scope};
 
 const FAMILIES: [&str; 5] = ["tools", "prompts", "resources", "completions", "logging"];
 
@@ -36,7 +36,7 @@ async fn backend_info(
     let target = scope.target(name, config);
     let deadline = scope.fanout_deadline(config);
     let key = stale_key(&target, scope, "server/discover", "");
-    let described = tokio::time::timeout(deadline, scope.inner.upstream.describe(&target))
+    let described = tokio::time::timeout(deadline, scope.ops.upstream.describe(&target))
         .await
         .map_err(|_| BackendFailure::Deadline(deadline))
         .and_then(|d| d.map_err(BackendFailure::Upstream));
@@ -56,13 +56,13 @@ async fn backend_info(
                 Era::Modern => ttl_of(&result),
                 Era::Legacy => 0,
             };
-            if !scope.inner.stale_if_error.is_zero() {
-                scope.inner.stale.insert(&scope.ctx.principal, key, &raw);
+            if !scope.ops.stale_if_error.is_zero() {
+                scope.ops.stale.insert(&scope.ctx.principal, key, &raw);
             }
             (raw, ttl, None)
         }
-        Err(failure) => match scope.inner.stale.get(&key, scope.inner.stale_if_error) {
-            Some((value, age)) if !scope.inner.stale_if_error.is_zero() => (value, 0, Some(age)),
+        Err(failure) => match scope.ops.stale.get(&key, scope.ops.stale_if_error) {
+            Some((value, age)) if !scope.ops.stale_if_error.is_zero() => (value, 0, Some(age)),
             _ => return Err(failure),
         },
     };
@@ -88,7 +88,7 @@ pub(crate) async fn discover(scope: &Scope<'_>) -> RawObject<'static> {
     let mut instructions = Vec::new();
     let mut ttl = TtlMin::default();
     let mut degraded = Degraded::default();
-    if let Some(own) = &scope.inner.instructions {
+    if let Some(own) = &scope.ops.instructions {
         instructions.push(own.clone());
     }
     for (name, info) in infos {
@@ -119,7 +119,7 @@ pub(crate) async fn discover(scope: &Scope<'_>) -> RawObject<'static> {
     result.set_json("ttlMs", &ttl.get());
     result.set_str("cacheScope", CACHE_SCOPE);
     degraded.annotate_span();
-    result.set_raw("_meta", degraded.to_meta(&scope.inner.server_info));
+    result.set_raw("_meta", degraded.to_meta(&scope.ops.server_info));
     result
 }
 

@@ -1,0 +1,223 @@
+//! One HTTP request to the endpoint: the browser origin checked, the body read within its
+//! limit, the JSON-RPC envelope parsed, the server span opened, and the message served by its
+//! era's engine ([`legacy`] for 2025 sessions, [`modern`] for 2026-07-28 requests).
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{Method as HttpMethod, Request, Response, StatusCode, header};
+use http_body::Body;
+use http_body_util::{BodyExt, Limited};
+use mcp_core::{Envelope, ErrorObject, MessageKind};
+use opentelemetry::context::FutureExt as _;
+
+use super::respond::{self, JsonRpcErrorCode};
+use super::{Front, legacy, modern};
+use crate::body::{BoxError, McpBody};
+use crate::telemetry::{self, ServerOp};
+
+/// Serves one request.
+pub(crate) async fn serve<B>(front: Arc<Front>, req: Request<B>) -> Response<McpBody>
+where
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    #[cfg(feature = "redis")]
+    front.ensure_listening();
+    let (parts, body) = req.into_parts();
+    if let Some(origin) = parts.headers.get(header::ORIGIN)
+        && !front.origins.allows(origin)
+    {
+        return respond::error(
+            StatusCode::FORBIDDEN,
+            None,
+            &ErrorObject::invalid_request("Origin not allowed"),
+        );
+    }
+    if parts.method != HttpMethod::POST {
+        if parts
+            .headers
+            .contains_key(mcp_core::headers::MCP_SESSION_ID)
+        {
+            return Box::pin(legacy::serve(&front, &parts, None)).await;
+        }
+        return respond::method_not_allowed(
+            "Only POST is served here without an Mcp-Session-Id (2025 sessions may GET or DELETE)",
+        );
+    }
+    let bytes = match Limited::new(body, front.max_body_bytes).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e)
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some() =>
+        {
+            return respond::error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                None,
+                &ErrorObject::invalid_request("Request body too large"),
+            );
+        }
+        Err(_) => {
+            return respond::error(
+                StatusCode::BAD_REQUEST,
+                None,
+                &ErrorObject::parse_error("Could not read the request body"),
+            );
+        }
+    };
+    let env = match Envelope::parse(&bytes) {
+        Ok(env) => env,
+        Err(e) => return respond::error(StatusCode::BAD_REQUEST, None, &e.to_error_object()),
+    };
+    let op = ServerOp::start(
+        env.method(),
+        env.id(),
+        env.params(),
+        &parts.headers,
+        parts
+            .extensions
+            .get::<mcp_core::VirtualHostId>()
+            .map(mcp_core::VirtualHostId::as_str),
+    );
+    let served = serve_message(&front, &parts, &env);
+    let mut response = match op.context() {
+        Some(cx) => served.with_context(cx.clone()).await,
+        None => served.await,
+    };
+    let error = response
+        .extensions()
+        .get::<JsonRpcErrorCode>()
+        .map(|code| telemetry::error_type(code.0))
+        .or_else(|| {
+            let status = response.status();
+            (status.is_client_error() || status.is_server_error())
+                .then(|| status.canonical_reason().unwrap_or("http_error"))
+        });
+    response.extensions_mut().insert(op.operation().clone());
+    op.finish(error);
+    response
+}
+
+/// Serves one parsed message in its era's engine.
+async fn serve_message(
+    front: &Arc<Front>,
+    parts: &http::request::Parts,
+    env: &Envelope<'_>,
+) -> Response<McpBody> {
+    // The engines' futures are boxed: they are large, and held inline they would make every
+    // request's future as large as the largest of them, copied in full on each move before it
+    // is first polled.
+    if is_legacy(parts, env) {
+        return Box::pin(legacy::serve(front, parts, Some(env))).await;
+    }
+    match env.kind() {
+        MessageKind::Notification => respond::accepted(),
+        MessageKind::Response | MessageKind::Error => respond::error(
+            StatusCode::BAD_REQUEST,
+            None,
+            &ErrorObject::invalid_request("Clients must not POST responses to this endpoint"),
+        ),
+        MessageKind::Request => {
+            let Some(id) = env.id().cloned() else {
+                return respond::error(
+                    StatusCode::BAD_REQUEST,
+                    None,
+                    &ErrorObject::invalid_request("Missing id"),
+                );
+            };
+            Box::pin(modern::serve(front, parts, env, &id)).await
+        }
+    }
+}
+
+/// A 2025-era request: a session id, an `initialize` that does not declare 2026-07-28 (in
+/// `_meta` or `MCP-Protocol-Version`: that revision removed `initialize`, so such a request gets
+/// the modern engine's 404 `-32601`), or a body without the 2026-07-28 `_meta` protocol version
+/// whose `MCP-Protocol-Version` is absent or a 2025 revision (a 2025 client that lost its session
+/// is then told it needs one, instead of being told about 2026-07-28 headers).
+fn is_legacy(parts: &http::request::Parts, env: &Envelope<'_>) -> bool {
+    use mcp_core::headers::{MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
+    if parts.headers.contains_key(MCP_SESSION_ID) {
+        return true;
+    }
+    if has_modern_meta(env) {
+        return false;
+    }
+    let header_era = parts.headers.get(MCP_PROTOCOL_VERSION).map(|version| {
+        version
+            .to_str()
+            .ok()
+            .and_then(|v| v.parse::<mcp_core::ProtocolVersion>().ok())
+            .map(|v| v.era())
+    });
+    match header_era {
+        None => true,
+        Some(era) if env.method() == Some("initialize") => era != Some(mcp_core::Era::Modern),
+        Some(era) => era == Some(mcp_core::Era::Legacy),
+    }
+}
+
+/// Whether `params._meta` has the 2026-07-28 protocol version key. Read with a visitor that only
+/// looks at that member: every request pays for this check, and collecting the params (as the
+/// engines do later) would cost several times more.
+fn has_modern_meta(env: &Envelope<'_>) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Params {
+        #[serde(rename = "_meta")]
+        meta: Option<Meta>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Meta {
+        // Present with any value, `null` included; the engine validates it.
+        #[serde(
+            rename = "io.modelcontextprotocol/protocolVersion",
+            default,
+            deserialize_with = "present"
+        )]
+        version: bool,
+    }
+    fn present<'de, D: serde::Deserializer<'de>>(value: D) -> Result<bool, D::Error> {
+        <serde::de::IgnoredAny as serde::Deserialize>::deserialize(value).map(|_| true)
+    }
+    env.params()
+        .and_then(|p| serde_json::from_str::<Params>(p.get()).ok())
+        .and_then(|p| p.meta)
+        .is_some_and(|m| m.version)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn modern_meta(body: &str) -> bool {
+        has_modern_meta(&Envelope::parse(body.as_bytes()).expect("envelope"))
+    }
+
+    #[test]
+    fn modern_meta_is_the_protocol_version_member_of_params_meta() {
+        let with = |meta: &str| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{"cursor":"c","_meta":{meta},"x":[{{"_meta":1}}]}}}}"#
+            )
+        };
+        assert!(modern_meta(&with(
+            r#"{"a":[1,{"b":2}],"io.modelcontextprotocol/protocolVersion":"2026-07-28"}"#
+        )));
+        assert!(modern_meta(&with(
+            r#"{"io.modelcontextprotocol/protocolVersion":null}"#
+        )));
+        assert!(!modern_meta(&with(r#"{"progressToken":1}"#)));
+        assert!(!modern_meta(&with(
+            r#"{"a":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}"#
+        )));
+        assert!(!modern_meta(&with(
+            r#""io.modelcontextprotocol/protocolVersion""#
+        )));
+        assert!(!modern_meta(
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":"c"}}"#
+        ));
+        assert!(!modern_meta(
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#
+        ));
+    }
+}

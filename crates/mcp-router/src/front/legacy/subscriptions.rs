@@ -1,0 +1,84 @@
+//! A 2025 session's resource subscriptions: its own list of public URIs (bounded, filtering its
+//! GET stream), and where a subscription goes: a 2025 backend behind a link takes it itself, a
+//! 2026-07-28 backend is followed through a `subscriptions/listen` of the GET stream.
+
+use mcp_core::{ErrorObject, Method, RawObject};
+
+use crate::front::Front;
+use crate::ops::scope::Scope;
+use crate::session::SessionRecord;
+
+/// Whether the resource `params.uri` names belongs to exactly one backend, a 2026-07-28 one.
+pub(super) fn owned_by_modern_backend(
+    scope: &Scope<'_>,
+    record: &SessionRecord,
+    params: &RawObject<'_>,
+) -> bool {
+    let Some(uri) = params.get_str("uri") else {
+        return false;
+    };
+    match scope.namer().resolve(&uri, mcp_core::ItemKind::Resource) {
+        crate::naming::Resolution::One(target) => record
+            .backend(target.backend)
+            .is_some_and(|b| b.era == Some(crate::session::BackendEra::Modern)),
+        _ => false,
+    }
+}
+
+/// The link of the backend owning the resource `params.uri` names, when that backend is linked (a
+/// stdio process or an HTTP+SSE connection).
+pub(super) async fn linked_backend(
+    scope: &Scope<'_>,
+    params: &RawObject<'_>,
+) -> Option<crate::upstream::LinkEvents> {
+    let uri = params.get_str("uri")?;
+    let crate::naming::Resolution::One(owner) =
+        scope.namer().resolve(&uri, mcp_core::ItemKind::Resource)
+    else {
+        return None;
+    };
+    let config = scope.ctx.vhost.backends.get(owner.backend)?;
+    let target = scope.target(owner.backend, config);
+    if !scope.ops.upstream.is_linked(&target) {
+        return None;
+    }
+    scope.ops.upstream.link_events(&target).await
+}
+
+/// The error for a `resources/subscribe` of a new URI by a session that has `max_subscriptions`.
+pub(super) fn over_subscription_cap(
+    front: &Front,
+    record: &SessionRecord,
+    params: &RawObject<'_>,
+) -> Option<ErrorObject> {
+    let max = front.ops.max_subscriptions;
+    let uri = params.get_str("uri")?;
+    (record.subscriptions.len() >= max && !record.subscriptions.contains(&uri)).then(|| {
+        ErrorObject::invalid_request(format!(
+            "Too many resource subscriptions for this session (at most {max})"
+        ))
+    })
+}
+
+/// Keeps the session's own subscription list (public URIs), which filters its GET stream.
+pub(super) async fn track_subscription(
+    front: &Front,
+    session_id: &str,
+    method: Method,
+    params: &RawObject<'_>,
+) {
+    let Some(uri) = params.get_str("uri") else {
+        return;
+    };
+    let Ok(Some(record)) = front.sessions.get(session_id).await else {
+        return;
+    };
+    let mut updated = (*record).clone();
+    updated.subscriptions.retain(|u| *u != uri);
+    if method == Method::ResourcesSubscribe {
+        updated.subscriptions.push(uri);
+    }
+    if let Err(e) = front.sessions.update(session_id, updated).await {
+        tracing::warn!(error = %e, "session store failure while tracking a subscription");
+    }
+}

@@ -249,13 +249,10 @@ audience = "{AUDIENCE}"
         .await
         .expect("gateway");
     let service = gateway.service();
-    let call = |sub: &'static str, text: &'static str| {
+    let send = |sub: &'static str, method: &'static str, params: serde_json::Value| {
         let service = service.clone();
         async move {
-            let (headers, body) = support::modern_request(
-                "tools/call",
-                json!({"name": "b-echo", "arguments": {"text": text}}),
-            );
+            let (headers, body) = support::modern_request(method, params);
             let mut req = Request::post("/servers/vh/mcp")
                 .header(header::HOST, "gw.test")
                 .header(header::AUTHORIZATION, support::bearer(sub));
@@ -272,13 +269,23 @@ audience = "{AUDIENCE}"
         }
     };
     for (sub, text) in [("alice", "one"), ("alice", "two"), ("bob", "three")] {
-        let answer = call(sub, text).await;
+        let params = json!({"name": "b-echo", "arguments": {"text": text}});
+        let answer = send(sub, "tools/call", params).await;
         assert!(answer.contains(&format!("alpha: {text}")), "{answer}");
     }
+    // A backend describing itself (the per-backend step of server/discover) is an exchange
+    // like any other: through the same stack and layer.
+    let discovered = send("alice", "server/discover", json!({})).await;
+    assert!(discovered.contains("supportedVersions"), "{discovered}");
     assert_eq!(
         *recording.calls.lock().expect("calls"),
-        ["b tools/call echo"; 3],
-        "every call to the backend went through the layer"
+        [
+            "b tools/call echo",
+            "b tools/call echo",
+            "b tools/call echo",
+            "b server/discover -"
+        ],
+        "every exchange with the backend went through the layer"
     );
     // One stack per credential scope, kept between calls: alice's and bob's.
     assert_eq!(recording.stacks.load(Ordering::SeqCst), 2);

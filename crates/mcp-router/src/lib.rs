@@ -31,10 +31,10 @@
 //!   bounded per principal ([`UpstreamOptions::max_sessions_per_principal`]): a principal over its
 //!   share gives up its own oldest entry, a full table refuses it, and nobody evicts another
 //!   tenant's entry.
-//! - A backend may also be a **stdio program** (`command`): started only when the operator's
+//! - A backend may also be a **stdio program** (`command`, feature `stdio`): started only when the operator's
 //!   rules allow it ([`StdioRules`]: a catalog entry, or an allow-listed command), multiplexed,
 //!   restarted after a crash, `shared` or `per_principal`. An **HTTP+SSE (2024-11-05) server**
-//!   is reached with `transport = "sse"`, or found by the spec's fallback rule (a legacy
+//!   (feature `sse`) is reached with `transport = "sse"`, or found by the spec's fallback rule (a legacy
 //!   `initialize` POST answered 400/404/405, then a GET whose stream announces an `endpoint`):
 //!   one GET stream per (backend, URL, principal), messages POSTed to a same-origin endpoint,
 //!   calls multiplexed like stdio, reconnected after the stream is lost.
@@ -80,6 +80,17 @@
 //! several backends expose is `-32600`; a backend that fails during a list is left out and named in
 //! `_meta["mcp-gateway/degraded"]`, during a routed call it gives a JSON-RPC error naming the
 //! backend. Nothing the engine cannot serve gets a 5xx.
+//!
+//! ## Features
+//!
+//! None is on by default; the reference gateway (`mcp-gateway`) turns on all four.
+//!
+//! | feature | what it adds |
+//! |---|---|
+//! | `redis` | the Redis session store (`session::RedisSessionStore`) and the node bus (`bus::NodeBus`) for several nodes |
+//! | `plugins` | plugin hooks around routed calls (`McpRouterBuilder::plugins`, `mcp-plugins`) |
+//! | `stdio` | stdio backends run as child processes; without it a stdio backend's calls fail with [`UpstreamError::TransportDisabled`] (the operator's [`StdioRules`] are still read) |
+//! | `sse` | HTTP+SSE (2024-11-05) backends (`transport = "sse"`, and the spec's fallback rule after a refused 2025 `initialize`); without it such calls fail with [`UpstreamError::TransportDisabled`] |
 //!
 //! ## Modules
 //!

@@ -4,49 +4,65 @@
 #[allow(clippy::wildcard_imports)] // one impl of `Client`, split by concern
 use super::*;
 
-impl Client {
+impl Upstream {
     /// What a backend says about itself, for `server/discover` and `initialize`: a modern
     /// backend's `DiscoverResult`, or a legacy backend's `InitializeResult` from the caller's
-    /// upstream session. Tries the replicas when the primary fails (describing is read-only), each
-    /// behind its breaker.
+    /// upstream session. Sent through the backend's stack like any call: its replicas are tried
+    /// when the primary fails (describing is read-only), each behind its breaker, within its
+    /// timeout, and through the integrator's layer.
     pub(crate) async fn describe(&self, target: &Target<'_>) -> Result<Description, UpstreamError> {
-        if stdio::label(target.config).is_some() {
-            // Callers never see a stdio backend's session: it describes itself like a modern one.
-            return Ok(Description {
-                era: Era::Modern,
-                result: self.stdio.describe(target).await?,
-                session: None,
+        let stack = self.stack(target)?;
+        let request = UpstreamRequest::describe(target, Arc::clone(&stack.config));
+        let mut service = stack.service.clone();
+        std::future::poll_fn(|cx| service.poll_ready(cx)).await?;
+        let mut reply = service.call(request).await?;
+        // The breaker judges the exchange at the end of the answer (`AtEnd`): here, once the
+        // result is read.
+        let permit = reply.permit.take();
+        let session = reply.session.take();
+        let result = final_result(reply).await;
+        if let Some(permit) = permit {
+            permit.record_elapsed(match &result {
+                Ok(_) => Outcome::Success,
+                Err(e) => outcome_of(e),
             });
         }
-        let mut first_error = None;
-        for url in Self::urls(target)? {
-            let scope = Self::scope(target, url.as_str());
-            let permit = match self.breaker(target, &scope) {
-                Some(breaker) => match breaker.try_acquire() {
-                    Ok(permit) => Some(permit),
-                    Err(open) => {
-                        first_error.get_or_insert(UpstreamError::CircuitOpen(open.retry_after()));
-                        continue;
-                    }
-                },
-                None => None,
-            };
-            let outcome = self.describe_at(target, url, &scope).await;
-            if let Some(permit) = permit {
-                permit.record_elapsed(match &outcome {
-                    Ok(_) => Outcome::Success,
-                    Err(e) => outcome_of(e),
-                });
-            }
-            match outcome {
-                Ok(description) => return Ok(description),
-                Err(e) => {
+        Ok(Description {
+            era: if session.is_some() {
+                Era::Legacy
+            } else {
+                Era::Modern
+            },
+            result: result?,
+            session,
+        })
+    }
+}
+
+impl Client {
+    /// What the backend at one address says about itself (`url`; `None`: the stdio process),
+    /// as a reply carrying that one result; a failure forgets the scope's era.
+    pub(super) async fn describe_one(
+        &self,
+        target: &Target<'_>,
+        url: Option<&Url>,
+    ) -> Result<UpstreamReply, UpstreamError> {
+        let described = match url {
+            None => self.stdio.describe(target).await.map(|result| Description {
+                era: Era::Modern,
+                result,
+                session: None,
+            }),
+            Some(url) => {
+                let scope = Self::scope(target, url.as_str());
+                let described = self.describe_at(target, url, &scope).await;
+                if described.is_err() {
                     self.forget_era(&scope);
-                    first_error.get_or_insert(e);
                 }
+                described
             }
-        }
-        Err(first_error.unwrap_or(UpstreamError::NoUrl))
+        }?;
+        Ok(described.into_reply(self.next_id()))
     }
 
     pub(super) async fn describe_at(
@@ -114,7 +130,8 @@ impl Client {
     }
 }
 
-/// What [`Upstream::describe`] found.
+/// What [`Upstream::describe`] found. A stdio or HTTP+SSE backend describes itself like a modern
+/// one: callers never see its session.
 pub(crate) struct Description {
     /// The backend's era.
     pub(crate) era: Era,
@@ -122,4 +139,24 @@ pub(crate) struct Description {
     pub(crate) result: Bytes,
     /// The caller's upstream session (legacy).
     pub(crate) session: Option<Arc<LegacySession>>,
+}
+
+impl Description {
+    /// The description as a stack's reply: one response message with `id` whose result it is,
+    /// and the caller's upstream session (a 2025 backend's).
+    fn into_reply(self, id: RequestId) -> UpstreamReply {
+        let mut message = format!(r#"{{"jsonrpc":"2.0","id":{},"result":"#, id.to_json());
+        message.push_str(&String::from_utf8_lossy(&self.result));
+        message.push('}');
+        let messages: MessageStream = Box::pin(futures_util::stream::once(async move {
+            Ok(Bytes::from(message))
+        }));
+        UpstreamReply {
+            id,
+            messages,
+            session: self.session,
+            link: None,
+            permit: None,
+        }
+    }
 }

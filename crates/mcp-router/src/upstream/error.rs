@@ -55,6 +55,10 @@ pub enum UpstreamError {
     /// The backend's circuit breaker is open: the call was not sent.
     #[error("circuit open, retry in {}s", .0.as_secs().max(1))]
     CircuitOpen(Duration),
+    /// The backend's transport (`stdio`, `sse`) is not built into this gateway: the feature of
+    /// that name of `mcp-router` is off.
+    #[error("backend transport {0} not built into this gateway")]
+    TransportDisabled(&'static str),
 }
 
 impl UpstreamError {
@@ -77,6 +81,7 @@ impl UpstreamError {
             Self::TooManySessions => "too_many_sessions",
             Self::DestinationNotAllowed => "destination_not_allowed",
             Self::CircuitOpen(_) => "circuit_open",
+            Self::TransportDisabled(_) => "transport_disabled",
         }
     }
 
@@ -110,6 +115,7 @@ impl UpstreamError {
                 | Self::ProcessFailed
                 | Self::TooManyConnections
                 | Self::TooManySessions
+                | Self::TransportDisabled(_)
         )
     }
 }

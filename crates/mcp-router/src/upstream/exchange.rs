@@ -42,6 +42,8 @@ struct Exchange {
     progress_token: Option<String>,
     hints: ToolHints,
     headers: Option<HeaderMap>,
+    /// Asks what the backend says about itself (see [`UpstreamRequest::describe`]).
+    describe: bool,
 }
 
 impl UpstreamRequest {
@@ -62,8 +64,38 @@ impl UpstreamRequest {
                 progress_token: call.progress_token.map(str::to_owned),
                 hints: call.hints,
                 headers: call.headers.cloned(),
+                describe: false,
             }),
         }
+    }
+
+    /// What `target`'s backend says about itself: its `DiscoverResult`, or for a 2025 backend
+    /// the `InitializeResult` of the caller's upstream session (opened if needed). Layers see it
+    /// as a `server/discover` request; it is read-only, so it may go to a replica.
+    pub(crate) fn describe(target: &Target<'_>, config: Arc<BackendConfig>) -> Self {
+        Self {
+            inner: Arc::new(Exchange {
+                backend: target.name.to_owned(),
+                config,
+                downstream: target.downstream.clone(),
+                principal: target.principal.clone(),
+                client_caps: target.client_caps.to_owned(),
+                meta: target.meta.map(ToOwned::to_owned),
+                era: target.era,
+                method: "server/discover".to_owned(),
+                params: RawObject::new(),
+                name: None,
+                progress_token: None,
+                hints: ToolHints::NONE,
+                headers: None,
+                describe: true,
+            }),
+        }
+    }
+
+    /// Whether this asks the backend to describe itself (see [`Self::describe`]).
+    pub(crate) fn is_describe(&self) -> bool {
+        self.inner.describe
     }
 
     /// The backend's configured name.

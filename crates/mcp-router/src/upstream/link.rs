@@ -1,3 +1,9 @@
+#![cfg_attr(
+    not(any(feature = "stdio", feature = "sse")),
+    // With neither linked transport built in no link is ever made; `LinkWriter` still types the
+    // replies of the operations.
+    allow(dead_code)
+)]
 //! Links: one connection to a backend that carries many callers' requests, whatever the carrier
 //! (a stdio child process, an HTTP+SSE connection). The carrier moves bytes; the link does the
 //! multiplexing:
@@ -57,9 +63,11 @@ pub(super) struct Outbound {
     pub(super) body: Vec<u8>,
     /// The waiting-table key of the call this message starts, so a carrier that learns the
     /// delivery failed can fail that call ([`Link::fail`]).
+    #[cfg_attr(not(feature = "sse"), allow(dead_code))] // read by the HTTP+SSE carrier only
     pub(super) call: Option<String>,
     /// Request headers for carriers that send each message as an HTTP request (the caller's
     /// header policy); `None`: the carrier's own. stdio ignores them.
+    #[cfg_attr(not(feature = "sse"), allow(dead_code))] // read by the HTTP+SSE carrier only
     pub(super) headers: Option<HeaderMap>,
 }
 
@@ -250,6 +258,7 @@ impl Link {
     }
 
     /// Every caller is one principal's.
+    #[cfg(feature = "stdio")]
     pub(super) fn exclusive(&self) -> bool {
         self.exclusive
     }
@@ -436,6 +445,7 @@ impl Link {
     }
 
     /// The message starting the call `key` could not be delivered: that call fails.
+    #[cfg(feature = "sse")]
     pub(super) fn fail(&self, key: &str, error: UpstreamError) {
         if let Some(waiting) = lock(&self.waiting).remove(key) {
             let _ = waiting.tx.send(Err(error));

@@ -10,6 +10,8 @@
 //! URL as SSE until `era_ttl` passes. Both carry many callers over one connection ([`link`]).
 
 mod describe;
+#[cfg(any(test, not(all(feature = "stdio", feature = "sse"))))]
+mod disabled;
 mod era;
 mod error;
 mod exchange;
@@ -23,7 +25,10 @@ mod scoped_table;
 mod send;
 mod session;
 mod session_life;
+#[cfg(feature = "sse")]
 mod sse;
+#[cfg(not(feature = "sse"))]
+use disabled as sse;
 mod stack;
 mod stdio;
 mod transport;
@@ -428,12 +433,6 @@ impl Client {
             (None, None) => String::new(),
         };
         Self::scope(target, &address)
-    }
-
-    /// The primary URL, then the replicas.
-    fn urls<'a>(target: &Target<'a>) -> Result<impl Iterator<Item = &'a Url>, UpstreamError> {
-        let primary = Self::url(target)?;
-        Ok(std::iter::once(primary).chain(target.config.replicas.iter()))
     }
 
     /// The breaker of one credential scope and the caller's breaker settings: registry key

@@ -24,7 +24,8 @@ pub(super) fn outcome_of(error: &UpstreamError) -> Outcome {
         | UpstreamError::NotAllowed
         | UpstreamError::DestinationNotAllowed
         | UpstreamError::TooManyConnections
-        | UpstreamError::TooManySessions => Outcome::Ignore,
+        | UpstreamError::TooManySessions
+        | UpstreamError::TransportDisabled(_) => Outcome::Ignore,
     }
 }
 

@@ -206,6 +206,9 @@ impl Service<UpstreamRequest> for TransportClient {
         let url = self.url.clone();
         Box::pin(async move {
             let target = req.target();
+            if req.is_describe() {
+                return client.describe_one(&target, url.as_deref()).await;
+            }
             let call = req.call();
             match url {
                 Some(url) => {

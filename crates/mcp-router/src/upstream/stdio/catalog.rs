@@ -14,7 +14,9 @@
 //! [`Refusal`] with its field path) and again before a process is started.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+#[cfg(feature = "stdio")]
+use std::path::Path;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use mcp_config_store::{BackendConfig, StdioPolicy};
@@ -344,6 +346,7 @@ pub fn is_loader_variable(name: &str) -> bool {
 
 /// The program `command` names, as an absolute path found with the gateway's own `PATH` (never
 /// the configuration's): a path with a `/` is taken relative to the gateway's working directory.
+#[cfg(feature = "stdio")]
 pub(crate) fn resolve_program(command: &str) -> Option<PathBuf> {
     if command.contains('/') {
         let path = Path::new(command);
@@ -360,6 +363,7 @@ pub(crate) fn resolve_program(command: &str) -> Option<PathBuf> {
         .find(|candidate| is_executable(candidate))
 }
 
+#[cfg(feature = "stdio")]
 fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
@@ -438,6 +442,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "stdio")]
     fn programs_resolve_with_the_gateway_path() {
         let sh = resolve_program("sh").expect("sh on PATH");
         assert!(sh.is_absolute(), "{sh:?}");

@@ -249,17 +249,17 @@ impl Subscription {
     }
 
     /// Listens until the connection fails (`Err`) or the inbox is closed (`Ok`).
-    async fn listen(&self) -> Result<(), String> {
+    async fn listen(&self) -> Result<(), Lost> {
         let pubsub = tokio::time::timeout(self.timeout, self.topology.pubsub())
             .await
-            .map_err(|_| "connect timeout".to_owned())?
-            .map_err(|e| e.to_string())?;
+            .map_err(|_| Lost::Timeout("connect"))?
+            .map_err(Lost::Redis)?;
         let (mut sink, mut stream) = pubsub.split();
         for channel in &self.channels {
             tokio::time::timeout(self.timeout, sink.subscribe(channel))
                 .await
-                .map_err(|_| "SUBSCRIBE timeout".to_owned())?
-                .map_err(|e| e.to_string())?;
+                .map_err(|_| Lost::Timeout("SUBSCRIBE"))?
+                .map_err(Lost::Redis)?;
         }
         tracing::debug!(channels = ?self.channels, "node bus subscribed");
         self.subscribed.send_replace(true);
@@ -279,8 +279,19 @@ impl Subscription {
                 Err(e) => tracing::debug!(error = %e, "ignoring a malformed node bus message"),
             }
         }
-        Err("the subscription stream ended".to_owned())
+        Err(Lost::Ended)
     }
+}
+
+/// Why a node's subscription was lost (it reconnects after a backoff).
+#[derive(Debug, thiserror::Error)]
+enum Lost {
+    #[error("{0} timeout")]
+    Timeout(&'static str),
+    #[error(transparent)]
+    Redis(redis::RedisError),
+    #[error("the subscription stream ended")]
+    Ended,
 }
 
 #[cfg(test)]

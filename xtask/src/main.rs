@@ -11,7 +11,8 @@
 //!   and every publishable crate packaged (see `features.rs`). Also run by `test`.
 //! - `conformance`: the `mcp-gateway` binary against the official MCP conformance suite and
 //!   real peers (see `conformance.rs`); writes `target/conformance/REPORT.md`. Also run by `test`.
-//! - `ci`: `cargo fmt --check`, `cargo clippy --workspace --all-targets -D warnings`, then `test`.
+//! - `ci`: `cargo fmt --check`, `cargo clippy --workspace --all-targets -D warnings`, `cargo doc
+//!   --workspace --no-deps --all-features` with `-D warnings`, then `test`.
 //! - `bench [--quick] [--baseline FILE]`: the gateway benchmark (`crates/mcp-bench`, book: docs/src/performance.md),
 //!   written to `target/bench/REPORT.md` and `report.json`; never part of `ci`.
 //! - `book`: builds the book in `docs/` (mdBook, with its link checker) and runs its Rust snippets
@@ -123,5 +124,11 @@ fn ci() -> Result<(), String> {
         "-D",
         "warnings",
     ])?;
+    // The crates' API docs as docs.rs renders them: a link to a private item or to nothing is
+    // an error (every feature on, so feature-gated items are documented too).
+    run::cargo_with_env(
+        &["doc", "--workspace", "--no-deps", "--all-features"],
+        &[("RUSTDOCFLAGS", "-D warnings")],
+    )?;
     test(&[])
 }

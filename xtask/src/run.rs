@@ -9,9 +9,15 @@ fn cargo_bin() -> String {
 
 /// Runs `cargo <args>` in the workspace root, inheriting the terminal.
 pub(crate) fn cargo(args: &[&str]) -> Result<(), String> {
+    cargo_with_env(args, &[])
+}
+
+/// [`cargo`] with extra environment variables.
+pub(crate) fn cargo_with_env(args: &[&str], env: &[(&str, &str)]) -> Result<(), String> {
     println!("xtask: cargo {}", args.join(" "));
     let status = Command::new(cargo_bin())
         .args(args)
+        .envs(env.iter().copied())
         .current_dir(workspace_root())
         .status()
         .map_err(|e| format!("cannot run cargo: {e}"))?;

@@ -100,13 +100,22 @@
 //! builder) wires everything together. `tests/module_rule.rs` checks the rule on the sources, and
 //! that a file over 600 lines says why at its top (book: docs/src/architecture.md).
 //!
-//! | module | what it holds |
-//! |---|---|
-//! | `router` | [`McpRouter`], [`McpRouterBuilder`]: the state of each layer built from the options |
-//! | `front` | the HTTP entry (`dispatch`), the 2025 session engine (`legacy`), the 2026-07-28 engine (`modern`, `validate`), answers as responses (`answer`, `respond`), [`sse_bridge`], `bus` and `forward` (several nodes, feature `redis`) |
-//! | `ops` | `discover`, `list`, `listen`, `call` (`resolve`, `relay`, `bridge`, `parking`), the tables of calls in progress (`pending`, `parked`, `tool_hints`, `stale_answers`), plugin hooks |
-//! | `upstream` | one backend exchange as a tower service ([`UpstreamRequest`], [`UpstreamReply`], [`BackendService`]), its stack, eras, 2025 upstream sessions, stdio and HTTP+SSE links, [`UpstreamOptions`] |
-//! | shared | [`naming`] (public names), `public_uris`, [`Sealer`] (`seal`, `cursor`), [`session`] (downstream session records and stores), `replay`, `session_ends`, `principal_slots`, `inflight`, `degraded`, `log_level`, `context`, [`telemetry`], [`OriginPolicy`], [`WallClock`], [`McpBody`] |
+//! | module | layer | what it holds |
+//! |---|---|---|
+//! | `router` | top | [`McpRouter`], [`McpRouterBuilder`]: each layer's state built from the options |
+//! | `front` | front | the HTTP entry, the 2025 session engine, the 2026-07-28 engine, answers as JSON or SSE, [`sse_bridge`], the node bus (`bus`, feature `redis`) |
+//! | `ops` | ops | `discover`, `list`, `listen`, `call` (resolve, relay, bridge, park), the tables of calls in progress, plugin hooks |
+//! | `upstream` | upstream | one backend exchange as a tower service ([`UpstreamRequest`], [`UpstreamReply`], [`BackendService`]), eras, 2025 upstream sessions, stdio and HTTP+SSE links, [`UpstreamOptions`] |
+//! | [`naming`] | shared | public names, aliases, the prefix split |
+//! | `public_uris` | shared | backend URIs in answers made public |
+//! | `seal`, `cursor` | shared | [`Sealer`] (AES-256-GCM handles for clients), sealed list cursors |
+//! | [`session`] | shared | downstream 2025 session records and [`session::SessionStore`]s (local, Redis, sealed) |
+//! | `replay`, `session_ends` | shared | a 2025 session's event buffers for `Last-Event-ID`; signals to its streams when it ends |
+//! | `principal_slots`, `inflight` | shared | per-principal stream slots; calls in progress by session and request id |
+//! | `degraded`, `log_level` | shared | the degraded marker of partial answers; log severities |
+//! | `context` | shared | the request facts the foundation layers put in extensions |
+//! | [`telemetry`] | shared | OpenTelemetry spans and metrics after the MCP semantic conventions |
+//! | `origin`, `clock`, `body` | shared | [`OriginPolicy`], [`WallClock`], [`McpBody`] |
 //!
 //! The client's `Authorization` header never reaches a backend unless the backend's
 //! `headers.passthrough` names it; `traceparent`/`tracestate`/`baggage` are propagated.

@@ -86,6 +86,16 @@ impl JwksSource {
         }
     }
 
+    /// Whether a key of this set could ever be bound to `alg`: never an HMAC algorithm (symmetric
+    /// keys are not taken from a URL), and only the issuer's allowed algorithms when it names them.
+    pub(crate) fn may_accept(&self, alg: Algorithm) -> bool {
+        !matches!(alg, Algorithm::HS256 | Algorithm::HS384 | Algorithm::HS512)
+            && self
+                .allowed
+                .as_ref()
+                .is_none_or(|allowed| allowed.contains(&alg))
+    }
+
     /// The cached set, starting a background refresh when it is stale.
     ///
     /// Never blocks on I/O. When no tokio runtime is around to run the refresh, a stale set is
@@ -174,10 +184,9 @@ impl JwksSource {
     }
 
     async fn fetch_locked(&self) -> Result<(), JwksError> {
-        let result = match fetch(&self.client, &self.uri, self.timing.fetch_timeout).await {
-            Ok(body) => parse_jwks(&body, self.allowed.as_deref()),
-            Err(e) => Err(e),
-        };
+        let result = fetch(&self.client, &self.uri, self.timing.fetch_timeout)
+            .await
+            .and_then(|body| parse_jwks(&body, self.allowed.as_deref()));
         // Recorded when the attempt ends: while a fetch is in flight, `may_fetch` stays true so
         // that callers without a usable key queue up behind it (single-flight) instead of being
         // turned away by the rate limit.
@@ -201,7 +210,7 @@ impl JwksSource {
                 );
                 Err(JwksError {
                     url: self.uri.to_string(),
-                    reason,
+                    reason: reason.to_string(),
                 })
             }
         }

@@ -13,10 +13,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
+use std::time::Instant;
+
 use http::Uri;
 use jsonwebtoken::Algorithm;
-use tokio::time::Instant;
 
+use crate::clock::JwksClock;
 use crate::error::JwksError;
 use crate::fetch::{HttpClient, fetch};
 use crate::jwk::parse_jwks;
@@ -63,6 +65,7 @@ pub(crate) struct JwksSource {
     allowed: Option<Vec<Algorithm>>,
     client: HttpClient,
     timing: JwksTiming,
+    clock: JwksClock,
     state: RwLock<CacheState>,
     fetch_lock: tokio::sync::Mutex<()>,
     refreshing: AtomicBool,
@@ -74,12 +77,14 @@ impl JwksSource {
         allowed: Option<Vec<Algorithm>>,
         client: HttpClient,
         timing: JwksTiming,
+        clock: JwksClock,
     ) -> Self {
         Self {
             uri,
             allowed,
             client,
             timing,
+            clock,
             state: RwLock::new(CacheState::default()),
             fetch_lock: tokio::sync::Mutex::new(()),
             refreshing: AtomicBool::new(false),
@@ -101,7 +106,7 @@ impl JwksSource {
     /// Never blocks on I/O. When no tokio runtime is around to run the refresh, a stale set is
     /// reported as absent so that the caller refreshes inline.
     pub(crate) fn snapshot(self: &Arc<Self>) -> Snapshot {
-        let now = Instant::now();
+        let now = self.clock.now();
         let (snapshot, stale) = {
             let state = self.state.read().unwrap_or_else(PoisonError::into_inner);
             let since_attempt = state.last_attempt.map(|t| now.saturating_duration_since(t));
@@ -169,7 +174,7 @@ impl JwksSource {
                 return Ok(()); // someone else fetched while we waited
             }
             if state.last_attempt.is_some_and(|t| {
-                Instant::now().saturating_duration_since(t) < self.timing.min_refetch_interval
+                self.clock.now().saturating_duration_since(t) < self.timing.min_refetch_interval
             }) {
                 return Ok(()); // rate-limited: keep what we have
             }
@@ -190,7 +195,7 @@ impl JwksSource {
         // Recorded when the attempt ends: while a fetch is in flight, `may_fetch` stays true so
         // that callers without a usable key queue up behind it (single-flight) instead of being
         // turned away by the rate limit.
-        let finished = Instant::now();
+        let finished = self.clock.now();
         let mut state = self.state.write().unwrap_or_else(PoisonError::into_inner);
         state.attempts += 1;
         state.last_attempt = Some(finished);
@@ -234,6 +239,7 @@ mod tests {
                 min_refetch_interval: min_refetch,
                 fetch_timeout: Duration::from_millis(500),
             },
+            JwksClock::tokio(),
         ))
     }
 

@@ -38,7 +38,9 @@
 //! [`jwks_refresh_interval`](JwtValidatorBuilder::jwks_refresh_interval) is refreshed in the
 //! background while still being served, a token with an unknown `kid` triggers a refetch at most
 //! once per [`jwks_min_refetch_interval`](JwtValidatorBuilder::jwks_min_refetch_interval), a failed
-//! fetch keeps the last good set. [`JwtValidator::prefetch`] warms the cache at startup.
+//! fetch keeps the last good set. [`JwtValidator::prefetch`] warms the cache at startup. The
+//! intervals are measured on tokio's clock, or on a [`JwksClock`] of your own
+//! ([`jwks_clock`](JwtValidatorBuilder::jwks_clock)).
 //!
 //! A validated token's claims are remembered (bounded, see
 //! [`verified_token_cache`](JwtValidatorBuilder::verified_token_cache)), so a client sending the
@@ -125,6 +127,7 @@
 //! | `challenge` | `WWW-Authenticate` challenges, [`MakeResourceMetadata`] |
 //! | `error` | [`AuthError`], [`ClaimsConfigError`], [`JwksError`] |
 //! | `jwks`, `jwk`, `fetch` | feature `jwks`: one issuer's cached key set, JWK parsing, the HTTP(S) client |
+//! | `clock` | feature `jwks`: [`JwksClock`], the clock of the JWKS caches |
 //!
 //! The modules are private: every public item is re-exported here, one path per item.
 //!
@@ -132,7 +135,7 @@
 //!
 //! | feature | default | what it adds |
 //! |---|---|---|
-//! | `jwks` | yes | JWKS URLs ([`Issuer::jwks_url`], the `jwks_*` settings of [`JwtValidatorBuilder`], [`JwtValidator::prefetch`], [`JwksError`]): hyper-util's client over `mcp-core`'s HTTPS connector (rustls, aws-lc-rs) |
+//! | `jwks` | yes | JWKS URLs ([`Issuer::jwks_url`], the `jwks_*` settings of [`JwtValidatorBuilder`], [`JwtValidator::prefetch`], [`JwksError`], [`JwksClock`]): hyper-util's client over `mcp-core`'s HTTPS connector (rustls, aws-lc-rs) |
 //!
 //! `jwks` is the one feature of the workspace that is on by default: a JWT layer is expected to
 //! read an identity provider's key set. Without it (`default-features = false`) tokens are
@@ -143,6 +146,8 @@
 mod bearer;
 mod challenge;
 mod claims;
+#[cfg(feature = "jwks")]
+mod clock;
 mod error;
 #[cfg(feature = "jwks")]
 mod fetch;
@@ -161,6 +166,8 @@ mod verified;
 
 pub use challenge::MakeResourceMetadata;
 pub use claims::Claims;
+#[cfg(feature = "jwks")]
+pub use clock::JwksClock;
 #[cfg(feature = "jwks")]
 pub use error::JwksError;
 pub use error::{AuthError, ClaimsConfigError};

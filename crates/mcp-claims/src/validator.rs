@@ -11,6 +11,8 @@ use jsonwebtoken::crypto::CryptoProvider;
 
 use crate::claims::{ClaimChecks, Claims};
 #[cfg(feature = "jwks")]
+use crate::clock::JwksClock;
+#[cfg(feature = "jwks")]
 use crate::error::JwksError;
 use crate::error::{AuthError, ClaimsConfigError};
 #[cfg(feature = "jwks")]
@@ -412,6 +414,8 @@ pub struct JwtValidatorBuilder {
     timing: JwksTiming,
     #[cfg(feature = "jwks")]
     tls: Option<rustls::ClientConfig>,
+    #[cfg(feature = "jwks")]
+    clock: JwksClock,
     verified_tokens: usize,
 }
 
@@ -430,6 +434,8 @@ impl Default for JwtValidatorBuilder {
             },
             #[cfg(feature = "jwks")]
             tls: None,
+            #[cfg(feature = "jwks")]
+            clock: JwksClock::tokio(),
             verified_tokens: 10_000,
         }
     }
@@ -519,6 +525,14 @@ impl JwtValidatorBuilder {
         self
     }
 
+    /// The clock the JWKS intervals are measured on (default: tokio's clock, which paused tokio
+    /// time moves too). Feature `jwks`.
+    #[cfg(feature = "jwks")]
+    pub fn jwks_clock(mut self, clock: JwksClock) -> Self {
+        self.clock = clock;
+        self
+    }
+
     /// How many validated tokens to remember (default 10,000; 0 turns the cache off), so that a
     /// token sent again is not verified again: its claims are reused until its `exp` (plus the
     /// leeway), while the JWKS set that verified it is still the one served. Refused tokens are
@@ -581,6 +595,7 @@ impl JwtValidatorBuilder {
                         issuer.jwks_algorithms,
                         client.clone(),
                         self.timing,
+                        self.clock.clone(),
                     ))),
                     _ => None,
                 },

@@ -11,7 +11,7 @@
 //! | [`TempDir`] | a unique temporary directory removed on drop (no extra dependency) |
 //! | [`exchange`], [`EventStream`] | one plain-HTTP request: the response with its body unread, or its SSE answer read event by event while it stays open |
 //! | [`PortedChild`] | a test server child process that reports `PORT <n>` on stdout, killed on drop |
-//! | [`ShiftedClock`], [`unix_now`] | a wall clock a test moves forward, to step past an absolute expiry instead of sleeping; seconds since the epoch |
+//! | [`ShiftedClock`], [`SteppedClock`], [`unix_now`] | a wall clock a test moves forward, to step past an absolute expiry instead of sleeping; a monotonic clock that stands still until the test steps it past an interval; seconds since the epoch |
 //! | [`poll_until`] | polls a condition until it holds or a limit passes (for events with no signal to await) |
 //! | [`serve`] | a tower service on a fresh loopback port (hyper, HTTP/1.1 and HTTP/2) |
 //! | [`send`], [`send_body`], [`Reply`], [`rpc_error`] | one request, its answer read to the end, with JSON / SSE / JSON-RPC error readers |
@@ -50,7 +50,7 @@ mod serve;
 pub mod stack;
 mod temp_dir;
 
-pub use clock::{ShiftedClock, unix_now};
+pub use clock::{ShiftedClock, SteppedClock, unix_now};
 pub use event_stream::{EventStream, exchange};
 pub use poll::poll_until;
 pub use ported_child::PortedChild;

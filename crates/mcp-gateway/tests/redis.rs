@@ -12,7 +12,7 @@ use mcp_test_backends::{BackendSpec, TestBackend};
 use mcp_test_support::RedisServer;
 use serde_json::json;
 use support::{
-    GatewayProcess, SECRET, admin_get, base_config, bearer, modern, poll_until, run_cli, send,
+    GatewayProcess, SECRET, admin_get, base_config, bearer, modern, poll_until, run_cli, send_body,
     workdir, write,
 };
 
@@ -72,7 +72,7 @@ async fn redis_store_rows_readiness_and_check_config() {
 
     let ok = modern(addr, "alice", "vh1", "tools/list", json!({}), &[]).await;
     assert_eq!(ok.status, 200, "{}", ok.text());
-    send(
+    send_body(
         addr,
         "POST",
         "/servers/vh1/mcp",
@@ -81,7 +81,7 @@ async fn redis_store_rows_readiness_and_check_config() {
     )
     .await
     .assert_detail(400, "No user configuration");
-    send(
+    send_body(
         addr,
         "POST",
         "/servers/vh1/mcp",
@@ -102,7 +102,7 @@ async fn redis_store_rows_readiness_and_check_config() {
     let carol = bearer("carol");
     for _ in 0..3 {
         let started = Instant::now();
-        let reply = send(
+        let reply = send_body(
             addr,
             "POST",
             "/servers/vh1/mcp",

@@ -1,5 +1,5 @@
 //! Error types: [`AuthError`] (a request was refused), [`ClaimsConfigError`] (the validator could not
-//! be built) and [`JwksError`] (a key set could not be fetched).
+//! be built) and, with the `jwks` feature, `JwksError` (a key set could not be fetched).
 
 use std::time::Duration;
 
@@ -62,7 +62,8 @@ pub enum AuthError {
     /// A registered claim has the wrong JSON type (e.g. a string `exp`).
     #[error("token claim `{0}` has an invalid format")]
     InvalidClaim(&'static str),
-    /// The issuer's JWKS has never been fetched successfully and fetching it failed just now.
+    /// The issuer's JWKS has never been fetched successfully and fetching it failed just now
+    /// (only with the `jwks` feature, which fetches key sets).
     #[error("signing keys unavailable")]
     KeysUnavailable {
         /// When a new fetch may be attempted (becomes the `Retry-After` header).
@@ -155,10 +156,13 @@ pub enum ClaimsConfigError {
     /// A PEM public key could not be read as an RSA, EC (P-256/P-384) or Ed25519 public key.
     #[error("PEM is not an RSA, EC P-256/P-384 or Ed25519 public key")]
     InvalidPem,
-    /// A JWKS URL is not an absolute `http` or `https` URL.
+    /// A JWKS URL is not an absolute `http` or `https` URL. Feature `jwks`.
+    #[cfg(feature = "jwks")]
     #[error("invalid JWKS URL `{0}`: must be an absolute http:// or https:// URL")]
     InvalidJwksUrl(String),
     /// An `https` JWKS URL is configured but the TLS client could not be set up (no native roots).
+    /// Feature `jwks`.
+    #[cfg(feature = "jwks")]
     #[error("cannot set up TLS for JWKS fetching: {0}")]
     Tls(String),
     /// No jsonwebtoken crypto provider is available (neither or both backends enabled and none
@@ -170,7 +174,8 @@ pub enum ClaimsConfigError {
 }
 
 /// A JWKS fetch failed (returned by [`JwtValidator::prefetch`](crate::JwtValidator::prefetch); logged
-/// at debug level when it happens on the request path).
+/// at warn level when it happens on the request path). Feature `jwks`.
+#[cfg(feature = "jwks")]
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("fetching JWKS from {url} failed: {reason}")]
 #[non_exhaustive]
@@ -179,6 +184,40 @@ pub struct JwksError {
     pub url: String,
     /// What went wrong (connect error, timeout, status, undecodable set, no usable key).
     pub reason: String,
+}
+
+/// Why one JWKS fetch attempt failed; becomes a [`JwksError::reason`].
+#[cfg(feature = "jwks")]
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum JwksFailure {
+    #[error("cannot build request: {0}")]
+    Request(http::Error),
+    #[error("request failed: {}", error_chain(.0))]
+    Exchange(hyper_util::client::legacy::Error),
+    #[error("HTTP status {0}")]
+    Status(StatusCode),
+    #[error("reading body failed: {0}")]
+    Body(Box<dyn std::error::Error + Send + Sync>),
+    #[error("timed out after {0:?}")]
+    Timeout(Duration),
+    #[error("not a JWK Set document: {0}")]
+    NotAJwkSet(serde_json::Error),
+    #[error("no usable signature key among {0} JWKs")]
+    NoUsableKey(usize),
+}
+
+/// `error: cause: cause's cause`: hyper-util's client error says only "client error (Connect)"
+/// by itself; the reason (refused, DNS, TLS) is further down the chain.
+#[cfg(feature = "jwks")]
+fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use mcp_core::tls::{ClientTls, HttpsConnector, https_connector};
 
-use crate::error::ClaimsConfigError;
+use crate::error::{ClaimsConfigError, JwksFailure};
 
 /// Largest JWKS document we read.
 const MAX_JWKS_BYTES: usize = 1024 * 1024;
@@ -52,7 +52,7 @@ pub(crate) async fn fetch(
     client: &HttpClient,
     uri: &Uri,
     timeout: Duration,
-) -> Result<Bytes, String> {
+) -> Result<Bytes, JwksFailure> {
     let request = Request::get(uri.clone())
         .header(header::ACCEPT, "application/jwk-set+json, application/json")
         .header(
@@ -60,34 +60,23 @@ pub(crate) async fn fetch(
             concat!("mcp-claims/", env!("CARGO_PKG_VERSION")),
         )
         .body(Empty::new())
-        .map_err(|e| format!("cannot build request: {e}"))?;
+        .map_err(JwksFailure::Request)?;
     let exchange = async {
         let response = client
             .request(request)
             .await
-            .map_err(|e| format!("request failed: {}", error_chain(&e)))?;
+            .map_err(JwksFailure::Exchange)?;
         let status = response.status();
         if !status.is_success() {
-            return Err(format!("HTTP status {status}"));
+            return Err(JwksFailure::Status(status));
         }
         let body = Limited::new(response.into_body(), MAX_JWKS_BYTES)
             .collect()
             .await
-            .map_err(|e| format!("reading body failed: {e}"))?;
+            .map_err(JwksFailure::Body)?;
         Ok(body.to_bytes())
     };
     tokio::time::timeout(timeout, exchange)
         .await
-        .map_err(|_| format!("timed out after {timeout:?}"))?
-}
-
-fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
+        .map_err(|_| JwksFailure::Timeout(timeout))?
 }

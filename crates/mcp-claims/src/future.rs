@@ -3,19 +3,26 @@
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+#[cfg(feature = "jwks")]
 use std::sync::Arc;
-use std::task::{Context, Poll, ready};
+#[cfg(feature = "jwks")]
+use std::task::ready;
+use std::task::{Context, Poll};
 
 use http::{Request, Response};
 use mcp_core::ResponseBody;
 use pin_project_lite::pin_project;
 use tower_service::Service;
 
+#[cfg(feature = "jwks")]
 use crate::claims::Claims;
+#[cfg(feature = "jwks")]
 use crate::error::AuthError;
+#[cfg(feature = "jwks")]
 use crate::service::{Shared, authenticate};
 
 /// The boxed validation of a request that waits for a JWKS fetch (rare: first use, unknown `kid`).
+#[cfg(feature = "jwks")]
 pub(crate) type Validation = Pin<Box<dyn Future<Output = Result<Claims, AuthError>> + Send>>;
 
 pin_project! {
@@ -32,6 +39,9 @@ pin_project! {
     }
 }
 
+// pin-project-lite leaves a variant's attributes out of the projection, so a `#[cfg]` on
+// `Validating` cannot work: the enum is spelled out once per configuration.
+#[cfg(feature = "jwks")]
 pin_project! {
     #[project = KindProj]
     enum Kind<S, ReqBody, ResBody>
@@ -44,6 +54,23 @@ pin_project! {
             inner: Option<S>,
             shared: Arc<Shared>,
         },
+        Called {
+            #[pin]
+            future: S::Future,
+        },
+        Rejected {
+            response: Option<Response<ResponseBody<ResBody>>>,
+        },
+    }
+}
+
+#[cfg(not(feature = "jwks"))]
+pin_project! {
+    #[project = KindProj]
+    enum Kind<S, ReqBody, ResBody>
+    where
+        S: Service<Request<ReqBody>>,
+    {
         Called {
             #[pin]
             future: S::Future,
@@ -72,6 +99,7 @@ where
         }
     }
 
+    #[cfg(feature = "jwks")]
     pub(crate) fn validating(
         validation: Validation,
         request: Request<ReqBody>,
@@ -96,43 +124,40 @@ where
     type Output = Result<Response<ResponseBody<ResBody>>, S::Error>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        loop {
-            let mut this = self.as_mut().project();
-            let next = match this.kind.as_mut().project() {
-                KindProj::Validating {
-                    validation,
-                    request,
-                    inner,
-                    shared,
-                } => {
-                    let result = ready!(validation.as_mut().poll(cx));
-                    let request = request.take().expect("future polled after completion");
-                    let (mut parts, body) = request.into_parts();
-                    match result {
-                        Ok(claims) => {
-                            authenticate(&mut parts, claims);
-                            let mut inner = inner.take().expect("future polled after completion");
-                            Kind::Called {
-                                future: inner.call(Request::from_parts(parts, body)),
-                            }
+        let mut this = self.as_mut().project();
+        match this.kind.as_mut().project() {
+            #[cfg(feature = "jwks")]
+            KindProj::Validating {
+                validation,
+                request,
+                inner,
+                shared,
+            } => {
+                let result = ready!(validation.as_mut().poll(cx));
+                let request = request.take().expect("future polled after completion");
+                let (mut parts, body) = request.into_parts();
+                let next = match result {
+                    Ok(claims) => {
+                        authenticate(&mut parts, claims);
+                        let mut inner = inner.take().expect("future polled after completion");
+                        Kind::Called {
+                            future: inner.call(Request::from_parts(parts, body)),
                         }
-                        Err(error) => Kind::Rejected {
-                            response: Some(shared.reject(&error, &parts)),
-                        },
                     }
-                }
-                KindProj::Called { future } => {
-                    return future
-                        .poll(cx)
-                        .map(|result| result.map(|response| response.map(ResponseBody::inner)));
-                }
-                KindProj::Rejected { response } => {
-                    return Poll::Ready(Ok(response
-                        .take()
-                        .expect("future polled after completion")));
-                }
-            };
-            this.kind.set(next);
+                    Err(error) => Kind::Rejected {
+                        response: Some(shared.reject(&error, &parts)),
+                    },
+                };
+                this.kind.set(next);
+                // Once: the next state is `Called` or `Rejected`.
+                self.poll(cx)
+            }
+            KindProj::Called { future } => future
+                .poll(cx)
+                .map(|result| result.map(|response| response.map(ResponseBody::inner))),
+            KindProj::Rejected { response } => {
+                Poll::Ready(Ok(response.take().expect("future polled after completion")))
+            }
         }
     }
 }
@@ -143,6 +168,7 @@ where
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = match &self.kind {
+            #[cfg(feature = "jwks")]
             Kind::Validating { .. } => "Validating",
             Kind::Called { .. } => "Called",
             Kind::Rejected { .. } => "Rejected",

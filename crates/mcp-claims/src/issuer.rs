@@ -1,5 +1,6 @@
 //! [`Issuer`]: one trusted token issuer and the keys that verify its tokens.
 
+#[cfg(feature = "jwks")]
 use http::Uri;
 use jsonwebtoken::Algorithm;
 use jsonwebtoken::crypto::CryptoProvider;
@@ -7,7 +8,8 @@ use jsonwebtoken::crypto::CryptoProvider;
 use crate::error::ClaimsConfigError;
 use crate::key::VerifyingKey;
 
-/// A trusted issuer (`iss`) with its own keys: HMAC secrets, PEM public keys and/or a JWKS URL.
+/// A trusted issuer (`iss`) with its own keys: HMAC secrets, PEM public keys and/or (feature
+/// `jwks`) a JWKS URL.
 ///
 /// Every key is bound to the algorithms it may verify; a token is only checked with keys of the
 /// issuer named by its (unverified) `iss`, and only with keys bound to its `alg`.
@@ -21,9 +23,7 @@ use crate::key::VerifyingKey;
 /// let pem = std::fs::read(pem_path).unwrap();
 /// let issuer = Issuer::new("https://issuer.example")
 ///     .hmac_secret(b"a long random secret", [Algorithm::HS256, Algorithm::HS512])
-///     .public_key_pem(&pem, [Algorithm::ES256])?
-///     .jwks_url("https://issuer.example/.well-known/jwks.json")?
-///     .jwks_algorithms([Algorithm::RS256, Algorithm::EdDSA]);
+///     .public_key_pem(&pem, [Algorithm::ES256])?;
 /// assert_eq!(issuer.iss(), "https://issuer.example");
 ///
 /// // An EC P-256 key can only ever verify ES256.
@@ -35,7 +35,9 @@ use crate::key::VerifyingKey;
 pub struct Issuer {
     pub(crate) iss: String,
     pub(crate) keys: Vec<VerifyingKey>,
+    #[cfg(feature = "jwks")]
     pub(crate) jwks_url: Option<Uri>,
+    #[cfg(feature = "jwks")]
     pub(crate) jwks_algorithms: Option<Vec<Algorithm>>,
     /// First error of an infallible builder method, reported by `build()`.
     pub(crate) deferred_error: Option<ClaimsConfigError>,
@@ -48,7 +50,9 @@ impl Issuer {
         Self {
             iss: iss.into(),
             keys: Vec::new(),
+            #[cfg(feature = "jwks")]
             jwks_url: None,
+            #[cfg(feature = "jwks")]
             jwks_algorithms: None,
             deferred_error: None,
         }
@@ -96,12 +100,27 @@ impl Issuer {
         Ok(self)
     }
 
-    /// Sets the issuer's JWKS URL (`http://` or `https://`); replaces an earlier one.
+    /// Sets the issuer's JWKS URL (`http://` or `https://`); replaces an earlier one. Feature
+    /// `jwks`.
     ///
     /// The set is fetched on first use and cached (see
     /// [`JwtValidatorBuilder::jwks_refresh_interval`](crate::JwtValidatorBuilder::jwks_refresh_interval)).
     /// Symmetric (`oct`) keys in the set are ignored; RSA, EC P-256/P-384 and Ed25519 keys are bound
     /// to their JWK `alg`, or to every algorithm of their type when the JWK has none.
+    ///
+    /// ```
+    /// use jsonwebtoken::Algorithm;
+    /// use mcp_claims::Issuer;
+    ///
+    /// # fn main() -> Result<(), mcp_claims::ClaimsConfigError> {
+    /// let issuer = Issuer::new("https://issuer.example")
+    ///     .jwks_url("https://issuer.example/.well-known/jwks.json")?
+    ///     .jwks_algorithms([Algorithm::RS256, Algorithm::EdDSA]);
+    /// assert_eq!(issuer.iss(), "https://issuer.example");
+    /// assert!(Issuer::new("i").jwks_url("ftp://issuer.example/jwks.json").is_err());
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "jwks")]
     pub fn jwks_url(mut self, url: impl AsRef<str>) -> Result<Self, ClaimsConfigError> {
         let text = url.as_ref();
         let uri: Uri = text
@@ -116,10 +135,20 @@ impl Issuer {
     }
 
     /// Restricts the keys taken from the JWKS to these algorithms (default: any asymmetric
-    /// algorithm the key type supports).
+    /// algorithm the key type supports). Feature `jwks`.
+    #[cfg(feature = "jwks")]
     pub fn jwks_algorithms(mut self, algorithms: impl IntoIterator<Item = Algorithm>) -> Self {
         self.jwks_algorithms = Some(algorithms.into_iter().collect());
         self
+    }
+
+    /// Whether the issuer has a key, a secret or a JWKS URL.
+    pub(crate) fn has_keys(&self) -> bool {
+        #[cfg(feature = "jwks")]
+        if self.jwks_url.is_some() {
+            return true;
+        }
+        !self.keys.is_empty()
     }
 
     fn name_error(&self, e: ClaimsConfigError) -> ClaimsConfigError {
@@ -134,6 +163,7 @@ impl Issuer {
 mod tests {
     use super::*;
 
+    #[cfg(feature = "jwks")]
     #[test]
     fn jwks_url_must_be_absolute_http() {
         assert!(Issuer::new("i").jwks_url("http://127.0.0.1:1/jwks").is_ok());

@@ -14,6 +14,7 @@ use jsonwebtoken::{Algorithm, DecodingKey};
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::error::JwksFailure;
 use crate::key::{KeyType, VerifyingKey};
 
 #[derive(Deserialize)]
@@ -42,14 +43,13 @@ struct Jwk {
     y: Option<String>,
 }
 
-/// Parses a JWK Set document. Returns the usable keys, or an error text when the document is not a
-/// JWK Set or holds no usable key.
+/// Parses a JWK Set document. Returns the usable keys, or why the document is not a JWK Set or
+/// holds no usable key.
 pub(crate) fn parse_jwks(
     bytes: &[u8],
     allowed: Option<&[Algorithm]>,
-) -> Result<Vec<VerifyingKey>, String> {
-    let set: JwkSet =
-        serde_json::from_slice(bytes).map_err(|e| format!("not a JWK Set document: {e}"))?;
+) -> Result<Vec<VerifyingKey>, JwksFailure> {
+    let set: JwkSet = serde_json::from_slice(bytes).map_err(JwksFailure::NotAJwkSet)?;
     let total = set.keys.len();
     let keys: Vec<VerifyingKey> = set
         .keys
@@ -66,7 +66,7 @@ pub(crate) fn parse_jwks(
         })
         .collect();
     if keys.is_empty() {
-        return Err(format!("no usable signature key among {total} JWKs"));
+        return Err(JwksFailure::NoUsableKey(total));
     }
     Ok(keys)
 }
@@ -160,7 +160,10 @@ mod tests {
         let keys = parse_jwks(JWKS, Some(&[Algorithm::ES256])).expect("parses");
         assert_eq!(keys.len(), 1);
         assert_eq!(keys[0].kid(), Some("ec256-1"));
-        assert!(parse_jwks(JWKS, Some(&[Algorithm::HS256])).is_err());
+        assert!(matches!(
+            parse_jwks(JWKS, Some(&[Algorithm::HS256])),
+            Err(JwksFailure::NoUsableKey(4))
+        ));
     }
 
     #[test]
@@ -189,9 +192,15 @@ mod tests {
 
     #[test]
     fn rejects_non_sets() {
-        assert!(parse_jwks(b"{}", None).is_err());
-        assert!(parse_jwks(b"[]", None).is_err());
-        assert!(parse_jwks(br#"{"keys":[]}"#, None).is_err());
-        assert!(parse_jwks(b"<html>", None).is_err());
+        for doc in [&b"{}"[..], b"[]", b"<html>"] {
+            assert!(
+                matches!(parse_jwks(doc, None), Err(JwksFailure::NotAJwkSet(_))),
+                "{doc:?}"
+            );
+        }
+        assert!(matches!(
+            parse_jwks(br#"{"keys":[]}"#, None),
+            Err(JwksFailure::NoUsableKey(0))
+        ));
     }
 }

@@ -13,10 +13,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
+use std::time::Instant;
+
 use http::Uri;
 use jsonwebtoken::Algorithm;
-use tokio::time::Instant;
 
+use crate::clock::JwksClock;
 use crate::error::JwksError;
 use crate::fetch::{HttpClient, fetch};
 use crate::jwk::parse_jwks;
@@ -63,6 +65,7 @@ pub(crate) struct JwksSource {
     allowed: Option<Vec<Algorithm>>,
     client: HttpClient,
     timing: JwksTiming,
+    clock: JwksClock,
     state: RwLock<CacheState>,
     fetch_lock: tokio::sync::Mutex<()>,
     refreshing: AtomicBool,
@@ -74,16 +77,28 @@ impl JwksSource {
         allowed: Option<Vec<Algorithm>>,
         client: HttpClient,
         timing: JwksTiming,
+        clock: JwksClock,
     ) -> Self {
         Self {
             uri,
             allowed,
             client,
             timing,
+            clock,
             state: RwLock::new(CacheState::default()),
             fetch_lock: tokio::sync::Mutex::new(()),
             refreshing: AtomicBool::new(false),
         }
+    }
+
+    /// Whether a key of this set could ever be bound to `alg`: never an HMAC algorithm (symmetric
+    /// keys are not taken from a URL), and only the issuer's allowed algorithms when it names them.
+    pub(crate) fn may_accept(&self, alg: Algorithm) -> bool {
+        !matches!(alg, Algorithm::HS256 | Algorithm::HS384 | Algorithm::HS512)
+            && self
+                .allowed
+                .as_ref()
+                .is_none_or(|allowed| allowed.contains(&alg))
     }
 
     /// The cached set, starting a background refresh when it is stale.
@@ -91,7 +106,7 @@ impl JwksSource {
     /// Never blocks on I/O. When no tokio runtime is around to run the refresh, a stale set is
     /// reported as absent so that the caller refreshes inline.
     pub(crate) fn snapshot(self: &Arc<Self>) -> Snapshot {
-        let now = Instant::now();
+        let now = self.clock.now();
         let (snapshot, stale) = {
             let state = self.state.read().unwrap_or_else(PoisonError::into_inner);
             let since_attempt = state.last_attempt.map(|t| now.saturating_duration_since(t));
@@ -159,7 +174,7 @@ impl JwksSource {
                 return Ok(()); // someone else fetched while we waited
             }
             if state.last_attempt.is_some_and(|t| {
-                Instant::now().saturating_duration_since(t) < self.timing.min_refetch_interval
+                self.clock.now().saturating_duration_since(t) < self.timing.min_refetch_interval
             }) {
                 return Ok(()); // rate-limited: keep what we have
             }
@@ -174,14 +189,13 @@ impl JwksSource {
     }
 
     async fn fetch_locked(&self) -> Result<(), JwksError> {
-        let result = match fetch(&self.client, &self.uri, self.timing.fetch_timeout).await {
-            Ok(body) => parse_jwks(&body, self.allowed.as_deref()),
-            Err(e) => Err(e),
-        };
+        let result = fetch(&self.client, &self.uri, self.timing.fetch_timeout)
+            .await
+            .and_then(|body| parse_jwks(&body, self.allowed.as_deref()));
         // Recorded when the attempt ends: while a fetch is in flight, `may_fetch` stays true so
         // that callers without a usable key queue up behind it (single-flight) instead of being
         // turned away by the rate limit.
-        let finished = Instant::now();
+        let finished = self.clock.now();
         let mut state = self.state.write().unwrap_or_else(PoisonError::into_inner);
         state.attempts += 1;
         state.last_attempt = Some(finished);
@@ -201,7 +215,7 @@ impl JwksSource {
                 );
                 Err(JwksError {
                     url: self.uri.to_string(),
-                    reason,
+                    reason: reason.to_string(),
                 })
             }
         }
@@ -225,6 +239,7 @@ mod tests {
                 min_refetch_interval: min_refetch,
                 fetch_timeout: Duration::from_millis(500),
             },
+            JwksClock::tokio(),
         ))
     }
 

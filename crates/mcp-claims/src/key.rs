@@ -31,6 +31,7 @@ impl KeyType {
     }
 
     /// Every algorithm a key of this type can verify (used for JWKs without `alg`).
+    #[cfg(feature = "jwks")]
     pub(crate) fn all_algorithms(self) -> &'static [Algorithm] {
         use Algorithm::*;
         match self {
@@ -128,6 +129,7 @@ impl VerifyingKey {
     }
 
     /// The key id (`kid`), for JWKS keys.
+    #[cfg(feature = "jwks")]
     pub(crate) fn kid(&self) -> Option<&str> {
         self.kid.as_deref()
     }

@@ -24,9 +24,9 @@
 //! to the algorithms it may verify ([`Issuer::hmac_secret`], [`Issuer::public_key_pem`]), so an RSA
 //! public key can never be abused as an HMAC secret; `none` is never accepted. Several issuers may
 //! be trusted, each with its own keys: the token's unverified `iss` picks the issuer, then only
-//! that issuer's keys are tried. Keys come from HMAC secrets, PEM public keys and JWKS URLs
-//! ([`Issuer::jwks_url`]: plain http, or https through hyper-rustls with the platform's root
-//! certificates, or your own [`JwtValidatorBuilder::jwks_tls_config`]).
+//! that issuer's keys are tried. Keys come from HMAC secrets, PEM public keys and (feature `jwks`,
+//! on by default) JWKS URLs ([`Issuer::jwks_url`]: plain http, or https through hyper-rustls with
+//! the platform's root certificates, or your own [`JwtValidatorBuilder::jwks_tls_config`]).
 //!
 //! The `resource_metadata` URL of the challenge is either fixed
 //! ([`ClaimsLayer::resource_metadata`]) or computed per request from the request head
@@ -38,7 +38,9 @@
 //! [`jwks_refresh_interval`](JwtValidatorBuilder::jwks_refresh_interval) is refreshed in the
 //! background while still being served, a token with an unknown `kid` triggers a refetch at most
 //! once per [`jwks_min_refetch_interval`](JwtValidatorBuilder::jwks_min_refetch_interval), a failed
-//! fetch keeps the last good set. [`JwtValidator::prefetch`] warms the cache at startup.
+//! fetch keeps the last good set. [`JwtValidator::prefetch`] warms the cache at startup. The
+//! intervals are measured on tokio's clock, or on a [`JwksClock`] of your own
+//! ([`jwks_clock`](JwtValidatorBuilder::jwks_clock)).
 //!
 //! A validated token's claims are remembered (bounded, see
 //! [`verified_token_cache`](JwtValidatorBuilder::verified_token_cache)), so a client sending the
@@ -124,17 +126,36 @@
 //! | `claims` | [`Claims`], the request extension |
 //! | `challenge` | `WWW-Authenticate` challenges, [`MakeResourceMetadata`] |
 //! | `error` | [`AuthError`], [`ClaimsConfigError`], [`JwksError`] |
+//! | `jwks`, `jwk`, `fetch` | feature `jwks`: one issuer's cached key set, JWK parsing, the HTTP(S) client |
+//! | `clock` | feature `jwks`: [`JwksClock`], the clock of the JWKS caches |
 //!
 //! The modules are private: every public item is re-exported here, one path per item.
+//!
+//! ## Features
+//!
+//! | feature | default | what it adds |
+//! |---|---|---|
+//! | `jwks` | yes | JWKS URLs ([`Issuer::jwks_url`], the `jwks_*` settings of [`JwtValidatorBuilder`], [`JwtValidator::prefetch`], [`JwksError`], [`JwksClock`]): hyper-util's client over `mcp-core`'s HTTPS connector (rustls, aws-lc-rs) |
+//!
+//! `jwks` is the one feature of the workspace that is on by default: a JWT layer is expected to
+//! read an identity provider's key set. Without it (`default-features = false`) tokens are
+//! verified with HMAC secrets and PEM public keys only, and no HTTP client or TLS stack is linked;
+//! the `Clone` bound on the inner service stays, so that turning the feature on never breaks a
+//! build.
 
 mod bearer;
 mod challenge;
 mod claims;
+#[cfg(feature = "jwks")]
+mod clock;
 mod error;
+#[cfg(feature = "jwks")]
 mod fetch;
 mod future;
 mod issuer;
+#[cfg(feature = "jwks")]
 mod jwk;
+#[cfg(feature = "jwks")]
 mod jwks;
 mod key;
 mod layer;
@@ -145,7 +166,11 @@ mod verified;
 
 pub use challenge::MakeResourceMetadata;
 pub use claims::Claims;
-pub use error::{AuthError, ClaimsConfigError, JwksError};
+#[cfg(feature = "jwks")]
+pub use clock::JwksClock;
+#[cfg(feature = "jwks")]
+pub use error::JwksError;
+pub use error::{AuthError, ClaimsConfigError};
 pub use future::ResponseFuture;
 pub use issuer::Issuer;
 /// The signature algorithms (re-exported from `jsonwebtoken`).

@@ -103,6 +103,8 @@ impl<S> ClaimsService<S> {
     }
 }
 
+// `Clone`: a request that waits for a JWKS fetch takes the service that was made ready. The bound
+// stays without the `jwks` feature, so that turning the feature on never breaks a build.
 impl<S, ReqBody, ResBody> Service<Request<ReqBody>> for ClaimsService<S>
 where
     S: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone,
@@ -118,38 +120,54 @@ where
 
     fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
         let (mut parts, body) = request.into_parts();
-        let outcome = match bearer_token(&parts.headers) {
+        let result = match bearer_token(&parts.headers) {
             Ok(token) => match self.shared.validator.check_cached(token) {
-                Outcome::Fetch { source, seen } => Err((source, seen, token.to_owned())),
-                Outcome::Done(result) => Ok(result),
+                Outcome::Done(result) => result,
+                #[cfg(feature = "jwks")]
+                Outcome::Fetch { source, seen } => {
+                    let token = token.to_owned();
+                    return self.fetch_then_call(
+                        Request::from_parts(parts, body),
+                        token,
+                        source,
+                        seen,
+                    );
+                }
             },
-            Err(e) => Ok(Err(e)),
+            Err(e) => Err(e),
         };
-        match outcome {
-            Ok(Ok(claims)) => {
+        match result {
+            Ok(claims) => {
                 authenticate(&mut parts, claims);
                 ResponseFuture::called(self.inner.call(Request::from_parts(parts, body)))
             }
-            Ok(Err(error)) => ResponseFuture::rejected(self.shared.reject(&error, &parts)),
-            Err((source, seen, token)) => {
-                // The JWKS must be fetched first. Take the service that was driven to readiness
-                // and leave a fresh clone in its place (tower-service docs, "Be careful when
-                // cloning inner services").
-                let clone = self.inner.clone();
-                let inner = std::mem::replace(&mut self.inner, clone);
-                let validator = self.shared.validator.clone();
-                let validation =
-                    Box::pin(
-                        async move { validator.validate_after_fetch(&token, &source, seen).await },
-                    );
-                ResponseFuture::validating(
-                    validation,
-                    Request::from_parts(parts, body),
-                    inner,
-                    Arc::clone(&self.shared),
-                )
-            }
+            Err(error) => ResponseFuture::rejected(self.shared.reject(&error, &parts)),
         }
+    }
+}
+
+#[cfg(feature = "jwks")]
+impl<S> ClaimsService<S> {
+    /// The issuer's JWKS must be fetched before `token` can be checked: the response future
+    /// validates, then calls the inner service.
+    fn fetch_then_call<ReqBody, ResBody>(
+        &mut self,
+        request: Request<ReqBody>,
+        token: String,
+        source: Arc<crate::jwks::JwksSource>,
+        seen: u64,
+    ) -> ResponseFuture<S, ReqBody, ResBody>
+    where
+        S: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone,
+    {
+        // Take the service that was driven to readiness and leave a fresh clone in its place
+        // (tower-service docs, "Be careful when cloning inner services").
+        let clone = self.inner.clone();
+        let inner = std::mem::replace(&mut self.inner, clone);
+        let validator = self.shared.validator.clone();
+        let validation =
+            Box::pin(async move { validator.validate_after_fetch(&token, &source, seen).await });
+        ResponseFuture::validating(validation, request, inner, Arc::clone(&self.shared))
     }
 }
 

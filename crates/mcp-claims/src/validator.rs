@@ -10,9 +10,15 @@ use jsonwebtoken::Algorithm;
 use jsonwebtoken::crypto::CryptoProvider;
 
 use crate::claims::{ClaimChecks, Claims};
-use crate::error::{AuthError, ClaimsConfigError, JwksError};
+#[cfg(feature = "jwks")]
+use crate::clock::JwksClock;
+#[cfg(feature = "jwks")]
+use crate::error::JwksError;
+use crate::error::{AuthError, ClaimsConfigError};
+#[cfg(feature = "jwks")]
 use crate::fetch::build_client;
 use crate::issuer::Issuer;
+#[cfg(feature = "jwks")]
 use crate::jwks::{JwksSource, JwksTiming};
 use crate::key::VerifyingKey;
 use crate::token::UnverifiedToken;
@@ -47,20 +53,22 @@ struct Inner {
 struct IssuerState {
     iss: Arc<str>,
     keys: Vec<VerifyingKey>,
+    #[cfg(feature = "jwks")]
     jwks: Option<Arc<JwksSource>>,
-    jwks_algorithms: Option<Vec<Algorithm>>,
 }
 
 impl IssuerState {
-    /// Whether any key of this issuer could be bound to `alg` (JWKS keys are never HMAC).
+    /// Whether any key of this issuer could be bound to `alg`.
     fn may_accept(&self, alg: Algorithm) -> bool {
+        #[cfg(feature = "jwks")]
+        if self
+            .jwks
+            .as_ref()
+            .is_some_and(|source| source.may_accept(alg))
+        {
+            return true;
+        }
         self.keys.iter().any(|k| k.accepts(alg))
-            || (self.jwks.is_some()
-                && !matches!(alg, Algorithm::HS256 | Algorithm::HS384 | Algorithm::HS512)
-                && self
-                    .jwks_algorithms
-                    .as_ref()
-                    .is_none_or(|allowed| allowed.contains(&alg)))
     }
 }
 
@@ -68,7 +76,11 @@ impl IssuerState {
 /// verified it, or the need to fetch a JWKS first.
 enum Checked {
     Verified(Result<Claims, AuthError>, VerifiedBy),
-    Fetch { source: Arc<JwksSource>, seen: u64 },
+    #[cfg(feature = "jwks")]
+    Fetch {
+        source: Arc<JwksSource>,
+        seen: u64,
+    },
 }
 
 /// Result of a validation attempt that does no I/O.
@@ -76,15 +88,32 @@ pub(crate) enum Outcome {
     /// Finished.
     Done(Result<Claims, AuthError>),
     /// The issuer's JWKS must be fetched first (initial fetch or unknown `kid`).
+    #[cfg(feature = "jwks")]
     Fetch { source: Arc<JwksSource>, seen: u64 },
 }
 
+#[cfg(feature = "jwks")]
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Mode {
     /// May ask for a fetch.
     Cached,
     /// A fetch just ran (or was skipped): use whatever is cached.
     AfterFetch,
+}
+
+/// What an issuer's JWKS made of a token's signature.
+#[cfg(feature = "jwks")]
+enum JwksVerdict {
+    /// Verified, by a key of the set or (the `kid` not being in the set) by a configured key.
+    Verified(VerifiedBy),
+    /// The set must be fetched first.
+    Fetch { seen: u64 },
+    /// Not verified: `tried` keys of the set refused the signature; `retry_after` when no set
+    /// could be loaded yet.
+    Unverified {
+        tried: usize,
+        retry_after: Option<Duration>,
+    },
 }
 
 impl JwtValidator {
@@ -98,8 +127,9 @@ impl JwtValidator {
     ///
     /// Returns the claims, or which check failed.
     pub async fn validate(&self, token: &str) -> Result<Claims, AuthError> {
-        match self.check(token, Mode::Cached) {
+        match self.check_cached(token) {
             Outcome::Done(result) => result,
+            #[cfg(feature = "jwks")]
             Outcome::Fetch { source, seen } => {
                 self.validate_after_fetch(token, &source, seen).await
             }
@@ -107,9 +137,11 @@ impl JwtValidator {
     }
 
     /// Fetches every configured JWKS now (e.g. at startup), so the first requests do not wait.
+    /// Feature `jwks`.
     ///
     /// Tries all of them and returns the first failure. A failure is not fatal: requests will retry
     /// the fetch (rate-limited by the minimum refetch interval).
+    #[cfg(feature = "jwks")]
     pub async fn prefetch(&self) -> Result<(), JwksError> {
         let mut first_error = None;
         for issuer in self.inner.issuers.values() {
@@ -139,10 +171,15 @@ impl JwtValidator {
 
     /// Validation without I/O, for the layer's fast path.
     pub(crate) fn check_cached(&self, token: &str) -> Outcome {
-        self.check(token, Mode::Cached)
+        self.check(
+            token,
+            #[cfg(feature = "jwks")]
+            Mode::Cached,
+        )
     }
 
     /// The second half of [`validate`](Self::validate) after [`Outcome::Fetch`].
+    #[cfg(feature = "jwks")]
     pub(crate) async fn validate_after_fetch(
         &self,
         token: &str,
@@ -158,14 +195,20 @@ impl JwtValidator {
         }
     }
 
-    fn check(&self, token: &str, mode: Mode) -> Outcome {
+    fn check(&self, token: &str, #[cfg(feature = "jwks")] mode: Mode) -> Outcome {
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
         if let Some(claims) = self.inner.verified.get(token, now) {
             return Outcome::Done(Ok(claims));
         }
-        match self.check_inner(token, mode, now) {
+        let checked = self.check_inner(
+            token,
+            #[cfg(feature = "jwks")]
+            mode,
+            now,
+        );
+        match checked {
             Ok(Checked::Verified(Ok(claims), by)) => {
                 let valid_until = claims.exp().saturating_add(self.inner.leeway);
                 self.inner
@@ -174,11 +217,17 @@ impl JwtValidator {
                 Outcome::Done(Ok(claims))
             }
             Ok(Checked::Verified(Err(e), _)) | Err(e) => Outcome::Done(Err(e)),
+            #[cfg(feature = "jwks")]
             Ok(Checked::Fetch { source, seen }) => Outcome::Fetch { source, seen },
         }
     }
 
-    fn check_inner(&self, raw: &str, mode: Mode, now: u64) -> Result<Checked, AuthError> {
+    fn check_inner(
+        &self,
+        raw: &str,
+        #[cfg(feature = "jwks")] mode: Mode,
+        now: u64,
+    ) -> Result<Checked, AuthError> {
         let token = UnverifiedToken::parse(raw)?;
         let issuer = match token.claims.get("iss") {
             None => return Err(AuthError::MissingClaim("iss")),
@@ -196,89 +245,125 @@ impl JwtValidator {
         let message = token.signing_input.as_bytes();
         let provider = self.inner.provider;
         let verify = |key: &VerifyingKey| key.verify(provider, alg, message, &token.signature);
-        let mut tried = 0usize;
-        let mut verified = false;
-        let mut by = VerifiedBy::Configured;
-        let mut keys_unavailable = None;
 
-        if let Some(source) = &issuer.jwks {
-            let snapshot = source.snapshot();
-            match &snapshot.keys {
-                None if mode == Mode::Cached && snapshot.may_fetch => {
-                    return Ok(Checked::Fetch {
-                        source: Arc::clone(source),
-                        seen: snapshot.attempts,
-                    });
-                }
-                None => keys_unavailable = Some(snapshot.retry_after),
-                Some(keys) => {
-                    let mut kid_known = token.kid.is_none();
-                    for key in keys.iter() {
-                        if let Some(kid) = &token.kid {
-                            if key.kid() != Some(kid.as_str()) {
-                                continue;
-                            }
-                            kid_known = true;
-                        }
-                        if key.accepts(alg) {
-                            tried += 1;
-                            if verify(key) {
-                                verified = true;
-                                by = VerifiedBy::Jwks(Arc::clone(source), Arc::clone(keys));
-                                break;
-                            }
-                        }
+        #[cfg(feature = "jwks")]
+        let (jwks_tried, retry_after) = match &issuer.jwks {
+            None => (0, None),
+            Some(source) => {
+                match jwks_verdict(source, issuer, token.kid.as_deref(), alg, mode, &verify)? {
+                    JwksVerdict::Verified(by) => {
+                        let claims = self.read_claims(issuer, token.claims, alg, token.kid, now);
+                        return Ok(Checked::Verified(claims, by));
                     }
-                    if !verified && !kid_known {
-                        // A static key might still verify it; otherwise the kid is unknown.
-                        if !issuer.keys.iter().any(|k| k.accepts(alg) && verify(k)) {
-                            if mode == Mode::Cached && snapshot.may_fetch {
-                                return Ok(Checked::Fetch {
-                                    source: Arc::clone(source),
-                                    seen: snapshot.attempts,
-                                });
-                            }
-                            return Err(AuthError::NoMatchingKey);
-                        }
-                        verified = true;
+                    JwksVerdict::Fetch { seen } => {
+                        return Ok(Checked::Fetch {
+                            source: Arc::clone(source),
+                            seen,
+                        });
                     }
+                    JwksVerdict::Unverified { tried, retry_after } => (tried, retry_after),
                 }
             }
-        }
-        if !verified {
-            for key in issuer.keys.iter().filter(|k| k.accepts(alg)) {
-                tried += 1;
-                if verify(key) {
-                    verified = true;
-                    break;
-                }
+        };
+        #[cfg(not(feature = "jwks"))]
+        let (jwks_tried, retry_after) = (0, None::<Duration>);
+
+        let mut tried = jwks_tried;
+        for key in issuer.keys.iter().filter(|k| k.accepts(alg)) {
+            tried += 1;
+            if verify(key) {
+                let claims = self.read_claims(issuer, token.claims, alg, token.kid, now);
+                return Ok(Checked::Verified(claims, VerifiedBy::Configured));
             }
         }
-        if !verified {
-            return Err(match (tried, keys_unavailable) {
-                (0, Some(retry_after)) => AuthError::KeysUnavailable {
-                    retry_after: retry_after.max(Duration::from_secs(1)),
-                },
-                (0, None) => AuthError::NoMatchingKey,
-                _ => AuthError::BadSignature,
-            });
-        }
+        Err(match (tried, retry_after) {
+            (0, Some(retry_after)) => AuthError::KeysUnavailable {
+                retry_after: retry_after.max(Duration::from_secs(1)),
+            },
+            (0, None) => AuthError::NoMatchingKey,
+            _ => AuthError::BadSignature,
+        })
+    }
 
+    /// The claims of a token whose signature verified.
+    fn read_claims(
+        &self,
+        issuer: &IssuerState,
+        claims: serde_json::Map<String, serde_json::Value>,
+        alg: Algorithm,
+        kid: Option<String>,
+        now: u64,
+    ) -> Result<Claims, AuthError> {
         let checks = ClaimChecks {
             now,
             leeway: self.inner.leeway,
             audiences: &self.inner.audiences,
             required_scopes: &self.inner.required_scopes,
         };
-        let claims = Claims::from_verified(
-            Arc::clone(&issuer.iss),
-            token.claims,
-            alg,
-            token.kid,
-            &checks,
-        );
-        Ok(Checked::Verified(claims, by))
+        Claims::from_verified(Arc::clone(&issuer.iss), claims, alg, kid, &checks)
     }
+}
+
+/// The JWKS half of a signature check: the keys of `source`'s set that match the token's `kid`
+/// (all of them when it has none) and accept `alg`.
+#[cfg(feature = "jwks")]
+fn jwks_verdict(
+    source: &Arc<JwksSource>,
+    issuer: &IssuerState,
+    kid: Option<&str>,
+    alg: Algorithm,
+    mode: Mode,
+    verify: &dyn Fn(&VerifyingKey) -> bool,
+) -> Result<JwksVerdict, AuthError> {
+    let snapshot = source.snapshot();
+    let may_fetch = mode == Mode::Cached && snapshot.may_fetch;
+    let Some(keys) = &snapshot.keys else {
+        return Ok(if may_fetch {
+            JwksVerdict::Fetch {
+                seen: snapshot.attempts,
+            }
+        } else {
+            JwksVerdict::Unverified {
+                tried: 0,
+                retry_after: Some(snapshot.retry_after),
+            }
+        });
+    };
+    let mut kid_known = kid.is_none();
+    let mut tried = 0;
+    for key in keys.iter() {
+        if let Some(kid) = kid {
+            if key.kid() != Some(kid) {
+                continue;
+            }
+            kid_known = true;
+        }
+        if key.accepts(alg) {
+            tried += 1;
+            if verify(key) {
+                return Ok(JwksVerdict::Verified(VerifiedBy::Jwks(
+                    Arc::clone(source),
+                    Arc::clone(keys),
+                )));
+            }
+        }
+    }
+    if !kid_known {
+        // A configured key might still verify it; otherwise the kid is unknown.
+        if issuer.keys.iter().any(|k| k.accepts(alg) && verify(k)) {
+            return Ok(JwksVerdict::Verified(VerifiedBy::Configured));
+        }
+        if may_fetch {
+            return Ok(JwksVerdict::Fetch {
+                seen: snapshot.attempts,
+            });
+        }
+        return Err(AuthError::NoMatchingKey);
+    }
+    Ok(JwksVerdict::Unverified {
+        tried,
+        retry_after: None,
+    })
 }
 
 impl fmt::Debug for JwtValidator {
@@ -304,12 +389,10 @@ impl fmt::Debug for JwtValidator {
 /// # fn main() -> Result<(), mcp_claims::ClaimsConfigError> {
 /// let validator = JwtValidator::builder()
 ///     .issuer(Issuer::new("https://a.example").hmac_secret(b"secret-a", [Algorithm::HS256]))
-///     .issuer(Issuer::new("https://b.example").jwks_url("http://127.0.0.1:1/jwks.json")?)
+///     .issuer(Issuer::new("https://b.example").hmac_secret(b"secret-b", [Algorithm::HS512]))
 ///     .audiences(["mcp-gateway", "https://gw.example/mcp"])
 ///     .leeway(Duration::from_secs(30))
 ///     .required_scopes(["mcp"])
-///     .jwks_refresh_interval(Duration::from_secs(300))
-///     .jwks_min_refetch_interval(Duration::from_secs(10))
 ///     .build()?;
 /// assert_eq!(validator.required_scopes(), ["mcp"]);
 ///
@@ -327,8 +410,12 @@ pub struct JwtValidatorBuilder {
     audiences: Vec<String>,
     leeway: Duration,
     required_scopes: Vec<String>,
+    #[cfg(feature = "jwks")]
     timing: JwksTiming,
+    #[cfg(feature = "jwks")]
     tls: Option<rustls::ClientConfig>,
+    #[cfg(feature = "jwks")]
+    clock: JwksClock,
     verified_tokens: usize,
 }
 
@@ -339,12 +426,16 @@ impl Default for JwtValidatorBuilder {
             audiences: Vec::new(),
             leeway: Duration::from_secs(30),
             required_scopes: Vec::new(),
+            #[cfg(feature = "jwks")]
             timing: JwksTiming {
                 refresh_interval: Duration::from_secs(300),
                 min_refetch_interval: Duration::from_secs(10),
                 fetch_timeout: Duration::from_secs(5),
             },
+            #[cfg(feature = "jwks")]
             tls: None,
+            #[cfg(feature = "jwks")]
+            clock: JwksClock::tokio(),
             verified_tokens: 10_000,
         }
     }
@@ -388,29 +479,57 @@ impl JwtValidatorBuilder {
     }
 
     /// Age after which a cached JWKS is refreshed (default 5 min). The stale set keeps being served
-    /// while one background refresh runs, and after a failed one.
+    /// while one background refresh runs, and after a failed one. Feature `jwks`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use mcp_claims::{Issuer, JwtValidator};
+    ///
+    /// # fn main() -> Result<(), mcp_claims::ClaimsConfigError> {
+    /// let validator = JwtValidator::builder()
+    ///     .issuer(Issuer::new("https://idp.example").jwks_url("http://127.0.0.1:1/jwks.json")?)
+    ///     .audience("mcp-gateway")
+    ///     .jwks_refresh_interval(Duration::from_secs(300))
+    ///     .jwks_min_refetch_interval(Duration::from_secs(10))
+    ///     .jwks_fetch_timeout(Duration::from_secs(5))
+    ///     .build()?;
+    /// assert_eq!(validator.issuers().collect::<Vec<_>>(), ["https://idp.example"]);
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "jwks")]
     pub fn jwks_refresh_interval(mut self, interval: Duration) -> Self {
         self.timing.refresh_interval = interval;
         self
     }
 
     /// Minimum time between two JWKS fetch attempts of one issuer, whatever triggered them
-    /// (unknown `kid`, stale set, failed earlier fetch). Default 10 s.
+    /// (unknown `kid`, stale set, failed earlier fetch). Default 10 s. Feature `jwks`.
+    #[cfg(feature = "jwks")]
     pub fn jwks_min_refetch_interval(mut self, interval: Duration) -> Self {
         self.timing.min_refetch_interval = interval;
         self
     }
 
-    /// Timeout of one JWKS fetch, connect to last body byte (default 5 s).
+    /// Timeout of one JWKS fetch, connect to last body byte (default 5 s). Feature `jwks`.
+    #[cfg(feature = "jwks")]
     pub fn jwks_fetch_timeout(mut self, timeout: Duration) -> Self {
         self.timing.fetch_timeout = timeout;
         self
     }
 
     /// TLS configuration for `https` JWKS URLs (default: rustls with the platform's native roots).
-    /// ALPN is set by the client.
+    /// ALPN is set by the client. Feature `jwks`.
+    #[cfg(feature = "jwks")]
     pub fn jwks_tls_config(mut self, config: rustls::ClientConfig) -> Self {
         self.tls = Some(config);
+        self
+    }
+
+    /// The clock the JWKS intervals are measured on (default: tokio's clock, which paused tokio
+    /// time moves too). Feature `jwks`.
+    #[cfg(feature = "jwks")]
+    pub fn jwks_clock(mut self, clock: JwksClock) -> Self {
+        self.clock = clock;
         self
     }
 
@@ -437,20 +556,23 @@ impl JwtValidatorBuilder {
         if self.audiences.is_empty() {
             return Err(ClaimsConfigError::NoAudience);
         }
-        let jwks_urls: Vec<_> = self
-            .issuers
-            .iter()
-            .filter_map(|i| i.jwks_url.as_ref())
-            .collect();
-        let client = if jwks_urls.is_empty() {
-            None
-        } else {
-            let need_https = jwks_urls.iter().any(|u| u.scheme_str() == Some("https"));
-            Some(build_client(
-                self.tls,
-                need_https,
-                self.timing.fetch_timeout,
-            )?)
+        #[cfg(feature = "jwks")]
+        let client = {
+            let jwks_urls: Vec<_> = self
+                .issuers
+                .iter()
+                .filter_map(|i| i.jwks_url.as_ref())
+                .collect();
+            if jwks_urls.is_empty() {
+                None
+            } else {
+                let need_https = jwks_urls.iter().any(|u| u.scheme_str() == Some("https"));
+                Some(build_client(
+                    self.tls,
+                    need_https,
+                    self.timing.fetch_timeout,
+                )?)
+            }
         };
 
         let mut issuers = HashMap::with_capacity(self.issuers.len());
@@ -458,26 +580,26 @@ impl JwtValidatorBuilder {
             if let Some(e) = issuer.deferred_error {
                 return Err(e);
             }
-            if issuer.keys.is_empty() && issuer.jwks_url.is_none() {
+            if !issuer.has_keys() {
                 return Err(ClaimsConfigError::NoKeys(issuer.iss));
             }
             if issuers.contains_key(&issuer.iss) {
                 return Err(ClaimsConfigError::DuplicateIssuer(issuer.iss));
             }
-            let jwks = match (issuer.jwks_url, &client) {
-                (Some(uri), Some(client)) => Some(Arc::new(JwksSource::new(
-                    uri,
-                    issuer.jwks_algorithms.clone(),
-                    client.clone(),
-                    self.timing,
-                ))),
-                _ => None,
-            };
             let state = IssuerState {
                 iss: Arc::from(issuer.iss.as_str()),
+                #[cfg(feature = "jwks")]
+                jwks: match (issuer.jwks_url, &client) {
+                    (Some(uri), Some(client)) => Some(Arc::new(JwksSource::new(
+                        uri,
+                        issuer.jwks_algorithms,
+                        client.clone(),
+                        self.timing,
+                        self.clock.clone(),
+                    ))),
+                    _ => None,
+                },
                 keys: issuer.keys,
-                jwks,
-                jwks_algorithms: issuer.jwks_algorithms,
             };
             issuers.insert(issuer.iss, state);
         }
@@ -685,6 +807,7 @@ mod tests {
         assert!((1..=16).contains(&held), "{held} entries");
     }
 
+    #[cfg(feature = "jwks")]
     #[tokio::test]
     async fn jwks_down_without_cache_is_unavailable() {
         let v = JwtValidator::builder()

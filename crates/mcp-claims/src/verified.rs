@@ -15,10 +15,14 @@
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
-use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, Weak};
+#[cfg(feature = "jwks")]
+use std::sync::{Arc, Weak};
+use std::sync::{PoisonError, RwLock, RwLockReadGuard};
 
 use crate::claims::Claims;
+#[cfg(feature = "jwks")]
 use crate::jwks::JwksSource;
+#[cfg(feature = "jwks")]
 use crate::key::VerifyingKey;
 
 /// Enough shards that the request tasks of a few cores rarely wait for one another.
@@ -29,6 +33,7 @@ pub(crate) enum VerifiedBy {
     /// A key configured on the issuer (lives as long as the validator).
     Configured,
     /// A key of this set, fetched by this source.
+    #[cfg(feature = "jwks")]
     Jwks(Arc<JwksSource>, Arc<[VerifyingKey]>),
 }
 
@@ -39,20 +44,31 @@ struct Entry {
     valid_until: u64,
     /// The source and the set a JWKS key came from; a `Weak` keeps the set's allocation (so its
     /// address cannot be reused by a newer set) without keeping the keys alive.
+    #[cfg(feature = "jwks")]
     jwks: Option<(Arc<JwksSource>, Weak<[VerifyingKey]>)>,
 }
 
 impl Entry {
     /// Whether the entry still stands for `token` at `now`.
     fn answers(&self, token: &str, now: u64) -> bool {
-        now <= self.valid_until
-            && *self.token == *token
-            && self.jwks.as_ref().is_none_or(|(source, set)| {
-                source
-                    .snapshot()
-                    .keys
-                    .is_some_and(|current| std::ptr::addr_eq(set.as_ptr(), Arc::as_ptr(&current)))
-            })
+        now <= self.valid_until && *self.token == *token && self.set_still_served()
+    }
+
+    /// Whether the keys that verified the token are still the ones served.
+    #[cfg(feature = "jwks")]
+    fn set_still_served(&self) -> bool {
+        self.jwks.as_ref().is_none_or(|(source, set)| {
+            source
+                .snapshot()
+                .keys
+                .is_some_and(|current| std::ptr::addr_eq(set.as_ptr(), Arc::as_ptr(&current)))
+        })
+    }
+
+    /// Configured keys live as long as the validator.
+    #[cfg(not(feature = "jwks"))]
+    fn set_still_served(&self) -> bool {
+        true
     }
 }
 
@@ -99,11 +115,15 @@ impl VerifiedTokens {
         if self.per_shard == 0 || valid_until < now {
             return;
         }
+        // Without fetched key sets, every token was verified by a configured key.
+        #[cfg(not(feature = "jwks"))]
+        let VerifiedBy::Configured = by;
         let hash = self.hasher.hash_one(token);
         let entry = Entry {
             token: token.into(),
             claims: claims.clone(),
             valid_until,
+            #[cfg(feature = "jwks")]
             jwks: match by {
                 VerifiedBy::Configured => None,
                 VerifiedBy::Jwks(source, set) => Some((source, Arc::downgrade(&set))),

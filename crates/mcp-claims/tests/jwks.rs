@@ -11,16 +11,28 @@ use std::time::Duration;
 use http::StatusCode;
 use jsonwebtoken::Algorithm;
 use mcp_claims::{
-    AuthError, ClaimsConfigError, ClaimsLayer, Issuer, JwtValidator, JwtValidatorBuilder,
+    AuthError, ClaimsConfigError, ClaimsLayer, Issuer, JwksClock, JwtValidator, JwtValidatorBuilder,
 };
+use mcp_test_support::{SteppedClock, poll_until};
 
 use common::*;
+
+/// A background fetch over loopback takes milliseconds: the limit only bounds a broken run.
+const EVENT_LIMIT: Duration = Duration::from_secs(10);
 
 fn builder(jwks_url: &str) -> JwtValidatorBuilder {
     JwtValidator::builder()
         .issuer(Issuer::new(ISSUER).jwks_url(jwks_url).expect("url"))
         .audience(AUDIENCE)
         .jwks_fetch_timeout(Duration::from_secs(2))
+}
+
+/// The JWKS caches read `clock`, which stands still until the test steps it: refresh and refetch
+/// intervals pass when the test says so, however long the machine takes between two steps (the
+/// sockets keep real time).
+fn stepped(clock: &SteppedClock) -> JwksClock {
+    let clock = clock.clone();
+    JwksClock::from_fn(move || clock.now())
 }
 
 async fn gateway(validator: JwtValidator) -> SocketAddr {
@@ -108,8 +120,10 @@ async fn every_key_type_from_jwks() {
 #[tokio::test]
 async fn key_rotation_without_restart() {
     let jwks = JwksServer::start(&["rsa"]).await;
+    let clock = SteppedClock::new();
     let validator = builder(&jwks.url())
-        .jwks_min_refetch_interval(Duration::from_secs(1))
+        .jwks_min_refetch_interval(Duration::from_secs(10))
+        .jwks_clock(stepped(&clock))
         .build()
         .expect("config");
     let addr = gateway(validator).await;
@@ -136,7 +150,7 @@ async fn key_rotation_without_restart() {
     assert_eq!(jwks.fetches(), 1);
 
     jwks.publish(&["rsa", "rsa2"]);
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    clock.advance(Duration::from_secs(10));
     // Unknown kid -> refetch -> accepted.
     assert_ok(&get_bearer(&client, addr, &rotated).await, "alice");
     assert_eq!(jwks.fetches(), 2);
@@ -152,44 +166,57 @@ async fn key_rotation_without_restart() {
 #[tokio::test]
 async fn cached_keys_survive_jwks_outage() {
     let jwks = JwksServer::start(&["rsa", "ed25519"]).await;
+    let clock = SteppedClock::new();
     let validator = builder(&jwks.url())
-        .jwks_refresh_interval(Duration::from_millis(100))
-        .jwks_min_refetch_interval(Duration::from_millis(50))
-        .jwks_fetch_timeout(Duration::from_millis(500))
+        .jwks_refresh_interval(Duration::from_secs(300))
+        .jwks_min_refetch_interval(Duration::from_secs(10))
+        .jwks_clock(stepped(&clock))
         .build()
         .expect("config");
     validator.prefetch().await.expect("prefetch");
     assert_eq!(jwks.fetches(), 1);
     let addr = gateway(validator.clone()).await;
     let client = client();
-
-    // The endpoint fails with 500: the stale set is still served.
-    jwks.set_status(StatusCode::INTERNAL_SERVER_ERROR);
-    tokio::time::sleep(Duration::from_millis(150)).await;
-    assert_ok(
-        &get_bearer(&client, addr, &rsa_token("rsa-1")).await,
-        "alice",
-    );
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    assert!(jwks.fetches() >= 2, "a refresh was attempted");
-
-    // The endpoint goes away completely.
-    jwks.stop().await;
-    for _ in 0..3 {
-        tokio::time::sleep(Duration::from_millis(120)).await;
-        assert_ok(
-            &get_bearer(&client, addr, &rsa_token("rsa-1")).await,
-            "alice",
-        );
-        let token = sign(
+    let ed25519_token = || {
+        sign(
             Algorithm::EdDSA,
             &private_key("ed25519"),
             Some("ed25519-1"),
             &good_claims(),
+        )
+    };
+
+    // The endpoint fails with 500: the stale set is still served, while a refresh is attempted in
+    // the background.
+    jwks.set_status(StatusCode::INTERNAL_SERVER_ERROR);
+    clock.advance(Duration::from_secs(300));
+    assert_ok(
+        &get_bearer(&client, addr, &rsa_token("rsa-1")).await,
+        "alice",
+    );
+    assert!(
+        poll_until(EVENT_LIMIT, || async { jwks.fetches() >= 2 }).await,
+        "no background refresh reached the endpoint"
+    );
+
+    // The endpoint goes away completely. Each round: past the refetch interval, a request starts a
+    // refresh; `prefetch` waits for it (one fetch at a time) and fails too; the set outlives both.
+    jwks.stop().await;
+    for _ in 0..3 {
+        clock.advance(Duration::from_secs(10));
+        assert_ok(
+            &get_bearer(&client, addr, &rsa_token("rsa-1")).await,
+            "alice",
         );
-        assert_ok(&get_bearer(&client, addr, &token).await, "alice");
+        assert!(validator.prefetch().await.is_err());
+        assert_ok(
+            &get_bearer(&client, addr, &rsa_token("rsa-1")).await,
+            "alice",
+        );
+        assert_ok(&get_bearer(&client, addr, &ed25519_token()).await, "alice");
     }
     // Unknown kid while the endpoint is down: the refetch fails, 401 (keys exist), not 503.
+    clock.advance(Duration::from_secs(10));
     let reply = get_bearer(&client, addr, &rsa_token("rsa-9")).await;
     assert_401(
         &reply,
@@ -219,14 +246,16 @@ async fn unknown_kid_refetch_is_rate_limited() {
     }
     assert_eq!(jwks.fetches(), 1, "no refetch within the minimum interval");
 
-    // With a short interval: one refetch per interval, however many unknown kids arrive.
+    // Once the interval has passed: one refetch, however many unknown kids arrive.
     let jwks = JwksServer::start(&["rsa"]).await;
+    let clock = SteppedClock::new();
     let validator = builder(&jwks.url())
-        .jwks_min_refetch_interval(Duration::from_secs(1))
+        .jwks_min_refetch_interval(Duration::from_secs(10))
+        .jwks_clock(stepped(&clock))
         .build()
         .expect("config");
     validator.prefetch().await.expect("prefetch");
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    clock.advance(Duration::from_secs(10));
     for i in 0..5 {
         let err = validator
             .validate(&rsa_token(&format!("garbage-{i}")))
@@ -266,9 +295,11 @@ async fn concurrent_first_requests_share_one_fetch() {
 #[tokio::test]
 async fn stale_set_is_refreshed_in_the_background() {
     let jwks = JwksServer::start(&["rsa"]).await;
+    let clock = SteppedClock::new();
     let validator = builder(&jwks.url())
-        .jwks_refresh_interval(Duration::from_millis(600))
+        .jwks_refresh_interval(Duration::from_secs(300))
         .jwks_min_refetch_interval(Duration::ZERO)
+        .jwks_clock(stepped(&clock))
         .build()
         .expect("config");
     let token = rsa_token("rsa-1");
@@ -278,21 +309,24 @@ async fn stale_set_is_refreshed_in_the_background() {
 
     // The IdP drops rsa-1. The stale set keeps serving the request that notices it is stale...
     jwks.publish(&["ec256"]);
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    clock.advance(Duration::from_secs(300));
     validator.validate(&token).await.expect("stale set served");
     // ...while one background refresh replaces it.
-    for _ in 0..50 {
-        if jwks.fetches() == 2 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert_eq!(jwks.fetches(), 2);
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    assert_eq!(
-        validator.validate(&token).await.expect_err("key gone"),
-        AuthError::NoMatchingKey
+    assert!(
+        poll_until(EVENT_LIMIT, || async { jwks.fetches() >= 2 }).await,
+        "no background refresh reached the endpoint"
     );
+    assert_eq!(jwks.fetches(), 2, "one refresh");
+    assert!(
+        poll_until(EVENT_LIMIT, || async {
+            validator.validate(&token).await.err() == Some(AuthError::NoMatchingKey)
+        })
+        .await,
+        "the refreshed set never replaced the stale one"
+    );
+    // Until then the stale set answered without fetching; then rsa-1's kid, unknown to the new
+    // set, was looked up once more (no minimum interval here) before the 401.
+    assert_eq!(jwks.fetches(), 3);
 }
 
 #[tokio::test]

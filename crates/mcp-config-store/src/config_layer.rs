@@ -1,16 +1,5 @@
-//! [`ConfigStoreLayer`]: loads the caller's [`UserConfig`] into the request extensions.
-//!
-//! | situation | response |
-//! |---|---|
-//! | configuration found | inner service called; `Arc<UserConfig>` in the request extensions |
-//! | no subject in the request (no [`Principal`]) | 400 `{"detail":"No authenticated principal"}` |
-//! | no configuration for the subject | 400 `{"detail":"No user configuration"}` |
-//! | store error: corrupt document or other (key encoding, ...) | 500 `{"detail":"User configuration could not be loaded"}` |
-//! | store unavailable | 503 `{"detail":"Configuration store unavailable"}` + `Retry-After: 1` (configurable) |
-//!
-//! Every locally generated response is `application/json` ([`mcp_core::detail_response`]); the
-//! body never contains the subject, the store's address or the store's error message (those go
-//! to the log).
+//! [`ConfigStoreLayer`]: loads the caller's [`UserConfig`] into the request extensions (the layer's
+//! docs list its answers).
 
 use std::fmt;
 use std::future::Future;
@@ -91,7 +80,19 @@ struct Shared {
     retry_after: HeaderValue,
 }
 
-/// Layer that loads the caller's configuration; see the [module docs](self) for responses.
+/// Layer that loads the caller's [`UserConfig`] into the request extensions.
+///
+/// | situation | response |
+/// |---|---|
+/// | configuration found | inner service called; `Arc<UserConfig>` in the request extensions |
+/// | no subject in the request (no [`Principal`]) | 400 `{"detail":"No authenticated principal"}` |
+/// | no configuration for the subject | 400 `{"detail":"No user configuration"}` |
+/// | store error: corrupt document or other (key encoding, ...) | 500 `{"detail":"User configuration could not be loaded"}` |
+/// | store unavailable | 503 `{"detail":"Configuration store unavailable"}` + `Retry-After: 1` (configurable) |
+///
+/// Every locally generated response is `application/json` ([`mcp_core::detail_response`]); the
+/// body never contains the subject, the store's address or the store's error message (those go
+/// to the log).
 ///
 /// ```
 /// use std::convert::Infallible;

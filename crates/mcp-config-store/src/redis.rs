@@ -1,50 +1,5 @@
 //! [`RedisStore`]: user configurations in Redis (deadpool-redis), with fast failure during outages
-//! and change notifications for caches.
-//!
-//! ## Data
-//!
-//! Subject `sub`'s configuration is the JSON [`UserConfig`] at key `<prefix>:user:<sub>` (default
-//! prefix `mcpgw`). A missing key is "no configuration" (400 at the layer); a value that does not
-//! parse or validate is [`Corrupt`](crate::StoreErrorKind::Corrupt) (500). A subject that cannot be
-//! a key (empty, control characters, longer than [`RedisStoreConfig::max_subject_len`] bytes) is a
-//! key encoding error, [`Other`](crate::StoreErrorKind::Other) (500).
-//!
-//! The URL may name one server, a Sentinel-monitored primary or a Cluster
-//! ([`RedisTopology`](crate::redis_topology::RedisTopology)); a configuration is one key, so in a
-//! Cluster it lives in one hash slot.
-//!
-//! ## Invalidation (so an edit is visible on every node within a second)
-//!
-//! A background subscriber listens on two sources and emits [`Invalidation`]s:
-//!
-//! - **pub/sub** on channel `<prefix>:invalidate`: the payload is a subject, or empty for "all".
-//!   [`RedisStore::put`], [`RedisStore::delete`] and [`RedisStore::publish_invalidation`] publish
-//!   there; tools that write Redis directly can `PUBLISH mcpgw:invalidate alice`.
-//! - **keyspace notifications** for `<prefix>:user:*`, so a plain `SET mcpgw:user:alice ...` from
-//!   `redis-cli` also invalidates. Redis only sends them when the operator enables them:
-//!   `CONFIG SET notify-keyspace-events K$gx` (or `notify-keyspace-events K$gx` in `redis.conf`);
-//!   `K` = keyspace channel, `$` = string commands (`SET`), `g` = generic commands (`DEL`,
-//!   `RENAME`, `EXPIRE`), `x` = expirations (only needed when keys carry a TTL). At least `K$g` is
-//!   required; without it, use the helpers above or rely on the cache TTL. In a Cluster these
-//!   notifications stay on the node holding the key, and the subscriber listens on one node:
-//!   there, rely on the publications.
-//!
-//! The subscriber reconnects with bounded exponential backoff and emits [`Invalidation::All`] every
-//! time it (re)subscribes, because messages sent while it was disconnected are lost. It also pings
-//! its connection periodically, so a silently dead connection is noticed.
-//!
-//! ## Outages (book: docs/src/failure-modes.md)
-//!
-//! No request waits on reconnection attempts. Pool waits, connection setup and responses have short
-//! timeouts ([`RedisStoreConfig`]). When a load fails with an
-//! [`Unavailable`](crate::StoreErrorKind::Unavailable) error (connection refused or lost, connect
-//! or response timeout, pool wait timeout, Redis loading its dataset) the store marks itself **down**: later
-//! loads fail at once with `Unavailable` (503 at the layer) while **one** background prober pings
-//! Redis with bounded exponential backoff (default 50 ms doubling to 2 s). When a ping succeeds
-//! the store is up again and emits [`Invalidation::All`]; a restarted Redis is picked up without
-//! restarting the service. [`RedisStore::connect`] does not require Redis to be up: a gateway that
-//! starts during an outage answers 503 until Redis is reachable (use
-//! [`check`](UserConfigStore::check) for a strict start or a readiness probe).
+//! and change notifications for caches (the store's docs say how).
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -180,9 +135,54 @@ pub enum RedisStoreError {
     Rejected(StoreError),
 }
 
-/// A [`UserConfigStore`] in Redis; see the [module docs](self) for keys, invalidation and outage
-/// behaviour. Clones share the pool and background tasks, which stop when the last clone is
-/// dropped.
+/// A [`UserConfigStore`] in Redis (deadpool-redis), with fast failure during outages and change
+/// notifications for caches. Clones share the pool and background tasks, which stop when the last
+/// clone is dropped.
+///
+/// ## Data
+///
+/// Subject `sub`'s configuration is the JSON [`UserConfig`] at key `<prefix>:user:<sub>` (default
+/// prefix `mcpgw`). A missing key is "no configuration" (400 at the layer); a value that does not
+/// parse or validate is [`Corrupt`](crate::StoreErrorKind::Corrupt) (500). A subject that cannot be
+/// a key (empty, control characters, longer than [`RedisStoreConfig::max_subject_len`] bytes) is a
+/// key encoding error, [`Other`](crate::StoreErrorKind::Other) (500).
+///
+/// The URL may name one server, a Sentinel-monitored primary or a Cluster
+/// ([`RedisTopology`](crate::RedisTopology)); a configuration is one key, so in a
+/// Cluster it lives in one hash slot.
+///
+/// ## Invalidation (so an edit is visible on every node within a second)
+///
+/// A background subscriber listens on two sources and emits [`Invalidation`]s:
+///
+/// - **pub/sub** on channel `<prefix>:invalidate`: the payload is a subject, or empty for "all".
+///   [`RedisStore::put`], [`RedisStore::delete`] and [`RedisStore::publish_invalidation`] publish
+///   there; tools that write Redis directly can `PUBLISH mcpgw:invalidate alice`.
+/// - **keyspace notifications** for `<prefix>:user:*`, so a plain `SET mcpgw:user:alice ...` from
+///   `redis-cli` also invalidates. Redis only sends them when the operator enables them:
+///   `CONFIG SET notify-keyspace-events K$gx` (or `notify-keyspace-events K$gx` in `redis.conf`);
+///   `K` = keyspace channel, `$` = string commands (`SET`), `g` = generic commands (`DEL`,
+///   `RENAME`, `EXPIRE`), `x` = expirations (only needed when keys carry a TTL). At least `K$g` is
+///   required; without it, use the helpers above or rely on the cache TTL. In a Cluster these
+///   notifications stay on the node holding the key, and the subscriber listens on one node:
+///   there, rely on the publications.
+///
+/// The subscriber reconnects with bounded exponential backoff and emits [`Invalidation::All`] every
+/// time it (re)subscribes, because messages sent while it was disconnected are lost. It also pings
+/// its connection periodically, so a silently dead connection is noticed.
+///
+/// ## Outages (book: docs/src/failure-modes.md)
+///
+/// No request waits on reconnection attempts. Pool waits, connection setup and responses have short
+/// timeouts ([`RedisStoreConfig`]). When a load fails with an
+/// [`Unavailable`](crate::StoreErrorKind::Unavailable) error (connection refused or lost, connect
+/// or response timeout, pool wait timeout, Redis loading its dataset) the store marks itself **down**: later
+/// loads fail at once with `Unavailable` (503 at the layer) while **one** background prober pings
+/// Redis with bounded exponential backoff (default 50 ms doubling to 2 s). When a ping succeeds
+/// the store is up again and emits [`Invalidation::All`]; a restarted Redis is picked up without
+/// restarting the service. [`RedisStore::connect`] does not require Redis to be up: a gateway that
+/// starts during an outage answers 503 until Redis is reachable (use
+/// [`check`](UserConfigStore::check) for a strict start or a readiness probe).
 ///
 /// ```no_run
 /// use mcp_config_store::{CachedStore, RedisStore, RedisStoreConfig, ConfigStoreLayer};

@@ -1,30 +1,5 @@
-//! [`RedisTopology`]: the one place where the gateway decides how to reach Redis — a single
-//! server, a primary found through Redis Sentinel, or a Redis Cluster — shared by every Redis user
-//! (config store, session store, node bus, plugin document, `mcp-gateway users`).
-//!
-//! The topology is chosen by the URL scheme, so every existing `*.url` setting accepts all three
-//! without new keys:
-//!
-//! | URL | topology |
-//! |-----|----------|
-//! | `redis://[user:pass@]host:port[/db]`, `rediss://…`, `unix://…` | one server (deadpool-redis pool) |
-//! | `redis+sentinel://[user:pass@]s1:26379,s2:26379,s3:26379/<master>[/db]` | the primary of `<master>` as the sentinels report it (deadpool-redis `sentinel` pool over redis-rs `SentinelClient`) |
-//! | `redis+cluster://[user:pass@]n1:7000,n2:7001,…` | a Redis Cluster (redis-rs `cluster-async`; seeds only, the rest is discovered) |
-//!
-//! The credentials of a Sentinel URL are those of the data nodes (primary and replicas), not of
-//! the sentinels, which are asked without authentication.
-//!
-//! Connections made through Sentinel ask the sentinels for the current primary each time a pooled
-//! connection is created; after a failover the old primary's connections break (Sentinel kills the
-//! clients of a demoted primary, and a dead one drops them), the pool discards them and the next
-//! connection goes to the promoted replica. A Cluster connection follows `MOVED`/`ASK` redirects
-//! and refreshes its slot map itself.
-//!
-//! Pub/sub: on one server and behind Sentinel the subscriber connects to the (current) primary.
-//! In a Cluster, a classic `PUBLISH` reaches every node, so the subscriber connects to the first
-//! seed that answers; keyspace notifications, however, are local to the node holding the key, so
-//! in a Cluster they are only seen for keys on that node (write through `mcp-gateway users` or
-//! `PUBLISH`, which every node sees).
+//! [`RedisTopology`]: the one place where the gateway decides how to reach Redis (the type's docs
+//! say how).
 
 use std::fmt;
 use std::sync::Arc;
@@ -48,7 +23,34 @@ use tokio::sync::OnceCell;
 #[error("{0}")]
 pub struct TopologyError(String);
 
-/// Where Redis is and how it is deployed; see the [module docs](self).
+/// Where Redis is and how it is deployed: the one place where the gateway decides how to reach
+/// Redis — a single server, a primary found through Redis Sentinel, or a Redis Cluster — shared
+/// by every Redis user (config store, session store, node bus, plugin document, `mcp-gateway
+/// users`).
+///
+/// The topology is chosen by the URL scheme, so every existing `*.url` setting accepts all three
+/// without new keys:
+///
+/// | URL | topology |
+/// |-----|----------|
+/// | `redis://[user:pass@]host:port[/db]`, `rediss://…`, `unix://…` | one server (deadpool-redis pool) |
+/// | `redis+sentinel://[user:pass@]s1:26379,s2:26379,s3:26379/<master>[/db]` | the primary of `<master>` as the sentinels report it (deadpool-redis `sentinel` pool over redis-rs `SentinelClient`) |
+/// | `redis+cluster://[user:pass@]n1:7000,n2:7001,…` | a Redis Cluster (redis-rs `cluster-async`; seeds only, the rest is discovered) |
+///
+/// The credentials of a Sentinel URL are those of the data nodes (primary and replicas), not of
+/// the sentinels, which are asked without authentication.
+///
+/// Connections made through Sentinel ask the sentinels for the current primary each time a pooled
+/// connection is created; after a failover the old primary's connections break (Sentinel kills the
+/// clients of a demoted primary, and a dead one drops them), the pool discards them and the next
+/// connection goes to the promoted replica. A Cluster connection follows `MOVED`/`ASK` redirects
+/// and refreshes its slot map itself.
+///
+/// Pub/sub: on one server and behind Sentinel the subscriber connects to the (current) primary.
+/// In a Cluster, a classic `PUBLISH` reaches every node, so the subscriber connects to the first
+/// seed that answers; keyspace notifications, however, are local to the node holding the key, so
+/// in a Cluster they are only seen for keys on that node (write through `mcp-gateway users` or
+/// `PUBLISH`, which every node sees).
 #[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum RedisTopology {
@@ -236,7 +238,7 @@ impl RedisTopology {
     }
 
     /// A pub/sub connection: to the (current) primary, or in a Cluster to the first seed that
-    /// answers (see the [module docs](self)).
+    /// answers (see [`RedisTopology`] for why).
     ///
     /// # Errors
     ///

@@ -1,18 +1,5 @@
-//! [`VirtualHostConfigLayer`]: selects the requested virtual host from the caller's configuration.
-//!
-//! Reads the [`VirtualHostId`] extension (inserted by the path layer, `mcp-vhost`) and the
-//! `Arc<`[`UserConfig`]`>` extension (inserted by [`ConfigStoreLayer`](crate::ConfigStoreLayer)),
-//! and inserts a [`VirtualHost`] extension for the router.
-//!
-//! | situation | response |
-//! |---|---|
-//! | virtual host configured | inner service called; [`VirtualHost`] in the request extensions |
-//! | virtual host not in the caller's configuration | 404 `{"detail":"Server not found"}` (`application/json`) |
-//! | no [`VirtualHostId`] extension (the path layer is missing) | 400 `{"detail":"Missing virtual host id (VhostLayer not applied)"}` |
-//! | no `Arc<UserConfig>` extension (the config store layer is missing) | 400 `{"detail":"Missing user configuration (ConfigStoreLayer not applied)"}` |
-//!
-//! The two 400s indicate a mis-assembled stack rather than a client mistake; they are logged at
-//! error level and name the missing layer so the integrator finds the problem at once.
+//! [`VirtualHostConfigLayer`]: selects the requested virtual host from the caller's configuration
+//! (the layer's docs list its answers).
 
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -49,7 +36,21 @@ impl VirtualHost {
     }
 }
 
-/// Layer that selects the requested virtual host; see the [module docs](self) for responses.
+/// Layer that selects the requested virtual host from the caller's configuration.
+///
+/// Reads the [`VirtualHostId`] extension (inserted by the path layer, `mcp-vhost`) and the
+/// `Arc<`[`UserConfig`]`>` extension (inserted by [`ConfigStoreLayer`](crate::ConfigStoreLayer)),
+/// and inserts a [`VirtualHost`] extension for the router.
+///
+/// | situation | response |
+/// |---|---|
+/// | virtual host configured | inner service called; [`VirtualHost`] in the request extensions |
+/// | virtual host not in the caller's configuration | 404 `{"detail":"Server not found"}` (`application/json`) |
+/// | no [`VirtualHostId`] extension (the path layer is missing) | 400 `{"detail":"Missing virtual host id (VhostLayer not applied)"}` |
+/// | no `Arc<UserConfig>` extension (the config store layer is missing) | 400 `{"detail":"Missing user configuration (ConfigStoreLayer not applied)"}` |
+///
+/// The two 400s indicate a mis-assembled stack rather than a client mistake; they are logged at
+/// error level and name the missing layer so the integrator finds the problem at once.
 ///
 /// ```
 /// use std::convert::Infallible;

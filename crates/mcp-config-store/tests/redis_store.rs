@@ -47,6 +47,19 @@ fn url_of(cfg: &UserConfig) -> String {
         .to_string()
 }
 
+/// Added to every elapsed-time bound: a loaded 2-core machine (a release build beside the tests)
+/// can stall a test task for seconds; it says nothing about the store.
+const LOADED_MACHINE: Duration = Duration::from_secs(5);
+
+/// The longest one load may take while Redis is down, by the store's own settings: a pool wait, a
+/// connection attempt, a recycle check and the command, each with its timeout (the first load of
+/// an outage; once the store is marked down, loads fail without I/O). "Fast" means bounded by
+/// these, not by a retry loop.
+fn outage_load_limit() -> Duration {
+    let config = RedisStoreConfig::default();
+    config.pool_wait_timeout + config.connect_timeout + 2 * config.response_timeout
+}
+
 async fn connect(redis: &RedisServer, test: &str) -> RedisStore {
     let store = RedisStore::connect({
         let mut config = RedisStoreConfig::new(redis.url());
@@ -237,7 +250,10 @@ async fn stopped_redis_answers_503_fast_and_recovers_after_restart() {
         assert_eq!(a.retry_after.as_deref(), Some("1"));
         assert_eq!(a.body, r#"{"detail":"Configuration store unavailable"}"#);
         // A bound on a hang, not a performance threshold: no request waits on reconnects.
-        assert!(took < Duration::from_secs(1), "request {i} took {took:?}");
+        assert!(
+            took < outage_load_limit() + LOADED_MACHINE,
+            "request {i} took {took:?}"
+        );
     }
     assert!(store.is_down());
     assert!(store.check().await.unwrap_err().is_unavailable());
@@ -278,7 +294,12 @@ async fn store_connected_during_an_outage_starts_down_and_recovers() {
             .unwrap_err()
             .is_unavailable()
     );
-    assert!(started.elapsed() < Duration::from_secs(1));
+    // Marked down: the load fails without I/O, so only the machine's load can delay it.
+    assert!(
+        started.elapsed() < LOADED_MACHINE,
+        "{:?}",
+        started.elapsed()
+    );
 
     redis.restart().await;
     assert!(

@@ -18,7 +18,7 @@
 //! | `raw_object` | [`RawObject`]: edit a JSON object's top level, nested values stay raw bytes |
 //! | [`headers`] | MCP header names and the `=?base64?…?=` header value codec |
 //! | [`media`] | media types of `Content-Type` values ([`media::essence`], [`media::is_media_type`], [`media::media_kind`]) |
-//! | [`item_kind`] | [`ItemKind`]: tools, prompts or resources |
+//! | `item_kind` | [`ItemKind`]: tools, prompts or resources |
 //! | [`outcome`] | what a finished backend call means: [`outcome::Outcome`] (health, for breakers), [`outcome::FailureKind`] (may it be replayed, for fallbacks) |
 //! | `tls` | feature `https`: `tls::ClientTls` (platform roots, private CAs, client certificate) and `tls::https_connector`, the one HTTPS connector of outgoing clients |
 //! | [`BoxError`] | the boxed error of generic bodies and services |

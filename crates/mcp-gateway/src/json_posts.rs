@@ -1,9 +1,5 @@
-//! [`JsonPosts`]: a POST whose `Content-Type` is missing or not `application/json` (parameters
-//! such as `; charset=utf-8` allowed, case-insensitive) is answered 415 before any MCP handling,
-//! on the MCP endpoint and on the HTTP+SSE bridge's `…/messages` alike. A `text/plain` POST is a
-//! browser "simple request" that needs no CORS preflight, so the gateway reads only JSON; GET and
-//! DELETE carry no body and pass. It sits after authentication (an unauthenticated caller gets the
-//! 401 challenge first, as with the official SDKs) and before the router.
+//! [`JsonPosts`]: the 415 for a POST that does not declare `application/json` (the type's docs say
+//! why and where it sits).
 
 use http::{Method, Request, Response, StatusCode, header};
 use mcp_core::{DetailFuture, ResponseBody, media};
@@ -13,7 +9,12 @@ use tower_service::Service;
 pub const DETAIL_UNSUPPORTED_MEDIA_TYPE: &str =
     "Unsupported Media Type: Content-Type must be application/json";
 
-/// Wraps the router; see the [module docs](self).
+/// Wraps the router: a POST whose `Content-Type` is missing or not `application/json` (parameters
+/// such as `; charset=utf-8` allowed, case-insensitive) is answered 415 before any MCP handling,
+/// on the MCP endpoint and on the HTTP+SSE bridge's `…/messages` alike. A `text/plain` POST is a
+/// browser "simple request" that needs no CORS preflight, so the gateway reads only JSON; GET and
+/// DELETE carry no body and pass. It sits after authentication (an unauthenticated caller gets the
+/// 401 challenge first, as with the official SDKs) and before the router.
 #[derive(Clone, Debug)]
 pub struct JsonPosts<S> {
     inner: S,

@@ -7,6 +7,7 @@ mod support;
 use std::time::Duration;
 
 use mcp_test_backends::{BackendSpec, TestBackend};
+use mcp_test_support::{accept_elicitation, ask_params, modern_meta_with};
 use serde_json::{Value, json};
 use support::{GatewayProcess, base_config, metric, modern, users_json, workdir};
 
@@ -15,18 +16,9 @@ const PARKED: &str = "mcp_gateway_parked_calls";
 /// `beta-ask`, with the client declaring elicitation, retried with `answer` (`{key: value}`) and
 /// `state` when given.
 fn ask(answer: Option<(&str, &str)>, state: Option<&Value>) -> Value {
-    let mut params = json!({"name": "beta-ask", "arguments": {}, "_meta": {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
-        "io.modelcontextprotocol/clientInfo": {"name": "gateway-tests", "version": "0"},
-    }});
-    if let Some((key, value)) = answer {
-        params["inputResponses"] =
-            json!({"elicitation": {"action": "accept", "content": {key: value}}});
-    }
-    if let Some(state) = state {
-        params["requestState"] = state.clone();
-    }
+    let answers = answer.map(|(key, value)| accept_elicitation(key, value));
+    let mut params = ask_params("beta-ask", answers, state);
+    params["_meta"] = modern_meta_with(json!({"elicitation": {}}));
     params
 }
 

@@ -7,7 +7,7 @@ mod support;
 
 use serde_json::json;
 use support::{
-    GatewayProcess, SECRET, base_config, modern, run_cli, send, users_json, workdir, write,
+    GatewayProcess, SECRET, base_config, modern, run_cli, send_body, users_json, workdir, write,
 };
 
 fn alice_users() -> String {
@@ -352,7 +352,7 @@ async fn token_command_mints_what_the_gateway_accepts() {
     assert_eq!(token.split('.').count(), 3, "{token}");
     // Accepted: the request gets past authentication and reaches the virtual host layer.
     let auth = format!("Bearer {token}");
-    send(
+    send_body(
         gw.addr,
         "POST",
         "/servers/nope/mcp",
@@ -375,7 +375,7 @@ async fn token_command_mints_what_the_gateway_accepts() {
     );
     assert_eq!(code, 0);
     let auth = format!("Bearer {}", other.trim());
-    send(
+    send_body(
         gw.addr,
         "POST",
         "/servers/vh1/mcp",

@@ -8,8 +8,8 @@ use jsonwebtoken::Algorithm;
 use mcp_test_backends::{BackendSpec, TestBackend};
 use serde_json::json;
 use support::{
-    AUDIENCE, GatewayProcess, ISSUER, SECRET, admin_get, base_config, bearer, modern, now, send,
-    token, token_with, users_json, workdir,
+    AUDIENCE, GatewayProcess, ISSUER, SECRET, admin_get, base_config, bearer, modern, send_body,
+    token, token_with, unix_now, users_json, workdir,
 };
 
 const PATH: &str = "/servers/vh1/mcp";
@@ -70,7 +70,7 @@ allowed_origins = ["http://localhost"]
     assert_eq!(last["result"]["content"][0]["text"], "alpha: hi");
 
     // Row 1: not /servers/{id}/mcp -> 400 (before authentication).
-    send(
+    send_body(
         addr,
         "POST",
         "/servers/vh1",
@@ -79,20 +79,20 @@ allowed_origins = ["http://localhost"]
     )
     .await
     .assert_detail(400, "Not an MCP endpoint path");
-    send(addr, "POST", "/other", &[], "{}")
+    send_body(addr, "POST", "/other", &[], "{}")
         .await
         .assert_detail(400, "Not an MCP endpoint path");
-    send(addr, "POST", "/servers/a%20b/mcp", &[], "{}")
+    send_body(addr, "POST", "/servers/a%20b/mcp", &[], "{}")
         .await
         .assert_detail(400, "Invalid virtual host id");
 
     // Row 2: missing Authorization, or not Bearer -> 401 + challenge with resource_metadata.
     assert_401(
-        &send(addr, "POST", PATH, &[], "{}").await,
+        &send_body(addr, "POST", PATH, &[], "{}").await,
         "Missing bearer token",
     );
     assert_401(
-        &send(
+        &send_body(
             addr,
             "POST",
             PATH,
@@ -105,7 +105,7 @@ allowed_origins = ["http://localhost"]
 
     // Row 3: undecodable, unsupported algorithm / no key for it, wrong key.
     assert_401(
-        &send(
+        &send_body(
             addr,
             "POST",
             PATH,
@@ -115,10 +115,11 @@ allowed_origins = ["http://localhost"]
         .await,
         "Malformed token",
     );
-    let claims = || json!({"iss": ISSUER, "aud": AUDIENCE, "sub": "alice", "exp": now() + 600});
+    let claims =
+        || json!({"iss": ISSUER, "aud": AUDIENCE, "sub": "alice", "exp": unix_now() + 600});
     let hs384 = token_with(claims(), Algorithm::HS384, SECRET.as_bytes());
     assert_401(
-        &send(
+        &send_body(
             addr,
             "POST",
             PATH,
@@ -134,7 +135,7 @@ allowed_origins = ["http://localhost"]
         b"another-secret-another-secret-xx",
     );
     assert_401(
-        &send(
+        &send_body(
             addr,
             "POST",
             PATH,
@@ -148,25 +149,25 @@ allowed_origins = ["http://localhost"]
     // Row 4: expired, not yet valid, wrong issuer, wrong audience.
     for (claims, detail) in [
         (
-            json!({"iss": ISSUER, "aud": AUDIENCE, "sub": "alice", "exp": now() - 60}),
+            json!({"iss": ISSUER, "aud": AUDIENCE, "sub": "alice", "exp": unix_now() - 60}),
             "Token expired",
         ),
         (
-            json!({"iss": ISSUER, "aud": AUDIENCE, "sub": "alice", "exp": now() + 600, "nbf": now() + 300}),
+            json!({"iss": ISSUER, "aud": AUDIENCE, "sub": "alice", "exp": unix_now() + 600, "nbf": unix_now() + 300}),
             "Token not yet valid",
         ),
         (
-            json!({"iss": "https://evil.test", "aud": AUDIENCE, "sub": "alice", "exp": now() + 600}),
+            json!({"iss": "https://evil.test", "aud": AUDIENCE, "sub": "alice", "exp": unix_now() + 600}),
             "Invalid token issuer",
         ),
         (
-            json!({"iss": ISSUER, "aud": "someone-else", "sub": "alice", "exp": now() + 600}),
+            json!({"iss": ISSUER, "aud": "someone-else", "sub": "alice", "exp": unix_now() + 600}),
             "Invalid token audience",
         ),
     ] {
         let t = token_with(claims, Algorithm::HS256, SECRET.as_bytes());
         assert_401(
-            &send(
+            &send_body(
                 addr,
                 "POST",
                 PATH,
@@ -179,7 +180,7 @@ allowed_origins = ["http://localhost"]
     }
 
     // Row 5: no user config for the subject -> 400.
-    send(
+    send_body(
         addr,
         "POST",
         PATH,
@@ -190,7 +191,7 @@ allowed_origins = ["http://localhost"]
     .assert_detail(400, "No user configuration");
 
     // Row 8: virtual host not in the caller's config -> 404, exact body.
-    let missing = send(
+    let missing = send_body(
         addr,
         "POST",
         "/servers/elsewhere/mcp",
@@ -209,7 +210,7 @@ allowed_origins = ["http://localhost"]
             ("authorization", alice.as_str()),
         ],
     ] {
-        send(addr, "POST", PATH, &headers, "{}")
+        send_body(addr, "POST", PATH, &headers, "{}")
             .await
             .assert_detail(403, "Origin not allowed");
     }
@@ -226,7 +227,7 @@ allowed_origins = ["http://localhost"]
 
     // 413: a body over limits.max_body_bytes.
     let big = "x".repeat(8192);
-    send(addr, "POST", PATH, &[("authorization", &alice)], &big)
+    send_body(addr, "POST", PATH, &[("authorization", &alice)], &big)
         .await
         .assert_detail(413, "Request body too large");
 
@@ -234,16 +235,16 @@ allowed_origins = ["http://localhost"]
     let many: Vec<(String, &str)> = (0..9).map(|i| (format!("mcp-param-p{i}"), "1")).collect();
     let mut headers: Vec<(&str, &str)> = many.iter().map(|(k, v)| (k.as_str(), *v)).collect();
     headers.push(("authorization", &alice));
-    send(addr, "POST", PATH, &headers, "{}")
+    send_body(addr, "POST", PATH, &headers, "{}")
         .await
         .assert_detail(431, "Too many Mcp-* headers");
     let long = "n".repeat(300);
-    send(addr, "POST", PATH, &[("mcp-name", &long)], "{}")
+    send_body(addr, "POST", PATH, &[("mcp-name", &long)], "{}")
         .await
         .assert_detail(431, "Mcp-* header too large");
 
     // RFC 9728: the per-virtual-host document the challenge points at, and the root one.
-    let doc = send(
+    let doc = send_body(
         addr,
         "GET",
         "/.well-known/oauth-protected-resource/servers/vh1/mcp",
@@ -262,7 +263,7 @@ allowed_origins = ["http://localhost"]
             "bearer_methods_supported": ["header"],
         })
     );
-    let root = send(
+    let root = send_body(
         addr,
         "GET",
         "/.well-known/oauth-protected-resource",

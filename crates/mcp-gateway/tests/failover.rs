@@ -20,9 +20,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcp_test_backends::{BackendSpec, TestBackend};
-use mcp_test_support::{RedisSentinelSet, TempDir};
+use mcp_test_support::{RedisSentinelSet, TempDir, legacy_headers};
 use serde_json::{Value, json};
-use support::{GatewayProcess, Reply, base_config, bearer, modern, send, users_json, workdir};
+use support::{GatewayProcess, Reply, base_config, bearer, modern, send_body, users_json, workdir};
 use tokio::process::{Child, Command};
 
 const SEALING: &str = "failover-sealing-secret-failover-sealing-s";
@@ -202,29 +202,16 @@ impl Tally {
     }
 }
 
-fn headers_2025<'a>(auth: &'a str, session: Option<&'a str>) -> Vec<(&'a str, &'a str)> {
-    let mut headers = vec![
-        ("authorization", auth),
-        ("accept", "application/json, text/event-stream"),
-        ("content-type", "application/json"),
-    ];
-    if let Some(session) = session {
-        headers.push(("mcp-session-id", session));
-        headers.push(("mcp-protocol-version", "2025-11-25"));
-    }
-    headers
-}
-
 async fn initialize(addr: SocketAddr) -> Reply {
     let auth = bearer("alice");
     let body = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
         "params": {"protocolVersion": "2025-11-25", "capabilities": {},
                    "clientInfo": {"name": "failover", "version": "1"}}});
-    send(
+    send_body(
         addr,
         "POST",
         PATH,
-        &headers_2025(&auth, None),
+        &legacy_headers(Some(&auth), None),
         &body.to_string(),
     )
     .await
@@ -239,11 +226,11 @@ async fn open_session(addr: SocketAddr) -> String {
             let id = id.to_owned();
             let auth = bearer("alice");
             let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-            let ack = send(
+            let ack = send_body(
                 addr,
                 "POST",
                 PATH,
-                &headers_2025(&auth, Some(&id)),
+                &legacy_headers(Some(&auth), Some(&id)),
                 &note.to_string(),
             )
             .await;
@@ -263,11 +250,11 @@ async fn echo_2025(addr: SocketAddr, session: &str, n: u64) -> Reply {
     let auth = bearer("alice");
     let body = json!({"jsonrpc": "2.0", "id": n, "method": "tools/call",
         "params": {"name": "beta-echo", "arguments": {"text": format!("s{n}")}}});
-    send(
+    send_body(
         addr,
         "POST",
         PATH,
-        &headers_2025(&auth, Some(session)),
+        &legacy_headers(Some(&auth), Some(session)),
         &body.to_string(),
     )
     .await

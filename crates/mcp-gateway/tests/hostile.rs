@@ -31,8 +31,8 @@ use mcp_test_backends::{BackendSpec, TestBackend};
 use serde_json::{Value, json};
 use support::{
     AUDIENCE, AnyBody, FIXTURES, GatewayProcess, HS256_LINE, HandMadeServer, ISSUER, Reply,
-    base_config, bearer, legacy_initialize, legacy_post, modern, modern_meta, modern_request, now,
-    raw_exchange, rpc_error, rs256_token, send, users_json, workdir,
+    base_config, bearer, legacy_initialize, legacy_post, modern, modern_meta, modern_request,
+    raw_exchange, rpc_error, rs256_token, send_body, unix_now, users_json, workdir,
 };
 
 const PATH: &str = "/servers/vh1/mcp";
@@ -68,7 +68,7 @@ async fn post_raw_body(addr: SocketAddr, headers: &[(String, String)], body: &st
         .iter()
         .map(|(k, v)| (k.as_str(), v.as_str()))
         .collect();
-    send(addr, "POST", PATH, &headers, body).await
+    send_body(addr, "POST", PATH, &headers, body).await
 }
 
 /// Asserts a JSON-RPC error answer with HTTP `status`, `id`, `code` and `message`.
@@ -275,7 +275,7 @@ async fn batches_are_refused_in_every_era() {
         if version == "2026-07-28" {
             headers.push(("mcp-method", "tools/list"));
         }
-        let reply = send(gw.addr, "POST", PATH, &headers, &body.to_string()).await;
+        let reply = send_body(gw.addr, "POST", PATH, &headers, &body.to_string()).await;
         assert_rpc(&reply, 400, &Value::Null, -32600, refused);
     }
     assert!(
@@ -323,7 +323,7 @@ async fn posts_must_declare_json_and_bodies_must_parse() {
             ("authorization", auth.as_str()),
             ("content-type", content_type),
         ];
-        let reply = send(gw.addr, "POST", &messages, &headers, &body).await;
+        let reply = send_body(gw.addr, "POST", &messages, &headers, &body).await;
         assert_eq!(
             reply.status == 415,
             refused,
@@ -359,7 +359,7 @@ async fn posts_must_declare_json_and_bodies_must_parse() {
     assert_eq!(reply.header("content-type"), Some("application/json"));
     // GET and DELETE carry no body: never 415.
     for method in ["GET", "DELETE"] {
-        let reply = send(
+        let reply = send_body(
             gw.addr,
             method,
             PATH,
@@ -586,7 +586,7 @@ async fn path_traversal_and_encoded_slashes_in_the_virtual_host_id() {
 }
 
 fn claims_for(sub: &str) -> Value {
-    json!({"iss": ISSUER, "aud": AUDIENCE, "sub": sub, "exp": now() + 600})
+    json!({"iss": ISSUER, "aud": AUDIENCE, "sub": sub, "exp": unix_now() + 600})
 }
 
 /// A token whose header is exactly `header` (JSON) and whose signature is `signature`.
@@ -600,7 +600,7 @@ fn handmade_token(header: &Value, claims: &Value, signature: &str) -> String {
 
 /// POSTs `{}` (as JSON) to the endpoint with `token` as the bearer.
 async fn post_with(gw: &GatewayProcess, token: &str) -> Reply {
-    send(
+    send_body(
         gw.addr,
         "POST",
         PATH,
@@ -673,7 +673,7 @@ async fn jwt_algorithm_confusion_and_alg_none_against_an_rsa_key() {
     // A genuine token for another audience (also as an array) is refused.
     for aud in [json!("another-api"), json!(["another-api", "yet-another"])] {
         let token = rs256_token(
-            &json!({"iss": ISSUER, "aud": aud, "sub": "alice", "exp": now() + 600}),
+            &json!({"iss": ISSUER, "aud": aud, "sub": "alice", "exp": unix_now() + 600}),
             None,
         );
         assert_401(&gw, &token, "Invalid token audience").await;
@@ -814,7 +814,7 @@ async fn session_ids_of_other_principals_are_unknown_sessions() {
     assert_rpc(&stolen, 404, &json!(5), -32600, "Session not found");
     let bob = bearer("bob");
     for method in ["GET", "DELETE"] {
-        let reply = send(
+        let reply = send_body(
             gw.addr,
             method,
             PATH,
@@ -1208,7 +1208,7 @@ async fn sse_batches_are_capped_and_count_against_messages_in_flight() {
                 ("authorization", auth.as_str()),
                 ("content-type", "application/json"),
             ];
-            send(addr, "POST", &endpoint, &headers, &body).await
+            send_body(addr, "POST", &endpoint, &headers, &body).await
         }
     };
     let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {

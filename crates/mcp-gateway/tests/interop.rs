@@ -122,7 +122,7 @@ async fn two_backends() -> (TestBackend, TestBackend, Gateway, String) {
     (alpha, beta, gw, url)
 }
 
-fn tool_names(summary: &Value) -> Vec<&str> {
+fn summary_tool_names(summary: &Value) -> Vec<&str> {
     summary["tools"]
         .as_array()
         .unwrap_or_else(|| panic!("no tools in {summary}"))
@@ -133,7 +133,7 @@ fn tool_names(summary: &Value) -> Vec<&str> {
 
 /// Both backends' tools, and only those, each under its backend's prefix.
 fn assert_prefixed_tools_of_both(summary: &Value) {
-    let names = tool_names(summary);
+    let names = summary_tool_names(summary);
     for expected in [
         "alpha-echo",
         "alpha-get-sum",
@@ -349,7 +349,7 @@ async fn server_everything_behind_the_gateway_serves_the_python_sdk_1x() {
     assert_eq!(summary["sdk_version"], "1.30.0", "{summary}");
     assert_eq!(summary["server_name"], "mcp-gateway", "{summary}");
     assert_legacy_session(&summary);
-    let names = tool_names(&summary);
+    let names = summary_tool_names(&summary);
     for expected in [
         "everything-echo",
         "everything-get-sum",

@@ -19,7 +19,7 @@ use mcp_gateway::{Gateway, GatewayError};
 use mcp_router::UpstreamRequest;
 use mcp_test_backends::{BackendSpec, TestBackend};
 use serde_json::json;
-use support::{AUDIENCE, ISSUER, now, users_json, workdir, write};
+use support::{AUDIENCE, ISSUER, unix_now, users_json, workdir, write};
 use tower::ServiceExt;
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
@@ -28,7 +28,7 @@ fn rs256_token(sub: &str) -> String {
     let pem = std::fs::read(format!("{FIXTURES}/rsa_private.pem")).expect("private key");
     encode(
         &Header::new(Algorithm::RS256),
-        &json!({"iss": ISSUER, "aud": AUDIENCE, "sub": sub, "exp": now() + 600}),
+        &json!({"iss": ISSUER, "aud": AUDIENCE, "sub": sub, "exp": unix_now() + 600}),
         &EncodingKey::from_rsa_pem(&pem).expect("rsa key"),
     )
     .expect("encode")
@@ -111,9 +111,9 @@ async fn from_config_then_serve_until_shutdown() {
     let server = tokio::spawn(bound.serve(async move {
         let _ = stopped.await;
     }));
-    let reply = support::send(addr, "POST", "/servers/vh1/mcp", &[], "{}").await;
+    let reply = support::send_body(addr, "POST", "/servers/vh1/mcp", &[], "{}").await;
     assert_eq!(reply.status, 401);
-    let ready = support::send(admin, "GET", "/readyz", &[], "").await;
+    let ready = support::send_body(admin, "GET", "/readyz", &[], "").await;
     assert_eq!(ready.status, 200, "{}", ready.text());
     assert_eq!(ready.json()["checks"]["config_store"]["kind"], "file");
     let _ = stop.send(());

@@ -46,10 +46,9 @@ async fn h2c_connection_limit_and_header_read_timeout() {
     let mut silent = TcpStream::connect(addr).await.expect("connect");
     tokio::time::sleep(Duration::from_millis(100)).await;
     let started = Instant::now();
-    let waiting =
-        tokio::spawn(
-            async move { support::send(addr, "POST", "/servers/vh1/mcp", &[], "{}").await },
-        );
+    let waiting = tokio::spawn(async move {
+        support::send_body(addr, "POST", "/servers/vh1/mcp", &[], "{}").await
+    });
     // ...so the next client waits until the header-read timeout closes the silent one.
     let mut buf = [0u8; 16];
     let n = tokio::time::timeout(Duration::from_secs(5), silent.read(&mut buf))
@@ -114,7 +113,7 @@ async fn closed_within(stream: &mut TcpStream, limit: Duration) -> Option<Durati
 
 /// A fresh HTTP/1.1 request (the RFC 9728 document) on a new connection.
 async fn fresh_http1_status(addr: std::net::SocketAddr) -> u16 {
-    support::send(
+    support::send_body(
         addr,
         "GET",
         "/.well-known/oauth-protected-resource",

@@ -15,9 +15,9 @@ mod support;
 use std::time::Duration;
 
 use mcp_test_backends::{BackendSpec, TestBackend};
-use mcp_test_support::{EventStream, RedisServer, TempDir};
+use mcp_test_support::{EventStream, RedisServer, TempDir, legacy_headers, rpc_request};
 use serde_json::{Value, json};
-use support::{GatewayProcess, Reply, base_config, bearer, send, users_json, workdir, write};
+use support::{GatewayProcess, Reply, base_config, bearer, send_body, users_json, workdir, write};
 
 const SEALING: &str = "two-nodes-sealing-secret-two-nodes-sealing";
 const OLD_KEY: &str = "k1:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
@@ -77,26 +77,13 @@ async fn start_node_with(name: &str, backends: &[(&str, String)], sessions: &Ses
     Node { dir, process }
 }
 
-fn headers<'a>(auth: &'a str, session: Option<&'a str>) -> Vec<(&'a str, &'a str)> {
-    let mut headers = vec![
-        ("authorization", auth),
-        ("accept", "application/json, text/event-stream"),
-        ("content-type", "application/json"),
-    ];
-    if let Some(session) = session {
-        headers.push(("mcp-session-id", session));
-        headers.push(("mcp-protocol-version", "2025-11-25"));
-    }
-    headers
-}
-
 async fn post(node: &Node, session: Option<&str>, body: Value) -> Reply {
     let auth = bearer("alice");
-    send(
+    send_body(
         node.process.addr,
         "POST",
         PATH,
-        &headers(&auth, session),
+        &legacy_headers(Some(&auth), session),
         &body.to_string(),
     )
     .await
@@ -109,16 +96,12 @@ async fn post_stream(node: &Node, session: &str, body: Value) -> EventStream {
         node.process.addr,
         "POST",
         PATH,
-        &headers(&auth, Some(session)),
+        &legacy_headers(Some(&auth), Some(session)),
         &body.to_string(),
     )
     .await;
     assert_eq!(stream.status, 200);
     stream
-}
-
-fn request(id: u64, method: &str, params: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 }
 
 /// The response to request `id` in `reply` (JSON or SSE), asserting HTTP 200 and no error.
@@ -137,7 +120,7 @@ async fn initialize(node: &Node) -> String {
     let init = post(
         node,
         None,
-        request(
+        rpc_request(
             0,
             "initialize",
             json!({"protocolVersion": "2025-11-25", "capabilities": {"sampling": {}, "elicitation": {}},
@@ -161,7 +144,7 @@ async fn initialize(node: &Node) -> String {
 }
 
 async fn call_tool(node: &Node, session: &str, id: u64, params: Value) -> Reply {
-    post(node, Some(session), request(id, "tools/call", params)).await
+    post(node, Some(session), rpc_request(id, "tools/call", params)).await
 }
 
 async fn echo(node: &Node, session: &str, id: u64, text: &str) {
@@ -175,7 +158,12 @@ async fn echo(node: &Node, session: &str, id: u64, text: &str) {
 }
 
 async fn list_tools(node: &Node, session: &str, id: u64) -> Vec<String> {
-    let list = post(node, Some(session), request(id, "tools/list", json!({}))).await;
+    let list = post(
+        node,
+        Some(session),
+        rpc_request(id, "tools/list", json!({})),
+    )
+    .await;
     answer(&list, id)["result"]["tools"]
         .as_array()
         .expect("tools")
@@ -219,7 +207,7 @@ async fn update_reaches_the_other_node(
     let subscribe = post(
         subscriber,
         Some(session),
-        request(10, "resources/subscribe", json!({"uri": BETA_STATIC})),
+        rpc_request(10, "resources/subscribe", json!({"uri": BETA_STATIC})),
     )
     .await;
     answer(&subscribe, 10);
@@ -275,7 +263,7 @@ async fn sampling_answered_elsewhere(caller: &Node, answerer: &Node, session: &s
     let mut stream = post_stream(
         caller,
         session,
-        request(
+        rpc_request(
             id,
             "tools/call",
             json!({"name": "beta-sample", "arguments": {"prompt": "two processes"}}),
@@ -350,7 +338,7 @@ async fn a_session_survives_its_nodes(sessions: Sessions) {
         1,
         "one backend session for the whole story"
     );
-    let delete = send(
+    let delete = send_body(
         d.process.addr,
         "DELETE",
         PATH,
@@ -401,7 +389,7 @@ async fn sealed_key_rotation_keeps_old_sessions_until_their_key_is_removed() {
     let gone = post(
         &retired,
         Some(&session),
-        request(2, "tools/list", json!({})),
+        rpc_request(2, "tools/list", json!({})),
     )
     .await;
     assert_eq!(gone.status, 404, "{}", gone.text());
@@ -443,7 +431,7 @@ async fn ask_answering_through(
     let mut stream = post_stream(
         caller,
         session,
-        request(id, "tools/call", json!({"name": "alpha-ask"})),
+        rpc_request(id, "tools/call", json!({"name": "alpha-ask"})),
     )
     .await;
     for _ in 0..2 {

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use mcp_test_backends::{BackendSpec, TestBackend};
 use mcp_test_support::RedisServer;
+use mcp_test_support::message_error;
 use serde_json::{Value, json};
 use support::{
     GatewayProcess, SECRET, admin_get, base_config, modern, poll_until, run_cli, users_json,
@@ -28,15 +29,6 @@ const NO_PLUGINS: &str = "version = 1\nplugins = []\n";
 
 fn config() -> String {
     base_config("\n[plugins]\nconfig = \"plugins.toml\"\nreload_interval_ms = 50\n")
-}
-
-/// `(code, message)` of the JSON-RPC error in `body`, or `None` for a result.
-fn error_of(body: &Value) -> Option<(i64, String)> {
-    let error = body.get("error")?;
-    Some((
-        error["code"].as_i64().unwrap_or_default(),
-        error["message"].as_str().unwrap_or_default().to_owned(),
-    ))
 }
 
 /// alice's `alpha-echo` call through `gw`: the answer's JSON.
@@ -92,7 +84,7 @@ async fn an_invalid_reload_fails_closed_until_a_valid_document_is_written() {
     let gw = GatewayProcess::start(dir.path(), &config(), &[]).await;
     let echo = || call_echo(&gw);
     assert_eq!(
-        error_of(&echo().await),
+        message_error(&echo().await),
         Some((-32600, "Tool not allowed: alpha-echo".to_owned()))
     );
     let ready = admin_get(&gw, "/readyz").await;
@@ -117,7 +109,7 @@ async fn an_invalid_reload_fails_closed_until_a_valid_document_is_written() {
         "{readyz}"
     );
     assert_eq!(
-        error_of(&echo().await),
+        message_error(&echo().await),
         Some((-32603, mcp_plugins::FAILED_MESSAGE.to_owned()))
     );
 
@@ -178,7 +170,7 @@ async fn the_plugin_document_can_live_in_redis() {
     let gw = GatewayProcess::start(dir.path(), &config, &[]).await;
     let echo = || call_echo(&gw);
     assert_eq!(
-        error_of(&echo().await),
+        message_error(&echo().await),
         Some((-32600, "Tool not allowed: alpha-echo".to_owned()))
     );
     set(&redis, "gw:plugins", "version = 2\n").await;
@@ -190,7 +182,7 @@ async fn the_plugin_document_can_live_in_redis() {
         "an invalid document in Redis turns /readyz unready"
     );
     assert_eq!(
-        error_of(&echo().await),
+        message_error(&echo().await),
         Some((-32603, mcp_plugins::FAILED_MESSAGE.to_owned()))
     );
     set(&redis, "gw:plugins", NO_PLUGINS).await;

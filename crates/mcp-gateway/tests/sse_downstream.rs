@@ -15,7 +15,7 @@ use mcp_test_backends::{BackendSpec, TestBackend};
 use mcp_test_support::EventStream;
 use serde_json::{Value, json};
 use support::{
-    GatewayProcess, Reply, base_config, bearer, poll_until, python_mcp1, send, token, workdir,
+    GatewayProcess, Reply, base_config, bearer, poll_until, python_mcp1, send_body, token, workdir,
 };
 
 /// Longest wait for one event on a stream (a loaded 2-core machine; not a timing assertion).
@@ -100,7 +100,7 @@ async fn post(setup: &Setup, sub: Option<&str>, path: &str, body: &str) -> Reply
     if let Some(auth) = &auth {
         headers.push(("authorization", auth));
     }
-    send(setup.gw.addr, "POST", path, &headers, body).await
+    send_body(setup.gw.addr, "POST", path, &headers, body).await
 }
 
 /// The next `event: message` on `stream` that answers request `id`.
@@ -231,7 +231,7 @@ async fn refusals_have_their_status_and_body() {
         if let Some(auth) = &auth {
             headers.push(("authorization", auth.as_str()));
         }
-        send(addr, "GET", path, &headers, "").await
+        send_body(addr, "GET", path, &headers, "").await
     };
 
     // The virtual host did not opt in: both endpoints say so.
@@ -262,7 +262,7 @@ async fn refusals_have_their_status_and_body() {
     );
     let anonymous = post(&setup, None, "/servers/vh/messages?sessionId=00", &ping).await;
     assert_eq!(anonymous.status, 401, "{}", anonymous.text());
-    let wrong_method = send(
+    let wrong_method = send_body(
         addr,
         "DELETE",
         "/servers/vh/sse",
@@ -380,7 +380,7 @@ async fn open_streams_are_capped_and_a_closed_one_frees_its_slot() {
         support::metric(&setup.gw, "mcp_gateway_sse_sessions_open").await,
         Some(1.0)
     );
-    let refused = send(setup.gw.addr, "GET", "/servers/vh/sse", &headers, "").await;
+    let refused = send_body(setup.gw.addr, "GET", "/servers/vh/sse", &headers, "").await;
     refused.assert_detail(503, DETAIL_TOO_MANY_SESSIONS);
     assert_eq!(refused.header("retry-after"), Some("5"));
     // Another principal shares the cap (it bounds the process, not a tenant).
@@ -389,7 +389,7 @@ async fn open_streams_are_capped_and_a_closed_one_frees_its_slot() {
         ("authorization", bob.as_str()),
         ("accept", "text/event-stream"),
     ];
-    let refused = send(setup.gw.addr, "GET", "/servers/vh/sse", &bobs, "").await;
+    let refused = send_body(setup.gw.addr, "GET", "/servers/vh/sse", &bobs, "").await;
     refused.assert_detail(503, DETAIL_TOO_MANY_SESSIONS);
 
     drop(first);

@@ -11,12 +11,11 @@ use mcp_router::session::{
 };
 use mcp_test_backends::{BackendSpec, TestBackend};
 use mcp_test_support::RedisServer;
-use mcp_test_support::stack::{Gateway, accept_elicitation, bearer, user_config};
+use mcp_test_support::stack::{Gateway, bearer, user_config};
+use mcp_test_support::{accept_elicitation, ask_params, legacy_headers, rpc_request};
 use serde_json::{Value, json};
 
 const SEALING: &[u8] = b"shared-sealing-secret-shared-sealing";
-const ACCEPT: (&str, &str) = ("accept", "application/json, text/event-stream");
-const JSON: (&str, &str) = ("content-type", "application/json");
 
 fn node(store: Arc<dyn SessionStore>) -> McpRouter {
     McpRouter::builder()
@@ -33,17 +32,7 @@ async fn two_nodes(store: Arc<dyn SessionStore>, config: Value) -> (Gateway, Gat
 }
 
 async fn post(gw: &Gateway, session: Option<&str>, body: Value) -> mcp_test_support::Reply {
-    let mut headers = vec![ACCEPT, JSON];
-    if let Some(session) = session {
-        headers.push(("mcp-session-id", session));
-        headers.push(("mcp-protocol-version", "2025-11-25"));
-    }
-    gw.raw("alice", "vh", "POST", &headers, &body.to_string())
-        .await
-}
-
-fn request(id: u64, method: &str, params: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+    gw.legacy_post("alice", "vh", session, body).await
 }
 
 /// Initialize on `a`; then list and call on `b`; then a sampling request relayed on `a`'s POST
@@ -52,7 +41,7 @@ async fn session_moves_between_nodes(a: &Gateway, b: &Gateway) {
     let init = post(
         a,
         None,
-        request(
+        rpc_request(
             0,
             "initialize",
             json!({
@@ -68,7 +57,7 @@ async fn session_moves_between_nodes(a: &Gateway, b: &Gateway) {
         .expect("session id")
         .to_owned();
 
-    let list = post(b, Some(&session), request(1, "tools/list", json!({}))).await;
+    let list = post(b, Some(&session), rpc_request(1, "tools/list", json!({}))).await;
     assert_eq!(
         list.status,
         200,
@@ -85,7 +74,7 @@ async fn session_moves_between_nodes(a: &Gateway, b: &Gateway) {
     let call = post(
         b,
         Some(&session),
-        request(
+        rpc_request(
             2,
             "tools/call",
             json!({"name": "beta-echo", "arguments": {"text": "on b"}}),
@@ -96,14 +85,8 @@ async fn session_moves_between_nodes(a: &Gateway, b: &Gateway) {
 
     // The sampling request arrives on node A's POST stream; the answer goes to node B.
     let auth = bearer("alice");
-    let headers = [
-        ("authorization", auth.as_str()),
-        ACCEPT,
-        JSON,
-        ("mcp-session-id", session.as_str()),
-        ("mcp-protocol-version", "2025-11-25"),
-    ];
-    let body = request(
+    let headers = legacy_headers(Some(&auth), Some(&session));
+    let body = rpc_request(
         3,
         "tools/call",
         json!({"name": "beta-sample", "arguments": {"prompt": "two nodes"}}),
@@ -182,9 +165,17 @@ async fn a_session_store_outage_fails_fast_and_recovers() {
         return; // RedisServer::start already said loudly why.
     };
     let beta = TestBackend::start(BackendSpec::legacy("beta")).await;
-    let store = RedisSessionStore::new(RedisSessionStoreConfig::new(redis.url())).expect("store");
+    let config = RedisSessionStoreConfig::new(redis.url());
+    // The session lookup on a dead Redis may spend the store's own timeouts once (a pool wait, a
+    // connection attempt, a recycle check, the command); 5 s on top absorb a loaded 2-core machine
+    // (a release build beside the tests). A store that waited on reconnects would still miss it.
+    let outage_limit = config.pool_wait_timeout
+        + config.connect_timeout
+        + 2 * config.response_timeout
+        + Duration::from_secs(5);
+    let store = RedisSessionStore::new(config).expect("store");
     let (a, b) = two_nodes(Arc::new(store), user_config(&[("beta", beta.url())])).await;
-    let init = post(&a, None, request(0, "initialize", json!({
+    let init = post(&a, None, rpc_request(0, "initialize", json!({
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "outage", "version": "1"}
     })))
     .await;
@@ -197,14 +188,15 @@ async fn a_session_store_outage_fails_fast_and_recovers() {
     };
     redis.stop().await;
     let started = std::time::Instant::now();
-    let down = post(&b, Some(&session), request(1, "tools/list", json!({}))).await;
+    let down = post(&b, Some(&session), rpc_request(1, "tools/list", json!({}))).await;
     assert_eq!(down.status, 503, "{}", down.text());
     assert_eq!(down.json()["error"]["message"], "Session store unavailable");
     assert!(
-        started.elapsed() < Duration::from_secs(2),
-        "no waiting on the dead store"
+        started.elapsed() < outage_limit,
+        "no waiting on the dead store: {:?}",
+        started.elapsed()
     );
-    let init_down = post(&a, None, request(2, "initialize", json!({
+    let init_down = post(&a, None, rpc_request(2, "initialize", json!({
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "outage", "version": "1"}
     })))
     .await;
@@ -212,9 +204,9 @@ async fn a_session_store_outage_fails_fast_and_recovers() {
 
     redis.restart().await;
     // The record was lost with the (non-persistent) Redis: the session is unknown, and a new one works.
-    let gone = post(&b, Some(&session), request(3, "tools/list", json!({}))).await;
+    let gone = post(&b, Some(&session), rpc_request(3, "tools/list", json!({}))).await;
     assert_eq!(gone.status, 404, "{}", gone.text());
-    let again = post(&b, None, request(4, "initialize", json!({
+    let again = post(&b, None, rpc_request(4, "initialize", json!({
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "outage", "version": "1"}
     })))
     .await;
@@ -234,14 +226,7 @@ fn modern_node(bus: Option<&RedisSessionStoreConfig>) -> McpRouter {
 
 /// `beta-ask`, retried with `inputResponses` and `requestState` when given.
 fn ask(answers: Option<Value>, state: Option<&Value>) -> Value {
-    let mut params = json!({"name": "beta-ask", "arguments": {}});
-    if let Some(answers) = answers {
-        params["inputResponses"] = answers;
-    }
-    if let Some(state) = state {
-        params["requestState"] = state.clone();
-    }
-    params
+    ask_params("beta-ask", answers, state)
 }
 
 /// The final JSON-RPC message of a reply, whether it came as JSON or as an SSE stream.

@@ -57,25 +57,6 @@ fn config(python: &Path) -> String {
     ))
 }
 
-/// The text of the final result in `messages` (JSON or SSE answer).
-fn final_text(messages: &[Value]) -> String {
-    let last = messages.last().expect("a final message");
-    last["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no text result: {last}"))
-        .to_owned()
-}
-
-fn tool_names(messages: &[Value]) -> Vec<String> {
-    let last = messages.last().expect("a final message");
-    last["result"]["tools"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no tools: {last}"))
-        .iter()
-        .filter_map(|t| t["name"].as_str().map(str::to_owned))
-        .collect()
-}
-
 /// (public tool, arguments, expected text) for one tool of each backend.
 fn calls() -> [(&'static str, Value, &'static str); 3] {
     [
@@ -95,7 +76,7 @@ async fn stdio_sse_and_http_backends_serve_both_eras_through_the_process() {
     let gw = GatewayProcess::start(dir.path(), &config(&python), &[]).await;
 
     let listed = modern(gw.addr, "alice", "vh", "tools/list", json!({}), &[]).await;
-    let names = tool_names(&listed.messages());
+    let names = listed.tool_names();
     for name in ["alpha-echo", "io-echo", "io-slow", "old-echo", "old-slow"] {
         assert!(names.iter().any(|n| n == name), "{name} missing: {names:?}");
     }
@@ -110,7 +91,7 @@ async fn stdio_sse_and_http_backends_serve_both_eras_through_the_process() {
         )
         .await;
         assert_eq!(reply.status, 200, "{tool}: {}", reply.text());
-        assert_eq!(final_text(&reply.messages()), text, "{tool}");
+        assert_eq!(reply.result_text(), text, "{tool}");
     }
 
     let session = legacy_initialize(gw.addr, "alice", "vh").await;
@@ -122,7 +103,7 @@ async fn stdio_sse_and_http_backends_serve_both_eras_through_the_process() {
         &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
     )
     .await;
-    let names = tool_names(&listed.messages());
+    let names = listed.tool_names();
     assert!(
         ["alpha-echo", "io-echo", "old-echo"]
             .iter()
@@ -140,6 +121,6 @@ async fn stdio_sse_and_http_backends_serve_both_eras_through_the_process() {
         )
         .await;
         assert_eq!(reply.status, 200, "{tool}: {}", reply.text());
-        assert_eq!(final_text(&reply.messages()), text, "{tool}");
+        assert_eq!(reply.result_text(), text, "{tool}");
     }
 }

@@ -1,58 +1,5 @@
-//! [`PluginLayer`]: tool hooks for any MCP server's HTTP endpoint, without the gateway's router.
-//!
-//! The layer reads POSTed JSON-RPC `tools/call` requests and runs the `tool_pre_invoke` chain on
-//! `params.arguments`:
-//! - deny: the caller gets the JSON-RPC error (HTTP 200, `application/json`, the request's id) and
-//!   the inner service is not called;
-//! - rewrite / upstream extras: the body is rebuilt with the new `arguments` and `_meta` entries,
-//!   extra headers are set on the request, `content-length` is dropped (the body changed);
-//! - otherwise the buffered body goes on unchanged.
-//!
-//! When `tool_post_invoke` applies, the response is read: a JSON response's `result` goes through
-//! the chain (deny: the result is replaced by the error, same id); an SSE response
-//! (`text/event-stream`) is **buffered to its end** (a `tools/call` POST stream ends after its
-//! response), the response event goes through the chain and the events are sent again in order.
-//! Progress notifications therefore arrive all at once when a post hook applies; they stream as
-//! usual otherwise. Other content types pass through.
-//!
-//! A rewrite replaces `params.arguments` in the body only: `Mcp-Param-*` headers a client derived
-//! from an argument (2026-07-28) are not recomputed, so a server that checks them may reject the
-//! call; do not rewrite arguments that a tool mirrors into headers.
-//!
-//! Cost: a request that is not a POST, or any request while the chain has no tool hook, passes
-//! through with no buffering and no boxing. Otherwise the request body is buffered (at most
-//! [`max_body_bytes`](PluginLayer::max_body_bytes), else `413`) and parsed once. While the
-//! runtime is failed, `tools/call` requests are answered with the internal error
-//! [`FAILED_MESSAGE`](crate::FAILED_MESSAGE).
-//!
-//! The context: the principal and the virtual host come from request extensions
-//! ([`mcp_core::Principal`], [`mcp_core::VirtualHostId`]; empty virtual host when absent), the
-//! backend name from [`PluginLayer::backend`], the tool name from `params.name`.
-//!
-//! ```
-//! use bytes::Bytes;
-//! use http::{Request, Response};
-//! use http_body_util::{BodyExt, Full};
-//! use mcp_plugins::{Format, PluginLayer, PluginRuntime};
-//! use tower::{ServiceBuilder, ServiceExt, service_fn};
-//!
-//! # #[tokio::main(flavor = "current_thread")] async fn main() {
-//! let runtime = PluginRuntime::builder()
-//!     .load_str(r#"{"version":1,"plugins":[{"name":"f","kind":"tool_filter","config":{"deny":["rm"]}}]}"#, Format::Json, "inline")
-//!     .unwrap();
-//! let svc = ServiceBuilder::new()
-//!     .layer(PluginLayer::new(runtime).backend("files"))
-//!     .service(service_fn(|_req: Request<_>| async {
-//!         Ok::<_, std::convert::Infallible>(Response::new(Full::new(Bytes::from_static(b"{}"))))
-//!     }));
-//!
-//! let call = r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"rm","arguments":{}}}"#;
-//! let res = svc.oneshot(Request::post("/mcp").body(Full::new(Bytes::from(call))).unwrap()).await.unwrap();
-//! assert_eq!(res.status(), 200);
-//! let body = res.into_body().collect().await.unwrap().to_bytes();
-//! assert_eq!(body, r#"{"jsonrpc":"2.0","id":4,"error":{"code":-32600,"message":"Tool not allowed: rm"}}"#);
-//! # }
-//! ```
+//! [`PluginLayer`]: tool hooks for any MCP server's HTTP endpoint, without the gateway's router
+//! (the layer's docs say what it does to requests and responses).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -84,7 +31,62 @@ pub type PluginBody<B> = mcp_core::ResponseBody<B>;
 /// Default [`PluginLayer::max_body_bytes`]: 4 MiB, the gateway's default body limit.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 
-/// Applies tool hooks to JSON-RPC `tools/call` requests (see the [module docs](self)).
+/// Tool hooks for any MCP server's HTTP endpoint, without the gateway's router: applies the
+/// plugin chain to JSON-RPC `tools/call` requests.
+///
+/// The layer reads POSTed JSON-RPC `tools/call` requests and runs the `tool_pre_invoke` chain on
+/// `params.arguments`:
+/// - deny: the caller gets the JSON-RPC error (HTTP 200, `application/json`, the request's id) and
+///   the inner service is not called;
+/// - rewrite / upstream extras: the body is rebuilt with the new `arguments` and `_meta` entries,
+///   extra headers are set on the request, `content-length` is dropped (the body changed);
+/// - otherwise the buffered body goes on unchanged.
+///
+/// When `tool_post_invoke` applies, the response is read: a JSON response's `result` goes through
+/// the chain (deny: the result is replaced by the error, same id); an SSE response
+/// (`text/event-stream`) is **buffered to its end** (a `tools/call` POST stream ends after its
+/// response), the response event goes through the chain and the events are sent again in order.
+/// Progress notifications therefore arrive all at once when a post hook applies; they stream as
+/// usual otherwise. Other content types pass through.
+///
+/// A rewrite replaces `params.arguments` in the body only: `Mcp-Param-*` headers a client derived
+/// from an argument (2026-07-28) are not recomputed, so a server that checks them may reject the
+/// call; do not rewrite arguments that a tool mirrors into headers.
+///
+/// Cost: a request that is not a POST, or any request while the chain has no tool hook, passes
+/// through with no buffering and no boxing. Otherwise the request body is buffered (at most
+/// [`max_body_bytes`](PluginLayer::max_body_bytes), else `413`) and parsed once. While the
+/// runtime is failed, `tools/call` requests are answered with the internal error
+/// [`FAILED_MESSAGE`](crate::FAILED_MESSAGE).
+///
+/// The context: the principal and the virtual host come from request extensions
+/// ([`mcp_core::Principal`], [`mcp_core::VirtualHostId`]; empty virtual host when absent), the
+/// backend name from [`PluginLayer::backend`], the tool name from `params.name`.
+///
+/// ```
+/// use bytes::Bytes;
+/// use http::{Request, Response};
+/// use http_body_util::{BodyExt, Full};
+/// use mcp_plugins::{Format, PluginLayer, PluginRuntime};
+/// use tower::{ServiceBuilder, ServiceExt, service_fn};
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let runtime = PluginRuntime::builder()
+///     .load_str(r#"{"version":1,"plugins":[{"name":"f","kind":"tool_filter","config":{"deny":["rm"]}}]}"#, Format::Json, "inline")
+///     .unwrap();
+/// let svc = ServiceBuilder::new()
+///     .layer(PluginLayer::new(runtime).backend("files"))
+///     .service(service_fn(|_req: Request<_>| async {
+///         Ok::<_, std::convert::Infallible>(Response::new(Full::new(Bytes::from_static(b"{}"))))
+///     }));
+///
+/// let call = r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"rm","arguments":{}}}"#;
+/// let res = svc.oneshot(Request::post("/mcp").body(Full::new(Bytes::from(call))).unwrap()).await.unwrap();
+/// assert_eq!(res.status(), 200);
+/// let body = res.into_body().collect().await.unwrap().to_bytes();
+/// assert_eq!(body, r#"{"jsonrpc":"2.0","id":4,"error":{"code":-32600,"message":"Tool not allowed: rm"}}"#);
+/// # }
+/// ```
 #[derive(Clone, Debug)]
 pub struct PluginLayer {
     config: Arc<LayerConfig>,

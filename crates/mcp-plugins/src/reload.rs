@@ -1,19 +1,5 @@
-//! Hot reload: [`PluginRuntime::watch_file`] polls a file, `PluginRuntime::watch_redis` (feature
-//! `redis`) polls a Redis key. Both apply a changed document through [`PluginRuntime::apply_str`], so a valid one is
-//! swapped in atomically and an invalid one fails closed (or keeps the last good chain).
-//!
-//! Polling is deliberate: it needs no platform file-notification API, works on network and
-//! container-mounted files, survives editors that replace files by renaming, and for Redis needs no
-//! long-lived subscriber connection or keyspace-notification setup. A change is seen within one
-//! interval. A file is first compared by modification time and length, and only read when those
-//! changed (or while it was modified less than two seconds ago, since a same-length rewrite within
-//! the file system's timestamp granularity changes neither); the text is then compared with the
-//! last document applied, so rewriting the same text applies nothing. Write the file atomically
-//! (write a temp file, then rename over it): a half-written file is an invalid document.
-//!
-//! What counts as an invalid reload: a document that fails validation, a file that is missing or
-//! unreadable, a Redis key that is missing. An unreachable Redis is *not*: the current chain stays
-//! and the poller retries (the document did not change, the store is down).
+//! Hot reload by polling ([`PluginRuntime::watch_file`], `PluginRuntime::watch_redis`); the rules
+//! are on [`ReloadHandle`].
 
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
@@ -29,6 +15,24 @@ mod redis_source;
 pub use redis_source::RedisSource;
 
 /// A running watcher; dropping it stops the watching.
+///
+/// [`PluginRuntime::watch_file`] polls a file, `PluginRuntime::watch_redis` (feature `redis`)
+/// polls a Redis key. Both apply a changed document through [`PluginRuntime::apply_str`], so a
+/// valid one is swapped in atomically and an invalid one fails closed (or keeps the last good
+/// chain).
+///
+/// Polling is deliberate: it needs no platform file-notification API, works on network and
+/// container-mounted files, survives editors that replace files by renaming, and for Redis needs no
+/// long-lived subscriber connection or keyspace-notification setup. A change is seen within one
+/// interval. A file is first compared by modification time and length, and only read when those
+/// changed (or while it was modified less than two seconds ago, since a same-length rewrite within
+/// the file system's timestamp granularity changes neither); the text is then compared with the
+/// last document applied, so rewriting the same text applies nothing. Write the file atomically
+/// (write a temp file, then rename over it): a half-written file is an invalid document.
+///
+/// What counts as an invalid reload: a document that fails validation, a file that is missing or
+/// unreadable, a Redis key that is missing. An unreachable Redis is *not*: the current chain stays
+/// and the poller retries (the document did not change, the store is down).
 #[derive(Debug)]
 #[must_use = "dropping the handle stops the watcher"]
 pub struct ReloadHandle {
@@ -51,8 +55,8 @@ fn is_fresh(modified: SystemTime) -> bool {
 }
 
 impl PluginRuntime {
-    /// Polls `path` every `interval` and applies it when its text changed (see the
-    /// [module docs](crate::reload)). Needs a tokio runtime.
+    /// Polls `path` every `interval` and applies it when its text changed (see
+    /// [`ReloadHandle`]). Needs a tokio runtime.
     pub fn watch_file(&self, path: impl Into<PathBuf>, interval: Duration) -> ReloadHandle {
         let runtime = self.clone();
         let path = path.into();

@@ -6,19 +6,13 @@ use std::time::Duration;
 
 use mcp_router::McpRouter;
 use mcp_test_backends::{BackendSpec, TestBackend};
-use mcp_test_support::stack::{Gateway, accept_elicitation, user_config};
+use mcp_test_support::stack::{Gateway, user_config};
+use mcp_test_support::{accept_elicitation, ask_params};
 use serde_json::{Value, json};
 
 /// `beta-ask`, retried with `inputResponses` and `requestState` when given.
 fn ask(answers: Option<Value>, state: Option<&Value>) -> Value {
-    let mut params = json!({"name": "beta-ask", "arguments": {}});
-    if let Some(answers) = answers {
-        params["inputResponses"] = answers;
-    }
-    if let Some(state) = state {
-        params["requestState"] = state.clone();
-    }
-    params
+    ask_params("beta-ask", answers, state)
 }
 
 /// The `input_required` result of a reply, asserting its shape.

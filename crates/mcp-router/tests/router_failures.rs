@@ -2,7 +2,7 @@
 //! sockets: every row asserts the exact JSON-RPC code and message, and what reached the backends.
 
 use mcp_test_backends::{BackendSpec, TestBackend};
-use mcp_test_support::Reply;
+use mcp_test_support::rpc_error_200;
 use mcp_test_support::stack::{Gateway, user_config, vhost_config};
 use serde_json::{Value, json};
 
@@ -13,24 +13,6 @@ async fn two_backends() -> (TestBackend, TestBackend, Gateway) {
     let config = user_config(&[("alpha", alpha.url()), ("beta", beta.url())]);
     let gw = Gateway::start(&[("alice", config)]).await;
     (alpha, beta, gw)
-}
-
-/// `(code, message)` of a JSON-RPC error reply; routing and backend failures are HTTP 200.
-fn error_of(reply: &Reply) -> (i64, String) {
-    assert_eq!(reply.status, 200, "{}", reply.text());
-    let error = &reply.json()["error"];
-    let code = error["code"]
-        .as_i64()
-        .unwrap_or_else(|| panic!("not an error: {}", reply.text()));
-    (code, error["message"].as_str().expect("message").to_owned())
-}
-
-fn text_of(reply: &Reply) -> String {
-    let body = reply.json();
-    body["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no text result: {body}"))
-        .to_owned()
 }
 
 fn targeted(backend: &TestBackend) -> usize {
@@ -59,7 +41,7 @@ async fn a_wrong_tool_name_is_invalid_params_naming_it() {
             .modern("alice", "vh", "tools/call", echo(name, "x"))
             .await;
         assert_eq!(
-            error_of(&reply),
+            rpc_error_200(&reply),
             (-32602, format!("wrong tool name: {name}")),
             "{name}"
         );
@@ -81,7 +63,7 @@ async fn a_wrong_prompt_name_is_invalid_params_naming_it() {
             )
             .await;
         assert_eq!(
-            error_of(&reply),
+            rpc_error_200(&reply),
             (-32602, format!("wrong prompt name: {name}"))
         );
     }
@@ -96,7 +78,7 @@ async fn a_wrong_resource_uri_is_invalid_params_naming_it() {
             .modern("alice", "vh", "resources/read", json!({"uri": uri}))
             .await;
         assert_eq!(
-            error_of(&reply),
+            rpc_error_200(&reply),
             (-32602, format!("wrong resource name: {uri}"))
         );
     }
@@ -125,7 +107,7 @@ async fn a_wrong_completion_reference_is_invalid_params_naming_it() {
         let reply = gw
             .modern("alice", "vh", "completion/complete", params)
             .await;
-        assert_eq!(error_of(&reply), (-32602, message.to_owned()));
+        assert_eq!(rpc_error_200(&reply), (-32602, message.to_owned()));
     }
     assert_eq!(targeted(&alpha) + targeted(&beta), 0);
 }
@@ -149,7 +131,7 @@ async fn a_name_several_backends_expose_is_invalid_request() {
         )
         .await;
     assert_eq!(
-        error_of(&reply),
+        rpc_error_200(&reply),
         (
             -32600,
             "ambiguous name: a-b-greet (several backends expose it)".to_owned()
@@ -175,7 +157,7 @@ async fn a_name_only_one_overlapping_backend_exposes_goes_to_it() {
     let reply = gw
         .modern("alice", "vh", "tools/call", echo("a-b-echo", "x"))
         .await;
-    assert_eq!(text_of(&reply), "a-b: x");
+    assert_eq!(reply.result_text(), "a-b: x");
     assert_eq!(targeted(&a), 0);
 }
 
@@ -258,7 +240,7 @@ async fn a_modern_backend_down_during_a_call_fails_only_that_call() {
     let ok = gw
         .modern("alice", "vh", "tools/call", echo("alpha-echo", "up"))
         .await;
-    assert_eq!(text_of(&ok), "alpha: up");
+    assert_eq!(ok.result_text(), "alpha: up");
     alpha.stop().await;
 
     for (method, params) in [
@@ -274,7 +256,7 @@ async fn a_modern_backend_down_during_a_call_fails_only_that_call() {
     ] {
         let reply = gw.modern("alice", "vh", method, params).await;
         assert_eq!(
-            error_of(&reply),
+            rpc_error_200(&reply),
             (
                 -32603,
                 "Backend alpha failed: backend unreachable".to_owned()
@@ -285,7 +267,7 @@ async fn a_modern_backend_down_during_a_call_fails_only_that_call() {
     let other = gw
         .modern("alice", "vh", "tools/call", echo("beta-echo", "fine"))
         .await;
-    assert_eq!(text_of(&other), "beta: fine");
+    assert_eq!(other.result_text(), "beta: fine");
     assert_eq!(beta.requests_for("tools/call").len(), 1);
 }
 
@@ -293,22 +275,21 @@ async fn a_modern_backend_down_during_a_call_fails_only_that_call() {
 async fn a_restarted_modern_backend_serves_the_next_call() {
     let (alpha, _beta, gw) = two_backends().await;
     assert_eq!(
-        text_of(
-            &gw.modern("alice", "vh", "tools/call", echo("alpha-echo", "1"))
-                .await
-        ),
+        gw.modern("alice", "vh", "tools/call", echo("alpha-echo", "1"))
+            .await
+            .result_text(),
         "alpha: 1"
     );
     alpha.stop().await;
     let failed = gw
         .modern("alice", "vh", "tools/call", echo("alpha-echo", "2"))
         .await;
-    assert_eq!(error_of(&failed).0, -32603);
+    assert_eq!(rpc_error_200(&failed).0, -32603);
     alpha.restart().await;
     let again = gw
         .modern("alice", "vh", "tools/call", echo("alpha-echo", "3"))
         .await;
-    assert_eq!(text_of(&again), "alpha: 3");
+    assert_eq!(again.result_text(), "alpha: 3");
     let list = gw.modern("alice", "vh", "tools/list", json!({})).await;
     assert!(
         list.json()["result"]["_meta"]["mcp-gateway/degraded"].is_null(),
@@ -321,10 +302,9 @@ async fn a_restarted_modern_backend_serves_the_next_call() {
 async fn a_restarted_legacy_backend_is_reinitialised_transparently() {
     let (_alpha, beta, gw) = two_backends().await;
     assert_eq!(
-        text_of(
-            &gw.modern("alice", "vh", "tools/call", echo("beta-echo", "1"))
-                .await
-        ),
+        gw.modern("alice", "vh", "tools/call", echo("beta-echo", "1"))
+            .await
+            .result_text(),
         "beta: 1"
     );
     assert_eq!(beta.requests_for("initialize").len(), 1);
@@ -338,7 +318,7 @@ async fn a_restarted_legacy_backend_is_reinitialised_transparently() {
     let again = gw
         .modern("alice", "vh", "tools/call", echo("beta-echo", "2"))
         .await;
-    assert_eq!(text_of(&again), "beta: 2");
+    assert_eq!(again.result_text(), "beta: 2");
     assert_eq!(beta.requests_for("initialize").len(), 2, "one new session");
     let calls = beta.requests_for("tools/call");
     assert_eq!(
@@ -371,10 +351,9 @@ async fn a_restarted_legacy_backend_is_reinitialised_transparently() {
 async fn a_legacy_backend_down_then_restarted_serves_the_next_call() {
     let (alpha, beta, gw) = two_backends().await;
     assert_eq!(
-        text_of(
-            &gw.modern("alice", "vh", "tools/call", echo("beta-echo", "1"))
-                .await
-        ),
+        gw.modern("alice", "vh", "tools/call", echo("beta-echo", "1"))
+            .await
+            .result_text(),
         "beta: 1"
     );
     beta.stop().await;
@@ -382,7 +361,7 @@ async fn a_legacy_backend_down_then_restarted_serves_the_next_call() {
         .modern("alice", "vh", "tools/call", echo("beta-echo", "2"))
         .await;
     assert_eq!(
-        error_of(&failed),
+        rpc_error_200(&failed),
         (
             -32603,
             "Backend beta failed: backend unreachable".to_owned()
@@ -394,10 +373,9 @@ async fn a_legacy_backend_down_then_restarted_serves_the_next_call() {
         json!([{"name": "beta", "reason": "backend unreachable"}])
     );
     assert_eq!(
-        text_of(
-            &gw.modern("alice", "vh", "tools/call", echo("alpha-echo", "a"))
-                .await
-        ),
+        gw.modern("alice", "vh", "tools/call", echo("alpha-echo", "a"))
+            .await
+            .result_text(),
         "alpha: a"
     );
 
@@ -405,7 +383,7 @@ async fn a_legacy_backend_down_then_restarted_serves_the_next_call() {
     let again = gw
         .modern("alice", "vh", "tools/call", echo("beta-echo", "3"))
         .await;
-    assert_eq!(text_of(&again), "beta: 3");
+    assert_eq!(again.result_text(), "beta: 3");
     let list = gw.modern("alice", "vh", "tools/list", json!({})).await;
     assert!(
         list.json()["result"]["_meta"]["mcp-gateway/degraded"].is_null(),
@@ -455,7 +433,7 @@ async fn a_slow_backend_times_out_with_an_error_naming_it() {
         started.elapsed()
     );
     assert_eq!(
-        error_of(&reply),
+        rpc_error_200(&reply),
         (
             -32603,
             "Backend alpha failed: backend timed out after 300ms".to_owned()
@@ -472,10 +450,9 @@ async fn a_slow_backend_times_out_with_an_error_naming_it() {
         alpha.calls("slow")
     );
     assert_eq!(
-        text_of(
-            &gw.modern("alice", "vh", "tools/call", echo("beta-echo", "b"))
-                .await
-        ),
+        gw.modern("alice", "vh", "tools/call", echo("beta-echo", "b"))
+            .await
+            .result_text(),
         "beta: b"
     );
 }
@@ -491,7 +468,7 @@ async fn a_slow_legacy_backend_times_out_and_its_call_is_cancelled() {
     let params = json!({"name": "beta-slow", "arguments": {"steps": 2, "delay_ms": 2000}});
     let reply = gw.modern("alice", "vh", "tools/call", params).await;
     assert_eq!(
-        error_of(&reply),
+        rpc_error_200(&reply),
         (
             -32603,
             "Backend beta failed: backend timed out after 300ms".to_owned()
@@ -511,10 +488,9 @@ async fn a_slow_legacy_backend_times_out_and_its_call_is_cancelled() {
     assert_eq!(beta.requests_for("notifications/cancelled").len(), 1);
     // The session is still usable.
     assert_eq!(
-        text_of(
-            &gw.modern("alice", "vh", "tools/call", echo("beta-echo", "b"))
-                .await
-        ),
+        gw.modern("alice", "vh", "tools/call", echo("beta-echo", "b"))
+            .await
+            .result_text(),
         "beta: b"
     );
     drop(alpha);
@@ -545,17 +521,16 @@ async fn a_backend_that_fails_at_initialize_is_degraded_and_its_calls_fail() {
         .modern("alice", "vh", "tools/call", echo("beta-echo", "x"))
         .await;
     assert_eq!(
-        error_of(&call),
+        rpc_error_200(&call),
         (
             -32603,
             "Backend beta failed: backend answered HTTP 404".to_owned()
         )
     );
     assert_eq!(
-        text_of(
-            &gw.modern("alice", "vh", "tools/call", echo("alpha-echo", "a"))
-                .await
-        ),
+        gw.modern("alice", "vh", "tools/call", echo("alpha-echo", "a"))
+            .await
+            .result_text(),
         "alpha: a"
     );
 }

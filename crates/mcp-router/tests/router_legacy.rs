@@ -2,6 +2,7 @@
 //! routed calls through modern and legacy backends, the gateway's own ping/setLevel, DELETE, and
 //! rmcp's legacy client end to end.
 
+use mcp_test_support::rpc_request as request;
 use std::time::Duration;
 
 use futures_util::future::join_all;
@@ -64,17 +65,7 @@ async fn call_text<H: rmcp::ClientHandler>(
 
 /// POSTs a JSON-RPC message in a 2025 session (no session header when `session` is `None`).
 async fn post(gw: &Gateway, sub: &str, vhost: &str, session: Option<&str>, body: Value) -> Reply {
-    let mut headers = vec![ACCEPT, JSON];
-    if let Some(session) = session {
-        headers.push(("mcp-session-id", session));
-        headers.push(("mcp-protocol-version", "2025-11-25"));
-    }
-    gw.raw(sub, vhost, "POST", &headers, &body.to_string())
-        .await
-}
-
-fn request(id: u64, method: &str, params: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+    gw.legacy_post(sub, vhost, session, body).await
 }
 
 async fn initialize(gw: &Gateway, sub: &str) -> String {

@@ -1,28 +1,13 @@
 //! The stateless 2026-07-28 endpoint end to end: foundation layers + router in front of real rmcp
 //! backends (modern and legacy), driven over real sockets with raw HTTP.
 
+use mcp_test_support::{result_text, rpc_error_200, tool_names};
 use std::time::Duration;
 
 use mcp_router::McpRouter;
 use mcp_test_backends::{BackendSpec, TestBackend};
 use mcp_test_support::stack::{Gateway, modern_meta, user_config, vhost_config};
 use serde_json::{Value, json};
-
-fn text_of(result: &Value) -> String {
-    result["content"][0]["text"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned()
-}
-
-fn tool_names(result: &Value) -> Vec<String> {
-    result["tools"]
-        .as_array()
-        .expect("tools array")
-        .iter()
-        .map(|t| t["name"].as_str().expect("name").to_owned())
-        .collect()
-}
 
 /// One modern and one legacy backend behind one virtual host.
 async fn two_backends() -> (TestBackend, TestBackend, Gateway) {
@@ -70,7 +55,7 @@ async fn lists_merge_with_prefixes_and_calls_route_to_either_era() {
         )
         .await;
     assert_eq!(modern.status, 200, "{}", modern.text());
-    assert_eq!(text_of(&modern.json()["result"]), "alpha: hi");
+    assert_eq!(result_text(&modern.json()["result"]), "alpha: hi");
     let legacy = gw
         .modern(
             "alice",
@@ -202,7 +187,7 @@ async fn a_down_backend_is_left_out_of_lists_and_fails_only_its_own_calls() {
             json!({"name": "alpha-echo", "arguments": {"text": "still"}}),
         )
         .await;
-    assert_eq!(text_of(&ok.json()["result"]), "alpha: still");
+    assert_eq!(result_text(&ok.json()["result"]), "alpha: still");
     drop(alpha);
 }
 
@@ -263,17 +248,7 @@ async fn progress_notifications_stream_before_the_result() {
     );
     let last = messages.last().expect("final");
     assert_eq!(last["id"], 1);
-    assert_eq!(text_of(&last["result"]), "alpha: done");
-}
-
-/// `(code, message)` of a JSON-RPC error reply (HTTP 200).
-fn error_of(reply: &mcp_test_support::Reply) -> (i64, String) {
-    assert_eq!(reply.status, 200, "{}", reply.text());
-    let error = &reply.json()["error"];
-    let code = error["code"]
-        .as_i64()
-        .unwrap_or_else(|| panic!("not an error: {}", reply.text()));
-    (code, error["message"].as_str().expect("message").to_owned())
+    assert_eq!(result_text(&last["result"]), "alpha: done");
 }
 
 /// The tools every test backend offers, in its order.
@@ -320,7 +295,7 @@ async fn three_backends_merge_in_backend_order_and_each_is_callable() {
             )
             .await;
         assert_eq!(
-            text_of(&reply.json()["result"]),
+            result_text(&reply.json()["result"]),
             format!("{backend}: x"),
             "{}",
             reply.text()
@@ -363,7 +338,7 @@ async fn auto_naming_with_one_backend_keeps_upstream_names() {
         )
         .await;
     assert_eq!(
-        text_of(&reply.json()["result"]),
+        result_text(&reply.json()["result"]),
         "alpha: plain",
         "{}",
         reply.text()
@@ -395,7 +370,7 @@ async fn auto_naming_with_one_backend_keeps_upstream_names() {
             json!({"name": "alpha-echo", "arguments": {"text": "x"}}),
         )
         .await;
-    assert_eq!(error_of(&prefixed).0, -32602, "{}", prefixed.text());
+    assert_eq!(rpc_error_200(&prefixed).0, -32602, "{}", prefixed.text());
     assert_eq!(
         alpha.requests_for("tools/call")[1].called_name().as_deref(),
         Some("alpha-echo")
@@ -423,7 +398,7 @@ async fn auto_naming_with_two_backends_still_prefixes() {
         )
         .await;
     assert_eq!(
-        error_of(&unprefixed),
+        rpc_error_200(&unprefixed),
         (-32602, "wrong tool name: echo".to_owned())
     );
     let reply = gw
@@ -434,7 +409,7 @@ async fn auto_naming_with_two_backends_still_prefixes() {
             json!({"name": "beta-echo", "arguments": {"text": "x"}}),
         )
         .await;
-    assert_eq!(text_of(&reply.json()["result"]), "beta: x");
+    assert_eq!(result_text(&reply.json()["result"]), "beta: x");
 }
 
 #[tokio::test]
@@ -473,7 +448,7 @@ async fn aliases_are_listed_under_the_alias_and_callable_by_it() {
         )
         .await;
     assert_eq!(
-        text_of(&said.json()["result"]),
+        result_text(&said.json()["result"]),
         "alpha: aliased",
         "{}",
         said.text()
@@ -650,22 +625,30 @@ async fn tampered_foreign_and_cross_list_cursors_are_invalid_params() {
     let reply = gw
         .modern("alice", "vh", "tools/list", json!({"cursor": tampered}))
         .await;
-    assert_eq!(error_of(&reply), invalid, "tampered");
+    assert_eq!(rpc_error_200(&reply), invalid, "tampered");
     // Another principal with the very same configuration.
     let reply = gw
         .modern("bob", "vh", "tools/list", json!({"cursor": cursor}))
         .await;
-    assert_eq!(error_of(&reply), invalid, "bob replaying alice's cursor");
+    assert_eq!(
+        rpc_error_200(&reply),
+        invalid,
+        "bob replaying alice's cursor"
+    );
     // Another list method.
     let reply = gw
         .modern("alice", "vh", "prompts/list", json!({"cursor": cursor}))
         .await;
-    assert_eq!(error_of(&reply), invalid, "tools cursor on prompts/list");
+    assert_eq!(
+        rpc_error_200(&reply),
+        invalid,
+        "tools cursor on prompts/list"
+    );
     // A backend's own cursor is not a gateway cursor.
     let reply = gw
         .modern("alice", "vh", "tools/list", json!({"cursor": "616c706861"}))
         .await;
-    assert_eq!(error_of(&reply), invalid, "raw backend cursor");
+    assert_eq!(rpc_error_200(&reply), invalid, "raw backend cursor");
     assert_eq!(
         (asked(&alpha), asked(&beta)),
         before,
@@ -716,7 +699,7 @@ async fn tool_names_with_a_dash_route_to_the_right_tool() {
         .await;
     let result = &reply.json()["result"];
     assert_eq!(result["structuredContent"]["sum"], 42, "{}", reply.text());
-    assert_eq!(text_of(result), "alpha: 42");
+    assert_eq!(result_text(result), "alpha: 42");
     let call = alpha
         .requests_for("tools/call")
         .pop()
@@ -762,7 +745,7 @@ async fn backend_names_with_a_dash_route_on_the_configured_name() {
         )
         .await;
     assert_eq!(
-        text_of(&reply.json()["result"]),
+        result_text(&reply.json()["result"]),
         "a-b: x",
         "{}",
         reply.text()
@@ -775,7 +758,12 @@ async fn backend_names_with_a_dash_route_on_the_configured_name() {
             json!({"name": "a-echo", "arguments": {"text": "y"}}),
         )
         .await;
-    assert_eq!(text_of(&reply.json()["result"]), "a: y", "{}", reply.text());
+    assert_eq!(
+        result_text(&reply.json()["result"]),
+        "a: y",
+        "{}",
+        reply.text()
+    );
     let reply = gw
         .modern(
             "alice",
@@ -785,7 +773,7 @@ async fn backend_names_with_a_dash_route_on_the_configured_name() {
         )
         .await;
     assert_eq!(
-        text_of(&reply.json()["result"]),
+        result_text(&reply.json()["result"]),
         "a-b: 3",
         "{}",
         reply.text()
@@ -832,7 +820,7 @@ async fn a_public_name_two_backends_expose_is_left_out_and_refused() {
         )
         .await;
     assert_eq!(
-        error_of(&reply),
+        rpc_error_200(&reply),
         (
             -32600,
             "ambiguous name: a-b-echo (several backends expose it)".to_owned()
@@ -863,7 +851,7 @@ async fn allowed_tools_filter_the_list_and_refuse_other_calls() {
         )
         .await;
     assert_eq!(
-        error_of(&refused),
+        rpc_error_200(&refused),
         (-32602, "wrong tool name: alpha-add".to_owned())
     );
     assert!(
@@ -878,7 +866,7 @@ async fn allowed_tools_filter_the_list_and_refuse_other_calls() {
             json!({"name": "alpha-get-sum", "arguments": {"a": 1, "b": 1}}),
         )
         .await;
-    assert_eq!(text_of(&allowed.json()["result"]), "alpha: 2");
+    assert_eq!(result_text(&allowed.json()["result"]), "alpha: 2");
     let other = gw
         .modern(
             "alice",
@@ -888,7 +876,7 @@ async fn allowed_tools_filter_the_list_and_refuse_other_calls() {
         )
         .await;
     assert_eq!(
-        text_of(&other.json()["result"]),
+        result_text(&other.json()["result"]),
         "beta: 2",
         "the filter is per backend"
     );
@@ -988,7 +976,7 @@ async fn concurrent_calls_with_equal_ids_and_progress_tokens_do_not_collide() {
         }
         let last = messages.last().expect("final");
         assert_eq!(last["id"], "same");
-        assert_eq!(text_of(&last["result"]), format!("{backend}: done"));
+        assert_eq!(result_text(&last["result"]), format!("{backend}: done"));
     }
     for backend in [&alpha, &beta] {
         let calls = backend.requests_for("tools/call");
@@ -1274,7 +1262,7 @@ async fn an_unknown_resource_on_a_legacy_backend_is_invalid_params() {
             json!({"uri": "beta-test://beta/nope"}),
         )
         .await;
-    let (code, message) = error_of(&reply);
+    let (code, message) = rpc_error_200(&reply);
     assert_eq!(
         code,
         -32602,
@@ -1314,7 +1302,7 @@ async fn log_notifications_stream_before_the_result() {
         );
     }
     assert_eq!(messages[2]["id"], 1);
-    assert_eq!(text_of(&messages[2]["result"]), "alpha: done");
+    assert_eq!(result_text(&messages[2]["result"]), "alpha: done");
 }
 
 /// Sends a streamed `tools/call` of `tool` (`slow`, 50 steps 100 ms apart, with a progress token)
@@ -1486,7 +1474,7 @@ async fn a_collision_across_pages_is_left_out_and_reported_on_each_page_it_meets
         )
         .await;
     assert_eq!(
-        error_of(&reply),
+        rpc_error_200(&reply),
         (
             -32600,
             "ambiguous name: a-b-slow (several backends expose it)".to_owned()

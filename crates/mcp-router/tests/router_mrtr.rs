@@ -3,6 +3,7 @@
 //! host, the backend and the tool; a retry with a modified, expired or foreign state is refused
 //! with -32602 before anything reaches the backend.
 
+use mcp_test_support::rpc_error;
 use std::time::Duration;
 
 use mcp_router::{McpRouter, WallClock};
@@ -64,14 +65,6 @@ fn input_required(reply: &Reply, key: &str) -> String {
         .as_str()
         .expect("requestState")
         .to_owned()
-}
-
-fn error_of(reply: &Reply) -> (i64, String) {
-    let error = &reply.json()["error"];
-    let code = error["code"]
-        .as_i64()
-        .unwrap_or_else(|| panic!("not an error: {}", reply.text()));
-    (code, error["message"].as_str().expect("message").to_owned())
 }
 
 fn upstream_calls(alpha: &TestBackend) -> usize {
@@ -155,7 +148,7 @@ async fn a_modified_request_state_is_refused_before_the_backend() {
         )
         .await;
         assert_eq!(
-            error_of(&reply),
+            rpc_error(&reply),
             (
                 -32602,
                 "Invalid requestState (invalid or foreign handle)".to_owned()
@@ -180,7 +173,7 @@ async fn a_request_state_for_another_tool_is_refused_before_the_backend() {
         .modern_id("alice", "vh", json!(2), "tools/call", params)
         .await;
     assert_eq!(
-        error_of(&reply),
+        rpc_error(&reply),
         (
             -32602,
             "Invalid requestState (invalid or foreign handle)".to_owned()
@@ -213,7 +206,7 @@ async fn an_expired_request_state_is_refused_before_the_backend() {
     )
     .await;
     assert_eq!(
-        error_of(&reply),
+        rpc_error(&reply),
         (-32602, "Invalid requestState (expired handle)".to_owned())
     );
     assert_eq!(upstream_calls(&alpha), before);
@@ -232,7 +225,7 @@ async fn another_principals_request_state_is_refused_before_the_backend() {
     )
     .await;
     assert_eq!(
-        error_of(&reply),
+        rpc_error(&reply),
         (
             -32602,
             "Invalid requestState (invalid or foreign handle)".to_owned()

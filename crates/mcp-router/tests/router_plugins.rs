@@ -4,6 +4,7 @@
 //! prompt and resource hooks, soft and enforce-mode plugin errors, and the fail-closed runtime
 //! after an invalid reload, for 2026-07-28 clients and a 2025 session.
 
+use mcp_test_support::rpc_error;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -145,24 +146,6 @@ async fn call(gw: &Gateway, sub: &str, tool: &str, arguments: Value) -> Reply {
     reply
 }
 
-/// The JSON-RPC error (code, message) of `reply`.
-fn error_of(reply: &Reply) -> (i64, String) {
-    let error = &reply.json()["error"];
-    (
-        error["code"]
-            .as_i64()
-            .unwrap_or_else(|| panic!("an error: {}", reply.text())),
-        error["message"].as_str().unwrap_or_default().to_owned(),
-    )
-}
-
-fn text_of(reply: &Reply) -> String {
-    reply.json()["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap_or_else(|| panic!("a text result: {}", reply.text()))
-        .to_owned()
-}
-
 #[tokio::test]
 async fn a_denied_tool_is_not_listed_and_its_call_is_refused() {
     let (alpha, _beta, gw) = gateway(runtime(DOCUMENT)).await;
@@ -181,7 +164,7 @@ async fn a_denied_tool_is_not_listed_and_its_call_is_refused() {
     );
     let denied = call(&gw, "alice", "alpha-fail", json!({})).await;
     assert_eq!(
-        error_of(&denied),
+        rpc_error(&denied),
         (-32600, "Tool not allowed: alpha-fail".to_owned())
     );
     assert!(
@@ -195,7 +178,7 @@ async fn secrets_are_denied_on_the_way_in_and_redacted_on_the_way_out() {
     let (alpha, beta, gw) = gateway(runtime(DOCUMENT)).await;
     let denied = call(&gw, "alice", "alpha-echo", json!({"text": FAKE_KEY})).await;
     assert_eq!(
-        error_of(&denied),
+        rpc_error(&denied),
         (
             -32600,
             "Blocked: arguments contain a secret (aws_access_key)".to_owned()
@@ -205,7 +188,7 @@ async fn secrets_are_denied_on_the_way_in_and_redacted_on_the_way_out() {
     assert!(alpha.requests_for("tools/call").is_empty());
 
     let redacted = call(&gw, "alice", "beta-echo", json!({"text": FAKE_KEY})).await;
-    let text = text_of(&redacted);
+    let text = redacted.result_text();
     assert!(!text.contains(FAKE_KEY), "{text}");
     assert!(text.contains("[REDACTED]"), "{text}");
     assert_eq!(
@@ -220,7 +203,7 @@ async fn oversize_arguments_are_denied() {
     let (alpha, _beta, gw) = gateway(runtime(DOCUMENT)).await;
     let big = "x".repeat(500);
     let denied = call(&gw, "alice", "alpha-echo", json!({"text": big})).await;
-    let (code, message) = error_of(&denied);
+    let (code, message) = rpc_error(&denied);
     assert_eq!(code, -32600);
     assert!(
         message.starts_with("Arguments too large: ") && message.ends_with("(limit 200)"),
@@ -228,7 +211,7 @@ async fn oversize_arguments_are_denied() {
     );
     assert!(alpha.requests_for("tools/call").is_empty());
     let small = call(&gw, "alice", "alpha-echo", json!({"text": "small"})).await;
-    assert_eq!(text_of(&small), "alpha: small");
+    assert_eq!(small.result_text(), "alpha: small");
 }
 
 #[tokio::test]
@@ -236,23 +219,23 @@ async fn the_rate_limit_refuses_after_n_calls_per_principal_and_recovers() {
     let (_alpha, _beta, gw) = gateway(runtime(DOCUMENT)).await;
     for _ in 0..2 {
         let ok = call(&gw, "alice", "alpha-add", json!({"a": 1, "b": 2})).await;
-        assert_eq!(text_of(&ok), "alpha: 3");
+        assert_eq!(ok.result_text(), "alpha: 3");
     }
     let limited = call(&gw, "alice", "alpha-add", json!({"a": 1, "b": 2})).await;
-    let (code, message) = error_of(&limited);
+    let (code, message) = rpc_error(&limited);
     assert_eq!(code, -32000);
     assert_eq!(message, "Rate limit exceeded; retry in 1 s");
     assert_eq!(limited.json()["error"]["data"]["retryAfterSeconds"], 1);
     // Another principal has its own bucket.
     let bob = call(&gw, "bob", "alpha-add", json!({"a": 2, "b": 2})).await;
-    assert_eq!(text_of(&bob), "alpha: 4");
+    assert_eq!(bob.result_text(), "alpha: 4");
     // After the window the bucket is full again. The limiter reads tokio's clock, so the test
     // moves that clock a window forward (nothing is in flight meanwhile) instead of sleeping.
     tokio::time::pause();
     tokio::time::advance(Duration::from_millis(1100)).await;
     tokio::time::resume();
     let again = call(&gw, "alice", "alpha-add", json!({"a": 1, "b": 2})).await;
-    assert_eq!(text_of(&again), "alpha: 3");
+    assert_eq!(again.result_text(), "alpha: 3");
 }
 
 #[tokio::test]
@@ -263,7 +246,7 @@ async fn plugins_add_headers_upstream() {
     assert_eq!(headers["x-caller"], "alice", "{headers}");
     assert_eq!(headers["x-backend"], "alpha", "{headers}");
     let plain = call(&gw, "alice", "alpha-echo", json!({"text": "hi"})).await;
-    assert_eq!(text_of(&plain), "alpha: hi");
+    assert_eq!(plain.result_text(), "alpha: hi");
 }
 
 #[tokio::test]
@@ -277,7 +260,10 @@ async fn a_custom_plugin_governs_resources_and_prompts() {
             json!({"uri": "alpha-test://alpha/item/7"}),
         )
         .await;
-    assert_eq!(error_of(&private), (-32042, "Items are private".to_owned()));
+    assert_eq!(
+        rpc_error(&private),
+        (-32042, "Items are private".to_owned())
+    );
     let public = gw
         .modern(
             "alice",
@@ -313,7 +299,7 @@ async fn a_soft_plugin_error_lets_the_call_proceed_an_enforced_one_denies() {
     let (_alpha, _beta, gw) = gateway(runtime(DOCUMENT)).await;
     let soft = call(&gw, "alice", "alpha-get-sum", json!({"a": 2, "b": 3})).await;
     assert_eq!(
-        text_of(&soft),
+        soft.result_text(),
         "alpha: 5",
         "permissive: logged, call proceeds"
     );
@@ -325,7 +311,7 @@ async fn a_soft_plugin_error_lets_the_call_proceed_an_enforced_one_denies() {
     )
     .await;
     assert_eq!(
-        error_of(&strict),
+        rpc_error(&strict),
         (-32603, "Plugin guard-strict failed".to_owned())
     );
 }
@@ -381,7 +367,7 @@ async fn an_invalid_reload_fails_closed_until_a_valid_document_is_applied() {
     assert!(!runtime.state().is_ready());
     let failed = call(&gw, "alice", "alpha-echo", json!({"text": "hi"})).await;
     assert_eq!(
-        error_of(&failed),
+        rpc_error(&failed),
         (-32603, mcp_plugins::FAILED_MESSAGE.to_owned())
     );
     runtime

@@ -318,18 +318,9 @@ async fn a_listen_is_acknowledged_with_the_honoured_subset_and_relays_both_eras_
 
 // ---- 2025 sessions ----------------------------------------------------------------------
 
-const ACCEPT: (&str, &str) = ("accept", "application/json, text/event-stream");
-const JSON: (&str, &str) = ("content-type", "application/json");
-
 /// POSTs a JSON-RPC message in a 2025 session (no session header when `session` is `None`).
 async fn legacy_post(gw: &Gateway, session: Option<&str>, body: Value) -> Reply {
-    let mut headers = vec![ACCEPT, JSON];
-    if let Some(session) = session {
-        headers.push(("mcp-session-id", session));
-        headers.push(("mcp-protocol-version", "2025-11-25"));
-    }
-    gw.raw("alice", "vh", "POST", &headers, &body.to_string())
-        .await
+    gw.legacy_post("alice", "vh", session, body).await
 }
 
 /// The JSON-RPC answer of a 2025 POST (JSON body, or the last message with an id on SSE).

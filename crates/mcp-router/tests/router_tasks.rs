@@ -439,16 +439,7 @@ async fn tasks_get_without_the_declaration_is_missing_capability() {
 
 /// POSTs `body` in a 2025 session (`initialize` when `session` is `None`).
 async fn legacy_post(gw: &Gateway, session: Option<&str>, body: Value) -> Reply {
-    let mut headers = vec![
-        ("accept", "application/json, text/event-stream"),
-        ("content-type", "application/json"),
-    ];
-    if let Some(session) = session {
-        headers.push(("mcp-session-id", session));
-        headers.push(("mcp-protocol-version", "2025-11-25"));
-    }
-    gw.raw("alice", "vh", "POST", &headers, &body.to_string())
-        .await
+    gw.legacy_post("alice", "vh", session, body).await
 }
 
 /// Opens a 2025 session declaring `capabilities` at `initialize`; returns the session id and the

@@ -204,15 +204,6 @@ fn texts(response: &Value) -> String {
         .join("\n")
 }
 
-fn tool_names(answer: &Value) -> Vec<String> {
-    answer["result"]["tools"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no tools: {answer}"))
-        .iter()
-        .filter_map(|t| t["name"].as_str().map(str::to_owned))
-        .collect()
-}
-
 fn sampled() -> Value {
     json!({"role": "assistant", "content": {"type": "text", "text": "sampled by the client"},
            "model": "test-model", "stopReason": "endTurn"})
@@ -263,7 +254,7 @@ async fn a_2025_client_answers_a_stdio_servers_sampling_elicitation_and_roots() 
         &json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list"}),
     )
     .await;
-    let names = tool_names(&listed.json());
+    let names = listed.tool_names();
     for tool in [
         "ev-trigger-sampling-request",
         "ev-trigger-elicitation-request",
@@ -597,7 +588,7 @@ async fn a_2025_client_answers_an_sse_servers_sampling() {
         &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
     )
     .await;
-    let names = tool_names(&listed.json());
+    let names = listed.tool_names();
     assert!(
         names.iter().any(|n| n == "ev-trigger-sampling-request"),
         "{names:?}"

@@ -11,10 +11,12 @@
 //! | [`TempDir`] | a unique temporary directory removed on drop (no extra dependency) |
 //! | [`exchange`], [`EventStream`] | one plain-HTTP request: the response with its body unread, or its SSE answer read event by event while it stays open |
 //! | [`PortedChild`] | a test server child process that reports `PORT <n>` on stdout, killed on drop |
-//! | [`ShiftedClock`], [`unix_now`] | a wall clock a test moves forward, to step past an absolute expiry instead of sleeping; seconds since the epoch |
+//! | [`ShiftedClock`], [`SteppedClock`], [`unix_now`] | a wall clock a test moves forward, to step past an absolute expiry instead of sleeping; a monotonic clock that stands still until the test steps it past an interval; seconds since the epoch |
 //! | [`poll_until`] | polls a condition until it holds or a limit passes (for events with no signal to await) |
 //! | [`serve`] | a tower service on a fresh loopback port (hyper, HTTP/1.1 and HTTP/2) |
-//! | [`send`], [`send_body`], [`Reply`], [`rpc_error`] | one request, its answer read to the end, with JSON / SSE / JSON-RPC error readers |
+//! | [`send`], [`send_body`], [`Reply`], [`rpc_error`], [`rpc_error_200`] | one request, its answer read to the end, with JSON / SSE / JSON-RPC error readers |
+//! | [`rpc_request`], [`modern_request_with_meta`], [`modern_meta_with`], [`post_modern`], [`legacy_headers`], [`ask_params`], [`accept_elicitation`] | the JSON-RPC and MCP messages tests send, in both eras |
+//! | [`message_error`], [`result_text`], [`tool_names`] | readers of a JSON-RPC error, a tool result, a tool list |
 //! | [`peers`] | the real interop peers `cargo xtask test` installs at the repository root (Python SDK venvs, npm project) |
 //! | [`stack`] (feature `stack`) | the in-process gateway stack (vhost, claims, config store, router) with tokens and request builders |
 //!
@@ -39,6 +41,7 @@
 
 mod clock;
 mod event_stream;
+mod mcp;
 pub mod peers;
 mod poll;
 mod ported_child;
@@ -50,12 +53,16 @@ mod serve;
 pub mod stack;
 mod temp_dir;
 
-pub use clock::{ShiftedClock, unix_now};
+pub use clock::{ShiftedClock, SteppedClock, unix_now};
 pub use event_stream::{EventStream, exchange};
+pub use mcp::{
+    accept_elicitation, ask_params, legacy_headers, message_error, modern_meta_with,
+    modern_request_with_meta, post_modern, result_text, rpc_request, tool_names,
+};
 pub use poll::poll_until;
 pub use ported_child::PortedChild;
 pub use redis_server::RedisServer;
 pub use redis_topologies::{RedisClusterSet, RedisSentinelSet, SENTINEL_MASTER};
-pub use reply::{Reply, rpc_error, send, send_body, sse_messages};
+pub use reply::{Reply, rpc_error, rpc_error_200, send, send_body, sse_messages};
 pub use serve::serve;
 pub use temp_dir::TempDir;

@@ -8,7 +8,7 @@ use http::{HeaderMap, StatusCode};
 use http_body_util::BodyExt;
 use serde_json::{Value, json};
 
-use crate::exchange;
+use crate::{exchange, mcp};
 
 /// A received response, fully read.
 #[derive(Debug)]
@@ -40,23 +40,15 @@ impl Reply {
             .unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.text()))
     }
 
-    /// The text of a JSON answer's first content block (`result.content[0].text`).
+    /// The text of the final answer's first content block (`result.content[0].text`), JSON or
+    /// SSE.
     pub fn result_text(&self) -> String {
-        let body = self.json();
-        body["result"]["content"][0]["text"]
-            .as_str()
-            .unwrap_or_else(|| panic!("a text result: {body}"))
-            .to_owned()
+        mcp::result_text(&self.last_message()["result"])
     }
 
-    /// The tool names of a JSON `tools/list` answer.
+    /// The tool names of a `tools/list` answer, JSON or SSE.
     pub fn tool_names(&self) -> Vec<String> {
-        self.json()["result"]["tools"]
-            .as_array()
-            .unwrap_or_else(|| panic!("tools: {}", self.text()))
-            .iter()
-            .filter_map(|t| t["name"].as_str().map(str::to_owned))
-            .collect()
+        mcp::tool_names(&self.last_message()["result"])
     }
 
     /// The JSON messages of an SSE body, in order.
@@ -109,16 +101,18 @@ pub fn sse_messages(text: &str) -> Vec<Value> {
         .collect()
 }
 
-/// `(code, message)` of the JSON-RPC error `reply` ends with (the last message of an SSE answer).
+/// `(code, message)` of the JSON-RPC error `reply` ends with (the last message of an SSE answer),
+/// whatever the HTTP status.
 pub fn rpc_error(reply: &Reply) -> (i64, String) {
-    let message = reply.messages().pop().expect("a JSON-RPC message");
-    let error = &message["error"];
-    (
-        error["code"]
-            .as_i64()
-            .unwrap_or_else(|| panic!("not a JSON-RPC error: {message}")),
-        error["message"].as_str().unwrap_or_default().to_owned(),
-    )
+    let message = reply.last_message();
+    mcp::message_error(&message).unwrap_or_else(|| panic!("not a JSON-RPC error: {message}"))
+}
+
+/// [`rpc_error`] of an HTTP 200 answer: routing and backend failures are JSON-RPC errors that
+/// travel with 200, which this asserts too.
+pub fn rpc_error_200(reply: &Reply) -> (i64, String) {
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
+    rpc_error(reply)
 }
 
 /// Sends one request with body `{}`; `headers` are `(name, value)` pairs.

@@ -14,7 +14,10 @@ use mcp_vhost::VhostLayer;
 use serde_json::{Value, json};
 use tower::ServiceBuilder;
 
-use crate::{Reply, send_body, unix_now};
+use crate::{
+    Reply, legacy_headers, modern_meta_with, modern_request_with_meta, post_modern, rpc_request,
+    send_body, unix_now,
+};
 
 /// The issuer the stack's validator trusts.
 pub const ISSUER: &str = "https://issuer.test";
@@ -85,45 +88,15 @@ impl Gateway {
         params: Value,
         extra: &[(&str, &str)],
     ) -> Reply {
-        let (headers, body) = modern_request(method, params);
-        let auth = format!("Bearer {}", token(sub));
-        let mut all: Vec<(&str, &str)> = vec![("authorization", &auth)];
-        all.extend(headers.iter().map(|(k, v)| (*k, v.as_str())));
-        all.extend_from_slice(extra);
-        send_body(
-            self.addr,
-            "POST",
-            &format!("/servers/{vhost}/mcp"),
-            &all,
-            &body,
-        )
-        .await
+        let request = modern_request(method, params);
+        post_modern(self.addr, &bearer(sub), vhost, request, extra).await
     }
 }
 
-/// Headers and body of a well-formed 2026-07-28 request. `params._meta` gets the required keys
+/// Headers and body of a well-formed 2026-07-28 request. `params._meta` gets [`modern_meta`]
 /// unless the caller put its own `_meta` there.
-pub fn modern_request(method: &str, mut params: Value) -> (Vec<(&'static str, String)>, String) {
-    if params.get("_meta").is_none() {
-        params["_meta"] = modern_meta();
-    }
-    let mut headers = vec![
-        ("accept", "application/json, text/event-stream".to_owned()),
-        ("content-type", "application/json".to_owned()),
-        ("mcp-protocol-version", "2026-07-28".to_owned()),
-        ("mcp-method", method.to_owned()),
-    ];
-    let name = match method {
-        "tools/call" | "prompts/get" => params["name"].as_str(),
-        "resources/read" => params["uri"].as_str(),
-        _ => None,
-    };
-    if let Some(name) = name {
-        let value = mcp_core::headers::encode_header_value(name);
-        headers.push(("mcp-name", value.to_str().expect("ascii").to_owned()));
-    }
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    (headers, body.to_string())
+pub fn modern_request(method: &str, params: Value) -> (Vec<(&'static str, String)>, String) {
+    modern_request_with_meta(method, params, modern_meta())
 }
 
 /// A user config with one virtual host `vh` holding `backends` (name -> url).
@@ -140,14 +113,11 @@ pub fn bearer(sub: &str) -> String {
     format!("Bearer {}", token(sub))
 }
 
-/// The `_meta` [`modern_request`] puts on a request that has none: callers extend it (progress
-/// token, log level) and put it in `params._meta` themselves.
+/// The `_meta` [`modern_request`] puts on a request that has none (the client declares
+/// elicitation): callers extend it (progress token, log level) and put it in `params._meta`
+/// themselves.
 pub fn modern_meta() -> Value {
-    json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
-        "io.modelcontextprotocol/clientInfo": {"name": "e2e", "version": "0"},
-    })
+    modern_meta_with(json!({"elicitation": {}}))
 }
 
 /// Like [`modern_request`] with JSON-RPC id `id` instead of `1`.
@@ -160,11 +130,6 @@ pub fn modern_request_with_id(
     let mut body: Value = serde_json::from_str(&body).expect("request body is JSON");
     body["id"] = id;
     (headers, body.to_string())
-}
-
-/// An `inputResponses` answer accepting an elicitation with the content `{key: value}`.
-pub fn accept_elicitation(key: &str, value: &str) -> Value {
-    json!({"elicitation": {"action": "accept", "content": {key: value}}})
 }
 
 /// A user config with one virtual host `vh` given as JSON (`naming`, `backends`, …).
@@ -182,18 +147,8 @@ impl Gateway {
         method: &str,
         params: Value,
     ) -> Reply {
-        let (headers, body) = modern_request_with_id(id, method, params);
-        let auth = bearer(sub);
-        let mut all: Vec<(&str, &str)> = vec![("authorization", &auth)];
-        all.extend(headers.iter().map(|(k, v)| (*k, v.as_str())));
-        send_body(
-            self.addr,
-            "POST",
-            &format!("/servers/{vhost}/mcp"),
-            &all,
-            &body,
-        )
-        .await
+        let request = modern_request_with_id(id, method, params);
+        post_modern(self.addr, &bearer(sub), vhost, request, &[]).await
     }
 
     /// Sends `body` as-is with `headers` (plus a valid token for `sub`) to `/servers/{vhost}/mcp`.
@@ -229,21 +184,35 @@ impl Gateway {
         .await
     }
 
+    /// POSTs the JSON-RPC message `body` of `sub` to `vhost` in the 2025-11-25 session `session`,
+    /// or outside any (`initialize`) when `None`.
+    pub async fn legacy_post(
+        &self,
+        sub: &str,
+        vhost: &str,
+        session: Option<&str>,
+        body: Value,
+    ) -> Reply {
+        self.raw(
+            sub,
+            vhost,
+            "POST",
+            &legacy_headers(None, session),
+            &body.to_string(),
+        )
+        .await
+    }
+
     /// Opens a 2025-11-25 session of `sub` on `vhost` (`initialize` only): its id.
     pub async fn legacy_session(&self, sub: &str, vhost: &str) -> String {
         let init = self
-            .raw(
+            .legacy_post(
                 sub,
                 vhost,
-                "POST",
-                &[
-                    ("accept", "application/json, text/event-stream"),
-                    ("content-type", "application/json"),
-                ],
-                &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                None,
+                json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
                     "protocolVersion": "2025-11-25", "capabilities": {},
-                    "clientInfo": {"name": "e2e", "version": "0"}}})
-                .to_string(),
+                    "clientInfo": {"name": "e2e", "version": "0"}}}),
             )
             .await;
         init.header("mcp-session-id")
@@ -261,18 +230,7 @@ impl Gateway {
         params: Value,
     ) -> Value {
         let reply = self
-            .raw(
-                sub,
-                vhost,
-                "POST",
-                &[
-                    ("accept", "application/json, text/event-stream"),
-                    ("content-type", "application/json"),
-                    ("mcp-session-id", session),
-                    ("mcp-protocol-version", "2025-11-25"),
-                ],
-                &json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string(),
-            )
+            .legacy_post(sub, vhost, Some(session), rpc_request(1, method, params))
             .await;
         match reply.sse_messages().pop() {
             Some(message) => message,

@@ -18,7 +18,6 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
-use hyper_util::service::TowerToHyperService;
 use jsonwebtoken::{Algorithm, EncodingKey, Header, encode, get_current_timestamp};
 use mcp_claims::{Claims, ClaimsLayer};
 use mcp_core::Principal;
@@ -125,24 +124,7 @@ where
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     let inner: fn(Request<Incoming>) -> EchoFuture = |req| Box::pin(echo(req));
-    let service = wrap(service_fn(inner));
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    tokio::spawn(async move {
-        loop {
-            let Ok((stream, _)) = listener.accept().await else {
-                continue;
-            };
-            let _ = stream.set_nodelay(true);
-            let service = TowerToHyperService::new(service.clone());
-            tokio::spawn(async move {
-                let _ = auto::Builder::new(TokioExecutor::new())
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
-            });
-        }
-    });
-    addr
+    mcp_test_support::serve(wrap(service_fn(inner))).await
 }
 
 /// The future type of the echo service.

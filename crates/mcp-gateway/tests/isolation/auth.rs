@@ -11,14 +11,15 @@ use serde_json::{Value, json};
 
 use crate::support::{
     self, AUDIENCE, FIXTURES, GatewayProcess, HS256_LINE, ISSUER, Reply, SECRET, admin_get,
-    base_config, legacy_post, modern, modern_with_token, now, rs256_token, token_with, workdir,
+    base_config, legacy_post, modern, modern_with_token, rs256_token, token_with, unix_now,
+    workdir,
 };
 
 /// The second trusted issuer of the multi-issuer tests.
 const OTHER_ISSUER: &str = "https://other-issuer.test";
 
 fn claims(issuer: &str, sub: &str) -> Value {
-    json!({"iss": issuer, "aud": AUDIENCE, "sub": sub, "exp": now() + 600})
+    json!({"iss": issuer, "aud": AUDIENCE, "sub": sub, "exp": unix_now() + 600})
 }
 
 fn hs256(issuer: &str, sub: &str) -> String {
@@ -32,17 +33,6 @@ fn rs256(sub: &str) -> String {
 /// A 2026-07-28 `tools/list` on `vhost` with `token` as the bearer.
 async fn tools_list(gw: &GatewayProcess, token: &str, vhost: &str) -> Reply {
     modern_with_token(gw.addr, token, vhost, "tools/list", json!({}), &[]).await
-}
-
-/// The tool names of a successful `tools/list` answer.
-fn tool_names(reply: &Reply) -> Vec<String> {
-    assert_eq!(reply.status, 200, "{}", reply.text());
-    reply.json()["result"]["tools"]
-        .as_array()
-        .expect("tools")
-        .iter()
-        .filter_map(|t| t["name"].as_str().map(str::to_owned))
-        .collect()
 }
 
 /// Asserts the 401 of the claims layer with its detail.
@@ -79,7 +69,12 @@ async fn hs256_needs_an_explicit_secret_env_next_to_another_key() {
     support::write(dir.path(), "users.json", &users);
     let gw =
         GatewayProcess::start(dir.path(), &base_config("").replace(HS256_LINE, &pem), &[]).await;
-    assert!(!tool_names(&tools_list(&gw, &rs256("alice"), "vh1").await).is_empty());
+    assert!(
+        !tools_list(&gw, &rs256("alice"), "vh1")
+            .await
+            .tool_names()
+            .is_empty()
+    );
     assert_401(
         &tools_list(&gw, &hs256(ISSUER, "alice"), "vh1").await,
         "Unsupported token algorithm",
@@ -102,7 +97,7 @@ async fn hs256_needs_an_explicit_secret_env_next_to_another_key() {
     let config = base_config("").replace(HS256_LINE, &format!("{HS256_LINE}{pem}"));
     let gw = GatewayProcess::start(dir.path(), &config, &[]).await;
     for token in [rs256("alice"), hs256(ISSUER, "alice")] {
-        assert!(!tool_names(&tools_list(&gw, &token, "vh1").await).is_empty());
+        assert!(!tools_list(&gw, &token, "vh1").await.tool_names().is_empty());
     }
     assert!(!logged(&gw, &["ignored"]), "{}", gw.logs());
 }
@@ -120,7 +115,7 @@ async fn the_implicit_hs256_default_still_loads_with_a_deprecation_warning() {
     );
     let gw = GatewayProcess::start(dir.path(), &base_config("").replace(HS256_LINE, ""), &[]).await;
     let reply = modern(gw.addr, "alice", "vh1", "tools/list", json!({}), &[]).await;
-    assert!(!tool_names(&reply).is_empty());
+    assert!(!reply.tool_names().is_empty());
     assert!(
         logged(
             &gw,
@@ -161,12 +156,12 @@ async fn assert_issuers_are_kept_apart(
     let alice_a = hs256(ISSUER, "alice");
     let alice_b = hs256(OTHER_ISSUER, "alice");
     // A first: a cache keyed by subject alone would now hand A's entry to B.
-    let a = tool_names(&tools_list(gw, &alice_a, "vh-a").await);
+    let a = tools_list(gw, &alice_a, "vh-a").await.tool_names();
     assert!(
         a.iter().all(|n| n.starts_with("alpha")) && !a.is_empty(),
         "{a:?}"
     );
-    let b = tool_names(&tools_list(gw, &alice_b, "vh-b").await);
+    let b = tools_list(gw, &alice_b, "vh-b").await.tool_names();
     assert!(
         b.iter().all(|n| n.starts_with("beta")) && !b.is_empty(),
         "{b:?}"
@@ -183,7 +178,12 @@ async fn assert_issuers_are_kept_apart(
             .assert_detail(404, "Server not found");
     }
     // Carol is configured for the first issuer only (control: her token of that issuer works).
-    assert!(!tool_names(&tools_list(gw, &hs256(ISSUER, "carol"), "vh-a").await).is_empty());
+    assert!(
+        !tools_list(gw, &hs256(ISSUER, "carol"), "vh-a")
+            .await
+            .tool_names()
+            .is_empty()
+    );
     tools_list(gw, &hs256(OTHER_ISSUER, "carol"), "vh-a")
         .await
         .assert_detail(400, "No user configuration");
@@ -290,7 +290,12 @@ async fn two_issuers_each_alice_her_own_config_redis_store() {
     })
     .await;
     assert!(seen, "B's edited configuration is served");
-    assert!(!tool_names(&tools_list(&gw, &hs256(ISSUER, "alice"), "vh-a").await).is_empty());
+    assert!(
+        !tools_list(&gw, &hs256(ISSUER, "alice"), "vh-a")
+            .await
+            .tool_names()
+            .is_empty()
+    );
 }
 
 /// A session store failure is answered with its kind only: neither the Redis address nor the
@@ -378,7 +383,7 @@ async fn readyz_shows_backend_names_not_urls() {
     );
     let gw = GatewayProcess::start(dir.path(), &base_config(""), &[]).await;
     let reply = modern(gw.addr, "alice", "vh1", "tools/list", json!({}), &[]).await;
-    assert!(!tool_names(&reply).is_empty());
+    assert!(!reply.tool_names().is_empty());
 
     let ready = admin_get(&gw, "/readyz").await;
     assert_eq!(ready.status, 200, "{}", ready.text());

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use crate::support::{
     self, GatewayProcess, base_config, bearer, legacy_delete, legacy_initialize, legacy_post,
-    metric, modern, poll_until, rpc_error, send, workdir,
+    metric, modern, poll_until, rpc_error, send_body, workdir,
 };
 
 /// Longest wait for one event (a loaded 2-core machine; not a timing assertion).
@@ -71,7 +71,7 @@ async fn sse_session(gw: &GatewayProcess, sub: &str) -> (EventStream, String) {
 /// Posts `body` for `sub` to an SSE session's endpoint.
 async fn sse_post(gw: &GatewayProcess, sub: &str, endpoint: &str, body: &Value) -> support::Reply {
     let auth = bearer(sub);
-    send(
+    send_body(
         gw.addr,
         "POST",
         endpoint,
@@ -197,7 +197,7 @@ async fn sse_sessions_are_capped_per_principal_and_others_still_connect() {
         refused.headers.get("retry-after").map(|v| v.as_bytes()),
         Some(&b"5"[..])
     );
-    let reply = send(
+    let reply = send_body(
         s.gw.addr,
         "GET",
         "/servers/vh/sse",
@@ -287,7 +287,7 @@ async fn notification_streams_are_capped_per_principal() {
         );
     };
     let auth = bearer("alice");
-    let third = send(
+    let third = send_body(
         s.gw.addr,
         "GET",
         "/servers/vh/mcp",

@@ -18,14 +18,13 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
 use mcp_test_backends::{BackendSpec, TestBackend};
-use mcp_test_support::{EventStream, RedisServer, TempDir};
+use mcp_test_support::{EventStream, RedisServer, TempDir, modern_meta_with};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::support::{
     GatewayProcess, ISSUER, Reply, base_config, bearer, legacy_delete, legacy_initialize,
-    legacy_initialize_with, legacy_post, modern, modern_meta, poll_until, rpc_error, users_json,
-    workdir, write,
+    legacy_initialize_with, legacy_post, modern, poll_until, rpc_error, users_json, workdir, write,
 };
 
 const SEALING: &str = "isolation-ids-sealing-secret-isolation-ids";
@@ -111,13 +110,6 @@ async fn legacy_stream(addr: SocketAddr, sub: &str, session: &str, body: Value) 
 async fn answer(addr: SocketAddr, sub: &str, session: &str, id: &Value, result: Value) -> Reply {
     let body = json!({"jsonrpc": "2.0", "id": id, "result": result});
     legacy_post(addr, sub, "vh", Some(session), &body).await
-}
-
-/// `params._meta` of a 2026-07-28 request declaring `capabilities`.
-fn meta_with(capabilities: Value) -> Value {
-    let mut meta = modern_meta();
-    meta["io.modelcontextprotocol/clientCapabilities"] = capabilities;
-    meta
 }
 
 /// The result of a successful JSON-RPC answer (JSON, or the last SSE message).
@@ -295,7 +287,7 @@ async fn ids_handed_to_clients_reveal_no_backend_upstream_session_or_principal()
         "vh",
         "tools/call",
         json!({"name": "alpha-long_task",
-        "arguments": {"delay_ms": 10}, "_meta": meta_with(json!({"extensions": {TASKS: {}}}))}),
+        "arguments": {"delay_ms": 10}, "_meta": modern_meta_with(json!({"extensions": {TASKS: {}}}))}),
         &[],
     )
     .await;
@@ -307,10 +299,10 @@ async fn ids_handed_to_clients_reveal_no_backend_upstream_session_or_principal()
     assert_opaque("task id", &task_id, &hidden);
 
     let parked = json!({"name": "beta-sample", "arguments": {"prompt": "hi"},
-                        "_meta": meta_with(json!({"sampling": {}}))});
+                        "_meta": modern_meta_with(json!({"sampling": {}}))});
     let parked = request_state(addr, parked).await;
     assert_opaque("requestState of a parked call", &parked, &hidden);
-    let asked = json!({"name": "alpha-ask", "_meta": meta_with(json!({"elicitation": {}}))});
+    let asked = json!({"name": "alpha-ask", "_meta": modern_meta_with(json!({"elicitation": {}}))});
     let asked = request_state(addr, asked).await;
     assert_opaque("requestState of a backend", &asked, &hidden);
 }
@@ -500,13 +492,14 @@ async fn long_task(node: &Node, sub: &str, vhost: &str, as_task: bool) -> Reply 
     } else {
         json!({})
     };
-    let params = json!({"name": "alpha-long_task", "arguments": {"delay_ms": 10}, "_meta": meta_with(capabilities)});
+    let params = json!({"name": "alpha-long_task", "arguments": {"delay_ms": 10}, "_meta": modern_meta_with(capabilities)});
     modern(node.addr(), sub, vhost, "tools/call", params, &[]).await
 }
 
 /// `tasks/get` of `task_id` every 50 ms until the task is no longer `working`: that answer.
 async fn finished_task(node: &Node, sub: &str, vhost: &str, task_id: &str) -> Reply {
-    let params = json!({"taskId": task_id, "_meta": meta_with(json!({"extensions": {TASKS: {}}}))});
+    let params =
+        json!({"taskId": task_id, "_meta": modern_meta_with(json!({"extensions": {TASKS: {}}}))});
     let deadline = Instant::now() + WAIT;
     loop {
         let reply = modern(

@@ -7,13 +7,17 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http::{HeaderMap, StatusCode};
 use http_body_util::BodyExt;
 use jsonwebtoken::{Algorithm, EncodingKey, Header, encode};
-use mcp_test_support::TempDir;
+// Re-exported so that a test file finds every helper in one place; each uses a different subset.
+#[allow(unused_imports)]
+pub use mcp_test_support::{Reply, poll_until, rpc_error, send_body, sse_messages, unix_now};
+use mcp_test_support::{
+    TempDir, legacy_headers, modern_meta_with, modern_request_with_meta, post_modern,
+};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
@@ -91,14 +95,6 @@ pub fn users_json(entries: &[UserEntry<'_>]) -> String {
     json!({ "users": users }).to_string()
 }
 
-/// Seconds since the epoch.
-pub fn now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .expect("clock after 1970")
-        .as_secs()
-}
-
 /// An HS256 token with `claims`, signed with `secret`.
 pub fn token_with(claims: Value, alg: Algorithm, secret: &[u8]) -> String {
     encode(
@@ -144,7 +140,7 @@ pub fn fixture_tls_client() -> rustls::ClientConfig {
 /// A valid token for `sub`.
 pub fn token(sub: &str) -> String {
     token_with(
-        json!({"iss": ISSUER, "aud": AUDIENCE, "sub": sub, "exp": now() + 600}),
+        json!({"iss": ISSUER, "aud": AUDIENCE, "sub": sub, "exp": unix_now() + 600}),
         Algorithm::HS256,
         SECRET.as_bytes(),
     )
@@ -289,116 +285,16 @@ pub fn run_cli(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
     )
 }
 
-/// A received response, fully read.
-#[derive(Debug)]
-pub struct Reply {
-    pub status: StatusCode,
-    pub headers: HeaderMap,
-    pub body: Bytes,
-}
-
-impl Reply {
-    pub fn text(&self) -> &str {
-        std::str::from_utf8(&self.body).expect("utf-8 body")
-    }
-
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .get(name)
-            .map(|v| v.to_str().expect("ascii header"))
-    }
-
-    pub fn json(&self) -> Value {
-        serde_json::from_slice(&self.body)
-            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.text()))
-    }
-
-    /// The JSON messages of an SSE body, or the JSON body itself.
-    pub fn messages(&self) -> Vec<Value> {
-        if self
-            .header("content-type")
-            .is_some_and(|c| c.starts_with("text/event-stream"))
-        {
-            sse_messages(self.text())
-        } else {
-            vec![self.json()]
-        }
-    }
-
-    /// Asserts a `{"detail": ...}` answer.
-    pub fn assert_detail(&self, status: u16, detail: &str) {
-        assert_eq!(self.status.as_u16(), status, "body: {}", self.text());
-        assert_eq!(self.header("content-type"), Some("application/json"));
-        assert_eq!(self.text(), json!({ "detail": detail }).to_string());
-    }
-}
-
-/// The JSON data of each SSE event in `text`.
-pub fn sse_messages(text: &str) -> Vec<Value> {
-    text.split("\n\n")
-        .filter_map(|event| {
-            let data: Vec<&str> = event
-                .lines()
-                .filter_map(|l| {
-                    l.strip_prefix("data:")
-                        .map(|d| d.strip_prefix(' ').unwrap_or(d))
-                })
-                .collect();
-            (!data.is_empty()).then(|| data.join("\n"))
-        })
-        .filter(|d| !d.trim().is_empty())
-        .map(|d| serde_json::from_str(&d).expect("SSE data is JSON"))
-        .collect()
-}
-
-/// Sends one request with `body`; `headers` are `(name, value)` pairs.
-pub async fn send(
-    addr: SocketAddr,
-    method: &str,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: &str,
-) -> Reply {
-    let res = mcp_test_support::exchange(addr, method, path, headers, body).await;
-    let (parts, body) = res.into_parts();
-    let body = body.collect().await.expect("body").to_bytes();
-    Reply {
-        status: parts.status,
-        headers: parts.headers,
-        body,
-    }
-}
-
-/// `_meta` of a well-formed 2026-07-28 request.
+/// `_meta` of a well-formed 2026-07-28 request: the client declares no capability (tests that
+/// need one declare it).
 pub fn modern_meta() -> Value {
-    json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": "gateway-tests", "version": "0"},
-    })
+    modern_meta_with(json!({}))
 }
 
-/// Headers and body of a well-formed 2026-07-28 request (`_meta` added unless present).
-pub fn modern_request(method: &str, mut params: Value) -> (Vec<(&'static str, String)>, String) {
-    if params.get("_meta").is_none() {
-        params["_meta"] = modern_meta();
-    }
-    let mut headers = vec![
-        ("accept", "application/json, text/event-stream".to_owned()),
-        ("content-type", "application/json".to_owned()),
-        ("mcp-protocol-version", "2026-07-28".to_owned()),
-        ("mcp-method", method.to_owned()),
-    ];
-    let name = match method {
-        "tools/call" | "prompts/get" => params["name"].as_str(),
-        "resources/read" => params["uri"].as_str(),
-        _ => None,
-    };
-    if let Some(name) = name {
-        headers.push(("mcp-name", name.to_owned()));
-    }
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    (headers, body.to_string())
+/// Headers and body of a well-formed 2026-07-28 request ([`modern_meta`] added unless `params`
+/// has a `_meta`).
+pub fn modern_request(method: &str, params: Value) -> (Vec<(&'static str, String)>, String) {
+    modern_request_with_meta(method, params, modern_meta())
 }
 
 /// A 2026-07-28 request for `sub` to `/servers/{vhost}/mcp`, plus `extra` headers.
@@ -422,35 +318,13 @@ pub async fn modern_with_token(
     params: Value,
     extra: &[(&str, &str)],
 ) -> Reply {
-    let (headers, body) = modern_request(method, params);
-    let auth = format!("Bearer {token}");
-    let mut all: Vec<(&str, &str)> = vec![("authorization", &auth)];
-    all.extend(headers.iter().map(|(k, v)| (*k, v.as_str())));
-    all.extend_from_slice(extra);
-    send(addr, "POST", &format!("/servers/{vhost}/mcp"), &all, &body).await
+    let request = modern_request(method, params);
+    post_modern(addr, &format!("Bearer {token}"), vhost, request, extra).await
 }
 
 /// GETs `path` on the admin listener.
 pub async fn admin_get(process: &GatewayProcess, path: &str) -> Reply {
-    send(process.admin.expect("admin listener"), "GET", path, &[], "").await
-}
-
-/// Polls `check` every 50 ms until it holds or `limit` passes.
-pub async fn poll_until<F, Fut>(limit: Duration, mut check: F) -> bool
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = Instant::now() + limit;
-    loop {
-        if check().await {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    send_body(process.admin.expect("admin listener"), "GET", path, &[], "").await
 }
 
 impl GatewayProcess {
@@ -545,16 +419,8 @@ pub async fn legacy_post(
     body: &Value,
 ) -> Reply {
     let auth = bearer(sub);
-    let mut headers = vec![
-        ("authorization", auth.as_str()),
-        ("accept", "application/json, text/event-stream"),
-        ("content-type", "application/json"),
-    ];
-    if let Some(session) = session {
-        headers.push(("mcp-session-id", session));
-        headers.push(("mcp-protocol-version", "2025-11-25"));
-    }
-    send(
+    let headers = legacy_headers(Some(&auth), session);
+    send_body(
         addr,
         "POST",
         &format!("/servers/{vhost}/mcp"),
@@ -607,7 +473,7 @@ pub async fn legacy_initialize_with(
 /// Ends the 2025-11-25 session `session` of `sub` on `vhost` (HTTP DELETE).
 pub async fn legacy_delete(addr: SocketAddr, sub: &str, vhost: &str, session: &str) -> Reply {
     let auth = bearer(sub);
-    send(
+    send_body(
         addr,
         "DELETE",
         &format!("/servers/{vhost}/mcp"),
@@ -619,18 +485,6 @@ pub async fn legacy_delete(addr: SocketAddr, sub: &str, vhost: &str, session: &s
         "",
     )
     .await
-}
-
-/// `(code, message)` of the JSON-RPC error in `reply` (the last message of an SSE answer).
-pub fn rpc_error(reply: &Reply) -> (i64, String) {
-    let message = reply.messages().pop().expect("a JSON-RPC message");
-    let error = &message["error"];
-    (
-        error["code"]
-            .as_i64()
-            .unwrap_or_else(|| panic!("not a JSON-RPC error: {message}")),
-        error["message"].as_str().unwrap_or_default().to_owned(),
-    )
 }
 
 /// The interpreter of `.venv/mcp1` when `cargo xtask test` installed it from the current

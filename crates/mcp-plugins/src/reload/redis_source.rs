@@ -99,8 +99,8 @@ fn missing_key(source: &RedisSource) -> ConfigError {
 }
 
 impl PluginRuntime {
-    /// Polls a Redis key and applies its document when the text changed (see the
-    /// [module docs](crate::reload)). Needs a tokio runtime.
+    /// Polls a Redis key and applies its document when the text changed (see
+    /// [`ReloadHandle`](crate::ReloadHandle)). Needs a tokio runtime.
     pub fn watch_redis(&self, source: RedisSource) -> Result<ReloadHandle, ConfigError> {
         let pool = source.pool()?;
         let runtime = self.clone();

@@ -172,8 +172,9 @@ async fn free_ports(n: usize) -> Vec<u16> {
     ports
 }
 
-/// A primary, one replica and three sentinels (quorum 2) monitoring [`SENTINEL_MASTER`]; see the
-/// [module docs](self). Dropping it kills every process.
+/// A primary, one replica and three sentinels (quorum 2) monitoring [`SENTINEL_MASTER`], as
+/// private `redis-server` processes (`redis-server` and `redis-cli` needed: without them `start`
+/// returns `None`, or panics under `CI=true`). Dropping it kills every process.
 #[derive(Debug)]
 pub struct RedisSentinelSet {
     server: PathBuf,
@@ -370,7 +371,7 @@ impl RedisSentinelSet {
 }
 
 /// Three cluster masters (no replicas) sharing the 16384 slots, made with
-/// `redis-cli --cluster create`; see the [module docs](self). Nodes keep an append-only file, so
+/// `redis-cli --cluster create` (both programs needed, as for [`RedisSentinelSet`]). Nodes keep an append-only file, so
 /// a killed and restarted node comes back with its slots and its data.
 #[derive(Debug)]
 pub struct RedisClusterSet {

@@ -51,7 +51,7 @@ Tasks:
   features  each layer crate checked alone (no default features, then each feature) and
             every publishable crate packaged (cargo package --no-verify); also run by test
   ci      fmt check + clippy -D warnings + test
-  bench   benchmark the release gateway (--quick: ~30 s smoke; --baseline FILE: compare)
+  bench   benchmark the release gateway (--quick: smoke; --profile: syscalls; --baseline FILE: compare)
   book    build the book in docs/ (mdBook + link check) and run its Rust snippets
           (installs mdbook and mdbook-linkcheck into .tools/mdbook/ when missing)
   config-reference  regenerate the key table of docs/src/configuration.md

@@ -57,7 +57,7 @@ impl Plan {
         }
     }
 
-    /// The `--quick` smoke version (about 30 seconds).
+    /// The `--quick` smoke version (a minute or two).
     #[must_use]
     pub fn quick() -> Self {
         Self {

@@ -29,7 +29,7 @@ enum Command {
         /// Where REPORT.md and report.json go.
         #[arg(long)]
         out: PathBuf,
-        /// The ~30-second smoke version.
+        /// The smoke version (a minute or two).
         #[arg(long)]
         quick: bool,
         /// Also count the gateway's and HAProxy's system calls per tools/call (strace).

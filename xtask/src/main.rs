@@ -13,7 +13,7 @@
 //!   real peers (see `conformance.rs`); writes `target/conformance/REPORT.md`. Also run by `test`.
 //! - `ci`: `cargo fmt --check`, `cargo clippy --workspace --all-targets -D warnings`, `cargo doc
 //!   --workspace --no-deps --all-features` with `-D warnings`, then `test`.
-//! - `bench [--quick] [--baseline FILE]`: the gateway benchmark (`crates/mcp-bench`, book: docs/src/performance.md),
+//! - `bench [--quick] [--profile] [--baseline FILE]`: the gateway benchmark against direct and HAProxy (`crates/mcp-bench`, book: docs/src/performance.md),
 //!   written to `target/bench/REPORT.md` and `report.json`; never part of `ci`.
 //! - `book`: builds the book in `docs/` (mdBook, with its link checker) and runs its Rust snippets
 //!   (see `book.rs`). Also run by `test`. `config-reference` regenerates the book's key table.

@@ -1,6 +1,7 @@
-//! `cargo xtask bench [--quick] [--baseline FILE]`: builds the release gateway and the
-//! `mcp-bench` harness, then runs every benchmark scenario (book: docs/src/performance.md) in one invocation and
-//! writes `target/bench/REPORT.md` and `target/bench/report.json` under the workspace root.
+//! `cargo xtask bench [--quick] [--profile] [--baseline FILE]`: builds the release gateway and
+//! the `mcp-bench` harness, installs Debian's `haproxy` (and, with `--profile`, `strace`) when
+//! missing, then runs every benchmark scenario (book: docs/src/performance.md) in one invocation
+//! and writes `target/bench/REPORT.md` and `target/bench/report.json` under the workspace root.
 //!
 //! The measuring happens in `crates/mcp-bench` (this crate stays dependency-free); CI never runs
 //! it, because figures from a shared machine are not pass/fail material.
@@ -8,13 +9,17 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::run;
+use crate::{prerequisites, run};
 
 const USAGE: &str = "\
-cargo xtask bench [--quick] [--baseline FILE]
+cargo xtask bench [--quick] [--profile] [--baseline FILE]
 
-  --quick           the ~30-second smoke version (1 round, short runs, 2,000 sessions)
+  --quick           the smoke version (1 round, short runs, 2,000 sessions)
+  --profile         also count system calls per tools/call of the gateway and HAProxy (strace)
   --baseline FILE   a previous report.json: REPORT.md gets a now/baseline table
+
+Installs Debian's haproxy (and strace with --profile) when missing and root; without it, CI=true
+fails and elsewhere REPORT.md says what was not measured.
 
 Writes target/bench/REPORT.md and target/bench/report.json (workspace root).
 ";
@@ -23,6 +28,7 @@ Writes target/bench/REPORT.md and target/bench/report.json (workspace root).
 #[derive(Debug, Default, PartialEq, Eq)]
 struct BenchArgs {
     quick: bool,
+    profile: bool,
     baseline: Option<PathBuf>,
     help: bool,
 }
@@ -33,6 +39,7 @@ fn parse(args: &[String]) -> Result<BenchArgs, String> {
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--quick" => parsed.quick = true,
+            "--profile" => parsed.profile = true,
             "--baseline" => {
                 let file = args
                     .next()
@@ -63,6 +70,12 @@ pub(crate) fn bench(args: &[String]) -> Result<(), String> {
     {
         return Err(format!("baseline {} does not exist", file.display()));
     }
+    // The floor every scenario's gateway figure is read against; the harness notes its absence
+    // in the report.
+    prerequisites::ensure_debian_program("haproxy", "the report will have no HAProxy floor")?;
+    if args.profile {
+        prerequisites::ensure_debian_program("strace", "the report will count no syscalls")?;
+    }
     run::cargo(&["build", "--release", "-p", "mcp-gateway", "-p", "mcp-bench"])?;
     let root = run::workspace_root();
     let release = target_dir(&root, std::env::var_os("CARGO_TARGET_DIR")).join("release");
@@ -87,6 +100,9 @@ pub(crate) fn bench(args: &[String]) -> Result<(), String> {
     ];
     if args.quick {
         command_args.push("--quick".into());
+    }
+    if args.profile {
+        command_args.push("--profile".into());
     }
     if let Some(file) = &baseline {
         command_args.push("--baseline".into());
@@ -146,6 +162,8 @@ mod tests {
         assert_eq!(parse(&[]), Ok(BenchArgs::default()));
         let parsed = parse(&args(&["--quick", "--baseline", "old.json"])).expect("valid");
         assert!(parsed.quick);
+        assert!(!parsed.profile);
+        assert!(parse(&args(&["--profile"])).expect("valid").profile);
         assert_eq!(parsed.baseline, Some(PathBuf::from("old.json")));
         assert!(parse(&args(&["--baseline"])).is_err());
         assert!(

@@ -13,7 +13,7 @@
 //!   real peers (see `conformance.rs`); writes `target/conformance/REPORT.md`. Also run by `test`.
 //! - `ci`: `cargo fmt --check`, `cargo clippy --workspace --all-targets -D warnings`, `cargo doc
 //!   --workspace --no-deps --all-features` with `-D warnings`, then `test`.
-//! - `bench [--quick] [--baseline FILE]`: the gateway benchmark (`crates/mcp-bench`, book: docs/src/performance.md),
+//! - `bench [--quick] [--profile] [--baseline FILE]`: the gateway benchmark against direct and HAProxy (`crates/mcp-bench`, book: docs/src/performance.md),
 //!   written to `target/bench/REPORT.md` and `report.json`; never part of `ci`.
 //! - `book`: builds the book in `docs/` (mdBook, with its link checker) and runs its Rust snippets
 //!   (see `book.rs`). Also run by `test`. `config-reference` regenerates the book's key table.
@@ -51,7 +51,7 @@ Tasks:
   features  each layer crate checked alone (no default features, then each feature) and
             every publishable crate packaged (cargo package --no-verify); also run by test
   ci      fmt check + clippy -D warnings + test
-  bench   benchmark the release gateway (--quick: ~30 s smoke; --baseline FILE: compare)
+  bench   benchmark the release gateway (--quick: smoke; --profile: syscalls; --baseline FILE: compare)
   book    build the book in docs/ (mdBook + link check) and run its Rust snippets
           (installs mdbook and mdbook-linkcheck into .tools/mdbook/ when missing)
   config-reference  regenerate the key table of docs/src/configuration.md

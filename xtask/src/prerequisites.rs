@@ -37,23 +37,31 @@ pub(crate) fn ensure_redis_server() -> Result<(), String> {
 /// with apt-get like `redis-server` when missing and we are root; an error under `CI=true`, a loud
 /// warning elsewhere (the test then skips loudly).
 pub(crate) fn ensure_haproxy() -> Result<(), String> {
-    if run::on_path("haproxy") {
+    ensure_debian_program("haproxy", "the failover test will skip")
+}
+
+/// Makes sure `program` (also the name of its Debian package) is on `PATH`: installed with
+/// apt-get when missing and we are root; an error under `CI=true`, elsewhere a loud warning
+/// ending in `consequence` (what goes without it).
+pub(crate) fn ensure_debian_program(program: &str, consequence: &str) -> Result<(), String> {
+    if run::on_path(program) {
         return Ok(());
     }
     if is_root() && run::on_path("apt-get") {
-        println!("xtask: haproxy not found; installing Debian's haproxy");
+        println!("xtask: {program} not found; installing Debian's {program}");
         run::program("apt-get", &["update", "-q"])?;
-        run::program("apt-get", &["install", "-y", "-q", "haproxy"])?;
-        if run::on_path("haproxy") {
+        run::program("apt-get", &["install", "-y", "-q", program])?;
+        if run::on_path(program) {
             return Ok(());
         }
     }
-    let message =
-        "haproxy is not installed and could not be installed: install it (apt-get install haproxy)";
+    let message = format!(
+        "{program} is not installed and could not be installed: install it (apt-get install {program})"
+    );
     if in_ci() {
-        Err(message.to_owned())
+        Err(message)
     } else {
-        println!("xtask: WARNING: {message}; the failover test will skip");
+        println!("xtask: WARNING: {message}; {consequence}");
         Ok(())
     }
 }

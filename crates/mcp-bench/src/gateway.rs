@@ -151,12 +151,6 @@ impl GatewayProcess {
     pub fn rss_bytes(&self) -> Option<u64> {
         proc_stats::rss_bytes(self.pid())
     }
-
-    /// Its CPU time so far.
-    #[must_use]
-    pub fn cpu_time(&self) -> Option<Duration> {
-        proc_stats::cpu_time(self.pid())
-    }
 }
 
 impl Drop for GatewayProcess {

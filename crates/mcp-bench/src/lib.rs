@@ -5,13 +5,15 @@
 //!
 //! | module | what it holds |
 //! |---|---|
-//! | [`echo`] | [`EchoBackend`]: a minimal, fast MCP server of either era on plain hyper |
+//! | [`echo`] | [`EchoBackend`]: a minimal, fast MCP server of either era on plain hyper (the SDK-built one, rmcp's, comes from `mcp-test-backends`) |
 //! | [`protocol`] | [`Era`], [`Endpoint`] and the MCP requests of both eras |
 //! | [`client`] | [`McpClient`]: one keep-alive connection speaking one era |
 //! | [`load`] | closed- and open-loop drivers ([`load::run`]) recording HDR histograms |
 //! | [`stats`] | [`Summary`]: throughput and latency percentiles |
-//! | [`proc_stats`] | RSS and CPU time of a process from `/proc` |
+//! | [`proc_stats`] | RSS and CPU time of a process from `/proc`; programs on `PATH` |
 //! | [`gateway`] | [`GatewayProcess`]: the release `mcp-gateway` binary as a child process |
+//! | [`haproxy`] | [`HaproxyProcess`]: HAProxy as a plain HTTP/1.1 reverse proxy, the floor |
+//! | [`syscalls`] | [`syscalls::Strace`]: system calls per run (`--profile`) |
 //! | [`scenario`] | every benchmark scenario with alternating A/B rounds ([`scenario::run`]) |
 //! | [`report`] | [`Report`]: JSON, `REPORT.md`, comparison against a baseline |
 //!
@@ -44,16 +46,19 @@
 pub mod client;
 pub mod echo;
 pub mod gateway;
+pub mod haproxy;
 pub mod load;
 pub mod proc_stats;
 pub mod protocol;
 pub mod report;
 pub mod scenario;
 pub mod stats;
+pub mod syscalls;
 
 pub use client::{McpClient, OpError};
 pub use echo::{EchoBackend, EchoBackendBuilder};
 pub use gateway::{GatewayProcess, SessionStoreKind};
+pub use haproxy::HaproxyProcess;
 pub use protocol::{Endpoint, Era};
 pub use report::Report;
 pub use stats::Summary;

@@ -1,4 +1,5 @@
-//! Reading a process's resident memory and CPU time from `/proc` (Linux).
+//! Reading a process's resident memory and CPU time from `/proc` (Linux), and finding the
+//! programs the benchmark runs beside the gateway (`haproxy`, `strace`).
 
 use std::time::Duration;
 
@@ -44,6 +45,15 @@ fn clock_ticks_per_second() -> u64 {
     })
 }
 
+/// The first executable file named `name` in a `PATH` directory.
+#[must_use]
+pub fn find_program(name: &str) -> Option<std::path::PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|candidate| candidate.is_file())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -63,6 +73,8 @@ mod tests {
             std::hint::black_box(x);
         }
         assert!(rss_bytes(u32::MAX).is_none());
+        assert!(find_program("sh").is_some_and(|p| p.ends_with("sh")));
+        assert!(find_program("mcp-bench-no-such-program").is_none());
         assert!(cpu_time(u32::MAX).is_none());
     }
 }

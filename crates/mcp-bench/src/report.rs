@@ -27,7 +27,8 @@ pub struct Meta {
     pub seconds_per_run: f64,
 }
 
-/// One A/B comparison: direct to the backend vs through the gateway.
+/// One A/B comparison: direct to the backend vs through the gateway (and, for `tools/call`,
+/// through HAProxy in front of the same backend: the floor any proxy costs).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Comparison {
     /// What was measured, e.g. `tools/call modern`.
@@ -42,6 +43,18 @@ pub struct Comparison {
     pub gateway: Summary,
     /// Gateway CPU time per iteration in microseconds (`/proc/<pid>/stat`).
     pub gateway_cpu_us: Option<f64>,
+    /// Through HAProxy (`tools/call` scenarios; `None` elsewhere and when haproxy is missing).
+    #[serde(default)]
+    pub haproxy: Option<Summary>,
+    /// HAProxy CPU time per iteration in microseconds (`/proc/<pid>/stat`).
+    #[serde(default)]
+    pub haproxy_cpu_us: Option<f64>,
+    /// `--profile`: gateway system calls per iteration (`strace -c -f`, one extra run).
+    #[serde(default)]
+    pub gateway_syscalls: Option<f64>,
+    /// `--profile`: HAProxy system calls per iteration (`strace -c -f`, one extra run).
+    #[serde(default)]
+    pub haproxy_syscalls: Option<f64>,
     /// The first failure seen, if any.
     pub first_error: Option<String>,
 }
@@ -55,6 +68,32 @@ impl Comparison {
         } else {
             0.0
         }
+    }
+
+    /// HAProxy throughput / direct throughput.
+    #[must_use]
+    pub fn haproxy_ratio(&self) -> Option<f64> {
+        let haproxy = self.haproxy.as_ref()?;
+        (self.direct.rps > 0.0).then(|| haproxy.rps / self.direct.rps)
+    }
+
+    /// Gateway throughput / HAProxy throughput: how close the gateway comes to the floor.
+    #[must_use]
+    pub fn vs_haproxy(&self) -> Option<f64> {
+        let haproxy = self.haproxy.as_ref()?;
+        (haproxy.rps > 0.0).then(|| self.gateway.rps / haproxy.rps)
+    }
+
+    /// Gateway p50 minus direct p50, µs.
+    #[must_use]
+    pub fn added_p50(&self) -> f64 {
+        self.gateway.p50_us - self.direct.p50_us
+    }
+
+    /// HAProxy p50 minus direct p50, µs.
+    #[must_use]
+    pub fn haproxy_added_p50(&self) -> Option<f64> {
+        Some(self.haproxy.as_ref()?.p50_us - self.direct.p50_us)
     }
 }
 
@@ -144,12 +183,18 @@ pub struct Report {
     pub metrics: BTreeMap<String, Metric>,
 }
 
+/// A metric name part: ASCII letters and digits, every other run of characters one `_`
+/// (`tools/call modern (rmcp)` → `tools_call_modern_rmcp`).
 fn key(text: &str) -> String {
-    text.chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-        .collect::<String>()
-        .trim_matches('_')
-        .to_owned()
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c);
+        } else if !out.is_empty() && !out.ends_with('_') {
+            out.push('_');
+        }
+    }
+    out.trim_end_matches('_').to_owned()
 }
 
 impl Report {
@@ -180,14 +225,31 @@ impl Report {
             }
             put(format!("{base}.gateway.p50"), c.gateway.p50_us, "us", false);
             put(format!("{base}.gateway.p99"), c.gateway.p99_us, "us", false);
-            put(
-                format!("{base}.added.p50"),
-                c.gateway.p50_us - c.direct.p50_us,
-                "us",
-                false,
-            );
+            put(format!("{base}.added.p50"), c.added_p50(), "us", false);
             if let Some(cpu) = c.gateway_cpu_us {
                 put(format!("{base}.gateway.cpu_per_op"), cpu, "us", false);
+            }
+            if let Some(haproxy) = &c.haproxy {
+                put(format!("{base}.haproxy.rps"), haproxy.rps, "1/s", true);
+                put(format!("{base}.haproxy.p50"), haproxy.p50_us, "us", false);
+            }
+            if let Some(ratio) = c.haproxy_ratio() {
+                put(format!("{base}.haproxy.ratio"), ratio, "x", true);
+            }
+            if let Some(ratio) = c.vs_haproxy() {
+                put(format!("{base}.vs_haproxy"), ratio, "x", true);
+            }
+            if let Some(added) = c.haproxy_added_p50() {
+                put(format!("{base}.haproxy.added.p50"), added, "us", false);
+            }
+            if let Some(cpu) = c.haproxy_cpu_us {
+                put(format!("{base}.haproxy.cpu_per_op"), cpu, "us", false);
+            }
+            if let Some(calls) = c.gateway_syscalls {
+                put(format!("{base}.gateway.syscalls_per_op"), calls, "1", false);
+            }
+            if let Some(calls) = c.haproxy_syscalls {
+                put(format!("{base}.haproxy.syscalls_per_op"), calls, "1", false);
             }
         }
         let mem = &self.memory;
@@ -246,6 +308,7 @@ impl Report {
              minus direct; CPU is the gateway process's user+system time per iteration.\n"
         );
         comparison_table(&mut out, "## tools/call, closed loop", &self.tool_calls);
+        floor_table(&mut out, &self.tool_calls);
         comparison_table(
             &mut out,
             "## tools/call, open loop (latency from the intended send time)",
@@ -413,7 +476,7 @@ fn comparison_table(out: &mut String, title: &str, rows: &[Comparison]) {
             c.ratio(),
             c.direct.p50_us,
             c.gateway.p50_us,
-            c.gateway.p50_us - c.direct.p50_us,
+            c.added_p50(),
             c.direct.p99_us,
             c.gateway.p99_us,
             c.gateway.p99_us - c.direct.p99_us,
@@ -423,6 +486,54 @@ fn comparison_table(out: &mut String, title: &str, rows: &[Comparison]) {
         );
     }
     out.push('\n');
+}
+
+/// The gateway against HAProxy in front of the same backend, for the rows that have it.
+fn floor_table(out: &mut String, rows: &[Comparison]) {
+    let rows: Vec<&Comparison> = rows.iter().filter(|c| c.haproxy.is_some()).collect();
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "## tools/call: the gateway against HAProxy (the floor)\n\n\
+         ours = through the gateway; haproxy = through HAProxy (HTTP/1.1 reverse proxy, 2 threads, \
+         keep-alive) in front of the same backend. Ratios are throughputs; added p50 is each \
+         side's p50 minus direct's; CPU and syscalls are the process's own per call (syscalls \
+         only with `--profile`: `strace -c -f`, every syscall, one extra unmeasured run).\n"
+    );
+    let _ = writeln!(
+        out,
+        "| scenario | clients | direct/s | ours/s | haproxy/s | ours/direct | haproxy/direct | ours/haproxy | added p50 ours | added p50 haproxy | CPU/call ours | CPU/call haproxy | syscalls/call ours | syscalls/call haproxy | errors |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
+    for c in rows {
+        let haproxy = c.haproxy.unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "| {} | {} | {:.0} | {:.0} | {:.0} | {:.2} | {} | {} | {:+.0} | {} | {} | {} | {} | {} | {} |",
+            c.scenario,
+            c.concurrency,
+            c.direct.rps,
+            c.gateway.rps,
+            haproxy.rps,
+            c.ratio(),
+            opt(c.haproxy_ratio(), 2),
+            opt(c.vs_haproxy(), 2),
+            c.added_p50(),
+            c.haproxy_added_p50()
+                .map_or_else(|| "n/a".to_owned(), |v| format!("{v:+.0}")),
+            opt_us(c.gateway_cpu_us),
+            opt_us(c.haproxy_cpu_us),
+            opt(c.gateway_syscalls, 1),
+            opt(c.haproxy_syscalls, 1),
+            c.direct.errors + c.gateway.errors + haproxy.errors
+        );
+    }
+    out.push('\n');
+}
+
+fn opt(v: Option<f64>, decimals: usize) -> String {
+    v.map_or_else(|| "n/a".to_owned(), |v| format!("{v:.decimals$}"))
 }
 
 fn opt_us(v: Option<f64>) -> String {
@@ -453,8 +564,122 @@ mod tests {
                 ..Summary::default()
             },
             gateway_cpu_us: Some(80.0),
+            haproxy: None,
+            haproxy_cpu_us: None,
+            gateway_syscalls: None,
+            haproxy_syscalls: None,
             first_error: None,
         }
+    }
+
+    /// `comparison(rps)` with HAProxy at 1.5 × `rps` (p50 90 µs, 20 µs of CPU) and syscall
+    /// counts.
+    fn with_haproxy(rps: f64) -> Comparison {
+        Comparison {
+            haproxy: Some(Summary {
+                rps: 1.5 * rps,
+                p50_us: 90.0,
+                errors: 1,
+                ..Summary::default()
+            }),
+            haproxy_cpu_us: Some(20.0),
+            gateway_syscalls: Some(7.5),
+            haproxy_syscalls: Some(4.3),
+            ..comparison(rps)
+        }
+    }
+
+    #[test]
+    fn metric_keys_collapse_separators() {
+        assert_eq!(key("tools/call modern"), "tools_call_modern");
+        assert_eq!(key("tools/call modern (rmcp)"), "tools_call_modern_rmcp");
+        assert_eq!(key("tools/list fan-out x4"), "tools_list_fan_out_x4");
+    }
+
+    #[test]
+    fn haproxy_figures_become_ratios_metrics_and_a_floor_table() {
+        let c = with_haproxy(1000.0);
+        assert_eq!(c.ratio(), 0.5);
+        assert_eq!(c.haproxy_ratio(), Some(0.75));
+        assert_eq!(c.vs_haproxy(), Some(1000.0 / 1500.0));
+        assert_eq!(c.added_p50(), 100.0);
+        assert_eq!(c.haproxy_added_p50(), Some(40.0));
+        assert_eq!(comparison(1000.0).vs_haproxy(), None);
+
+        let mut report = Report::default();
+        report.tool_calls.push(c);
+        report.tool_calls.push(Comparison {
+            scenario: "tools/call modern (rmcp)".into(),
+            ..comparison(500.0)
+        });
+        report.finish();
+        let m = &report.metrics;
+        assert_eq!(m["tools_call_modern.c16.haproxy.rps"].value, 1500.0);
+        assert_eq!(m["tools_call_modern.c16.haproxy.ratio"].value, 0.75);
+        assert_eq!(m["tools_call_modern.c16.haproxy.added.p50"].value, 40.0);
+        assert_eq!(m["tools_call_modern.c16.haproxy.cpu_per_op"].value, 20.0);
+        assert_eq!(
+            m["tools_call_modern.c16.gateway.syscalls_per_op"].value,
+            7.5
+        );
+        assert_eq!(
+            m["tools_call_modern.c16.haproxy.syscalls_per_op"].value,
+            4.3
+        );
+        assert!(m["tools_call_modern.c16.vs_haproxy"].higher_is_better);
+        assert!(m.contains_key("tools_call_modern_rmcp.c16.ratio"));
+        assert!(!m.contains_key("tools_call_modern_rmcp.c16.vs_haproxy"));
+
+        let md = report.markdown(None);
+        assert!(
+            md.contains("## tools/call: the gateway against HAProxy"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| ours/direct | haproxy/direct | ours/haproxy | added p50 ours |"),
+            "{md}"
+        );
+        // Only the row measured through HAProxy is in the floor table.
+        assert!(
+            md.contains(
+                "| tools/call modern | 16 | 2000 | 1000 | 1500 | 0.50 | 0.75 | 0.67 | +100 | +40 \
+                 | 80 µs | 20 µs | 7.5 | 4.3 | 1 |"
+            ),
+            "{md}"
+        );
+        assert_eq!(
+            md.matches("| tools/call modern (rmcp) |").count(),
+            1,
+            "{md}"
+        );
+    }
+
+    #[test]
+    fn a_baseline_without_haproxy_fields_still_compares() {
+        let mut now = Report::default();
+        now.tool_calls.push(with_haproxy(1000.0));
+        now.finish();
+        let mut old = serde_json::to_value(&now).expect("serialise");
+        for field in [
+            "haproxy",
+            "haproxy_cpu_us",
+            "gateway_syscalls",
+            "haproxy_syscalls",
+        ] {
+            old["tool_calls"][0]
+                .as_object_mut()
+                .expect("a comparison object")
+                .remove(field);
+        }
+        old["metrics"]
+            .as_object_mut()
+            .expect("the metrics object")
+            .retain(|name, _| !name.contains("haproxy") && !name.contains("syscalls"));
+        let old: Report = serde_json::from_value(old).expect("an older report parses");
+        assert_eq!(old.tool_calls[0].haproxy, None);
+        let table = now.compare(&old);
+        assert!(table.contains("| tools_call_modern.c16.ratio |"), "{table}");
+        assert!(!table.contains("haproxy"), "{table}");
     }
 
     #[test]

@@ -1,12 +1,14 @@
-//! The benchmark itself: start echo backends and gateway processes, run every scenario with
-//! alternating A/B rounds (so machine drift hits both sides alike), and fill a [`Report`].
+//! The benchmark itself: start echo backends, gateway processes and HAProxy, run every scenario
+//! with rotating A/B rounds (so machine drift hits every side alike), and fill a [`Report`].
 
-use std::path::PathBuf;
-use std::sync::Arc;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures_util::future::join_all;
+use mcp_test_backends::{BackendSpec, TestBackend};
 use mcp_test_support::RedisServer;
 use serde_json::json;
 use tokio::runtime::Handle;
@@ -14,10 +16,12 @@ use tokio::runtime::Handle;
 use crate::client::McpClient;
 use crate::echo::EchoBackend;
 use crate::gateway::{GatewayProcess, SessionStoreKind};
+use crate::haproxy::HaproxyProcess;
 use crate::load::{self, LoadResult, Operation, Pace, Workload};
 use crate::proc_stats;
 use crate::protocol::{Endpoint, Era};
 use crate::report::{Comparison, Memory, Meta, PluginRun, Report, StoreRun};
+use crate::syscalls::Strace;
 
 /// How long and how much to measure.
 #[derive(Clone, Debug)]
@@ -53,7 +57,7 @@ impl Plan {
         }
     }
 
-    /// The `--quick` smoke version (about 30 seconds).
+    /// The `--quick` smoke version (a minute or two).
     #[must_use]
     pub fn quick() -> Self {
         Self {
@@ -75,6 +79,8 @@ pub struct Options {
     pub git_rev: Option<String>,
     /// Whether this is the `--quick` smoke run.
     pub quick: bool,
+    /// `--profile`: also count the gateway's and HAProxy's system calls per `tools/call`.
+    pub profile: bool,
     /// Durations and sizes.
     pub plan: Plan,
 }
@@ -128,39 +134,93 @@ pub async fn run(
                 .map_err(|e| e.to_string())?,
         );
     }
-    let users = users_json(&modern, &legacy, &fan, &plan.fanouts);
+    // The same echo tool served by a real SDK server: rmcp's streamable HTTP server, answering
+    // over SSE, as the gateway's own tests use it.
+    let rmcp = |spec: BackendSpec| {
+        backends.spawn(async move { TestBackend::try_start(spec.record_requests(false)).await })
+    };
+    let rmcp_modern = rmcp(BackendSpec::modern("echo"))
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?;
+    let rmcp_legacy = rmcp(BackendSpec::legacy("echo"))
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?;
+    let targets = [
+        CallTarget::new("", Era::Modern, modern.addr(), "modern"),
+        CallTarget::new("", Era::Legacy, legacy.addr(), "legacy"),
+        CallTarget::new(" (rmcp)", Era::Modern, rmcp_modern.addr(), "rmcp-modern"),
+        CallTarget::new(" (rmcp)", Era::Legacy, rmcp_legacy.addr(), "rmcp-legacy"),
+    ];
+    let users = users_json(&targets, &fan, &plan.fanouts);
 
     progress("starting the gateway (local session store)");
     let gateway =
         GatewayProcess::start(&options.gateway_bin, &SessionStoreKind::Local, &users, None)
             .map_err(|e| e.to_string())?;
+    let haproxy = match proc_stats::find_program("haproxy") {
+        Some(bin) => {
+            progress("starting haproxy in front of the tools/call backends");
+            let addrs: Vec<SocketAddr> = targets.iter().map(|t| t.addr).collect();
+            Some(HaproxyProcess::start(&bin, &addrs).map_err(|e| e.to_string())?)
+        }
+        None => {
+            let note = "haproxy not found: tools/call was NOT measured through HAProxy, so \
+                        there is no floor to compare with (install haproxy; `cargo xtask bench` \
+                        does when it can)";
+            progress(&format!("WARNING: {note}"));
+            report.notes.push(note.to_owned());
+            None
+        }
+    };
+    let strace = if options.profile {
+        let found = proc_stats::find_program("strace");
+        if found.is_none() {
+            let note = "strace not found: `--profile` counted NO system calls (install strace)";
+            progress(&format!("WARNING: {note}"));
+            report.notes.push(note.to_owned());
+        }
+        found
+    } else {
+        None
+    };
     let bench = Bench {
         plan: plan.clone(),
         load_max_rss: Arc::new(AtomicU64::new(0)),
+        strace,
+        notes: Mutex::new(Vec::new()),
     };
-    warm_up(&gateway, &plan.fanouts).await?;
+    warm_up(&gateway, &targets, &plan.fanouts).await?;
 
     progress("memory: idle and with open legacy sessions");
     report.memory = bench.memory(&gateway).await?;
 
-    for era in [Era::Modern, Era::Legacy] {
+    for (index, target) in targets.iter().enumerate() {
         for &concurrency in &plan.concurrencies {
-            progress(&format!("tools/call {era}, {concurrency} client(s)"));
-            let (direct_ep, gateway_ep) = match era {
-                Era::Modern => (direct(&modern), through(&gateway, "modern", "echo-echo")),
-                Era::Legacy => (direct(&legacy), through(&gateway, "legacy", "echo-echo")),
+            progress(&format!("{}, {concurrency} client(s)", target.scenario));
+            let call = |endpoint: Endpoint| {
+                bench.workload(vec![endpoint], target.era, Operation::CallTool, concurrency)
             };
+            let proxied = haproxy.as_ref().and_then(|proxy| {
+                let front = proxy.front(index)?;
+                Some((call(Endpoint::new(front, "/mcp")), proxy))
+            });
             let comparison = bench
                 .compare(
-                    &format!("tools/call {era}"),
-                    bench.workload(vec![direct_ep], era, Operation::CallTool, concurrency),
-                    bench.workload(vec![gateway_ep], era, Operation::CallTool, concurrency),
+                    &target.scenario,
+                    call(Endpoint::new(target.addr, "/mcp")),
+                    call(through(&gateway, target.vhost, "echo-echo")),
                     &gateway,
+                    proxied,
+                    true,
                 )
                 .await;
             report.tool_calls.push(comparison);
         }
     }
+    // Idle from here on, but one process fewer on a small machine.
+    drop(haproxy);
 
     // Open loop at half the gateway's closed-loop throughput with 16 clients: a moderate load
     // at which added latency, not saturation, is what shows.
@@ -178,7 +238,14 @@ pub async fn run(
     let mut gateway_open = direct_open.clone();
     gateway_open.endpoints = vec![through(&gateway, "modern", "echo-echo")];
     let mut open = bench
-        .compare("tools/call modern", direct_open, gateway_open, &gateway)
+        .compare(
+            "tools/call modern",
+            direct_open,
+            gateway_open,
+            &gateway,
+            None,
+            false,
+        )
         .await;
     open.rate = Some(rate);
     report.open_loop.push(open);
@@ -193,6 +260,8 @@ pub async fn run(
                 bench.workload(direct_eps, Era::Modern, Operation::ListTools, 1),
                 bench.workload(vec![gateway_ep], Era::Modern, Operation::ListTools, 1),
                 &gateway,
+                None,
+                false,
             )
             .await;
         report.fanout.push(comparison);
@@ -215,6 +284,8 @@ pub async fn run(
                 8,
             ),
             &gateway,
+            None,
+            false,
         )
         .await;
     report.rates.push(setup);
@@ -230,6 +301,8 @@ pub async fn run(
                 8,
             ),
             &gateway,
+            None,
+            false,
         )
         .await;
     report.rates.push(discover);
@@ -273,7 +346,7 @@ pub async fn run(
             Some(&plugin_document(count)),
         )
         .map_err(|e| e.to_string())?;
-        warm_up(&gw, &plan.fanouts).await?;
+        warm_up(&gw, &targets, &plan.fanouts).await?;
         with_plugins.push((count, gw));
     }
     let mut plugin_gateways = vec![(0, &gateway)];
@@ -282,6 +355,12 @@ pub async fn run(
 
     report.memory.load_max_rss = bench.load_max_rss.load(Ordering::Relaxed);
     report.memory.end_rss = gateway.rss_bytes().unwrap_or(0);
+    report.notes.extend(
+        bench
+            .notes
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner),
+    );
     report.finish();
     Ok(report)
 }
@@ -290,6 +369,41 @@ struct Bench {
     plan: Plan,
     /// Largest gateway RSS sampled during any gateway-side load run.
     load_max_rss: Arc<AtomicU64>,
+    /// `--profile` with `strace` found: the binary.
+    strace: Option<PathBuf>,
+    /// What went wrong without spoiling the run (a failed `--profile` trace), for the report.
+    notes: Mutex<Vec<String>>,
+}
+
+/// A backend the `tools/call` scenarios measure: direct, through the gateway's virtual host
+/// `vhost` (one backend named `echo`) and through HAProxy.
+struct CallTarget {
+    scenario: String,
+    era: Era,
+    addr: SocketAddr,
+    vhost: &'static str,
+}
+
+impl CallTarget {
+    fn new(suffix: &str, era: Era, addr: SocketAddr, vhost: &'static str) -> Self {
+        Self {
+            scenario: format!("tools/call {era}{suffix}"),
+            era,
+            addr,
+            vhost,
+        }
+    }
+}
+
+/// Whose CPU time a load run also measures.
+#[derive(Clone, Copy)]
+enum Watched {
+    /// Nobody's: the direct side.
+    Nothing,
+    /// The gateway's, whose RSS is sampled as well.
+    Gateway(u32),
+    /// HAProxy's.
+    Proxy(u32),
 }
 
 /// One measured side: its merged load results and the gateway's CPU time over them.
@@ -354,60 +468,81 @@ impl Bench {
         }
     }
 
-    /// Runs `workload`; when it targets `gateway`, also its CPU time and RSS samples.
+    /// Runs `workload`; with a watched process, also its CPU time (and the gateway's RSS).
     async fn measure(
         &self,
         workload: &Workload,
-        gateway: Option<&GatewayProcess>,
+        watched: Watched,
     ) -> (LoadResult, Option<Duration>) {
-        let Some(gateway) = gateway else {
-            return (load::run(workload).await, None);
+        let pid = match watched {
+            Watched::Nothing => return (load::run(workload).await, None),
+            Watched::Gateway(pid) | Watched::Proxy(pid) => pid,
         };
-        let pid = gateway.pid();
-        let stop = Arc::new(AtomicBool::new(false));
-        let sampler = {
-            let stop = Arc::clone(&stop);
+        let sampler = matches!(watched, Watched::Gateway(_)).then(|| {
+            let stop = Arc::new(AtomicBool::new(false));
             let max = Arc::clone(&self.load_max_rss);
-            tokio::spawn(async move {
-                while !stop.load(Ordering::Relaxed) {
-                    if let Some(rss) = proc_stats::rss_bytes(pid) {
-                        max.fetch_max(rss, Ordering::Relaxed);
+            let task = tokio::spawn({
+                let stop = Arc::clone(&stop);
+                async move {
+                    while !stop.load(Ordering::Relaxed) {
+                        if let Some(rss) = proc_stats::rss_bytes(pid) {
+                            max.fetch_max(rss, Ordering::Relaxed);
+                        }
+                        tokio::time::sleep(Duration::from_millis(50)).await;
                     }
-                    tokio::time::sleep(Duration::from_millis(50)).await;
                 }
-            })
-        };
-        let before = gateway.cpu_time();
+            });
+            (stop, task)
+        });
+        let before = proc_stats::cpu_time(pid);
         let result = load::run(workload).await;
-        let after = gateway.cpu_time();
-        stop.store(true, Ordering::Relaxed);
-        let _ = sampler.await;
+        let after = proc_stats::cpu_time(pid);
+        if let Some((stop, task)) = sampler {
+            stop.store(true, Ordering::Relaxed);
+            let _ = task.await;
+        }
         let cpu = before.zip(after).map(|(b, a)| a.saturating_sub(b));
         (result, cpu)
     }
 
-    /// Alternating A/B rounds of `direct` and `through` (A B, then B A, ...).
+    /// Rounds of `direct`, `through` the gateway and, when given, `proxied` through HAProxy.
+    /// The order rotates every round (A B C, B C A, C A B; with two sides A B, B A), so each
+    /// side takes each position in turn and drift or warm caches favour none. With `profile`
+    /// and `strace`, one extra traced run per process counts its system calls.
     async fn compare(
         &self,
         scenario: &str,
         direct: Workload,
         through: Workload,
         gateway: &GatewayProcess,
+        proxied: Option<(Workload, &HaproxyProcess)>,
+        profile: bool,
     ) -> Comparison {
-        let mut a = Side::new();
-        let mut b = Side::new();
+        let mut plans = vec![
+            (&direct, Watched::Nothing),
+            (&through, Watched::Gateway(gateway.pid())),
+        ];
+        if let Some((workload, proxy)) = &proxied {
+            plans.push((workload, Watched::Proxy(proxy.pid())));
+        }
+        let mut sides: Vec<Side> = plans.iter().map(|_| Side::new()).collect();
         for round in 0..self.plan.rounds.max(1) {
-            let direct_first = round % 2 == 0;
-            for step in 0..2 {
-                if (step == 0) == direct_first {
-                    let (result, _) = self.measure(&direct, None).await;
-                    a.add(&result, None);
-                } else {
-                    let (result, cpu) = self.measure(&through, Some(gateway)).await;
-                    b.add(&result, cpu);
-                }
+            for offset in 0..plans.len() {
+                let index = (round + offset) % plans.len();
+                let (workload, watched) = plans[index];
+                let (result, cpu) = self.measure(workload, watched).await;
+                sides[index].add(&result, cpu);
             }
         }
+        let (mut gateway_syscalls, mut haproxy_syscalls) = (None, None);
+        if let Some(strace) = self.strace.as_deref().filter(|_| profile) {
+            gateway_syscalls = self.syscalls_per_op(strace, &through, gateway.pid()).await;
+            if let Some((workload, proxy)) = &proxied {
+                haproxy_syscalls = self.syscalls_per_op(strace, workload, proxy.pid()).await;
+            }
+        }
+        let [a, b] = [&sides[0], &sides[1]];
+        let c = sides.get(2);
         Comparison {
             scenario: scenario.to_owned(),
             concurrency: direct.concurrency,
@@ -415,7 +550,36 @@ impl Bench {
             direct: a.summary(),
             gateway: b.summary(),
             gateway_cpu_us: b.cpu_us(),
-            first_error: b.first_error().or_else(|| a.first_error()),
+            haproxy: c.map(Side::summary),
+            haproxy_cpu_us: c.and_then(Side::cpu_us),
+            gateway_syscalls,
+            haproxy_syscalls,
+            first_error: b
+                .first_error()
+                .or_else(|| c.and_then(Side::first_error))
+                .or_else(|| a.first_error()),
+        }
+    }
+
+    /// `--profile`: one extra run of `workload` with `strace` attached to `pid`, its throughput
+    /// thrown away (tracing slows the process); system calls per iteration, warm-up included
+    /// as in the CPU figures. A failure becomes a note, not a failed benchmark.
+    async fn syscalls_per_op(&self, strace: &Path, workload: &Workload, pid: u32) -> Option<f64> {
+        let traced = async {
+            let tracer = Strace::attach(strace, pid).map_err(|e| e.to_string())?;
+            let result = load::run(workload).await;
+            let calls = tracer.finish().map_err(|e| e.to_string())?;
+            Ok::<_, String>(calls as f64 / result.total_ops.max(1) as f64)
+        };
+        match traced.await {
+            Ok(per_op) => Some(per_op),
+            Err(e) => {
+                self.notes
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(format!("--profile: no syscall count for pid {pid}: {e}"));
+                None
+            }
         }
     }
 
@@ -480,7 +644,7 @@ impl Bench {
                     Operation::CallTool,
                     16,
                 );
-                let (result, cpu) = self.measure(&call, Some(gw)).await;
+                let (result, cpu) = self.measure(&call, Watched::Gateway(gw.pid())).await;
                 sides[index].add(&result, cpu);
             }
         }
@@ -513,10 +677,10 @@ impl Bench {
                     Operation::SessionCycle,
                     8,
                 );
-                let (result, cpu) = self.measure(&setup, Some(gw)).await;
+                let (result, cpu) = self.measure(&setup, Watched::Gateway(gw.pid())).await;
                 sides[index].0.add(&result, cpu);
                 let call = self.workload(vec![endpoint], Era::Legacy, Operation::CallTool, 16);
-                let (result, cpu) = self.measure(&call, Some(gw)).await;
+                let (result, cpu) = self.measure(&call, Watched::Gateway(gw.pid())).await;
                 sides[index].1.add(&result, cpu);
             }
         }
@@ -556,21 +720,25 @@ fn plugin_document(count: usize) -> String {
 
 /// One request per virtual host, so the gateway has probed every backend's era before anything
 /// is measured.
-async fn warm_up(gateway: &GatewayProcess, fanouts: &[usize]) -> Result<(), String> {
-    let mut modern = McpClient::new(through(gateway, "modern", "echo-echo"), Era::Modern);
-    modern
-        .call_tool()
-        .await
-        .map_err(|e| format!("gateway warm-up (modern): {e}"))?;
-    let mut legacy = McpClient::new(through(gateway, "legacy", "echo-echo"), Era::Legacy);
-    legacy
-        .call_tool()
-        .await
-        .map_err(|e| format!("gateway warm-up (legacy): {e}"))?;
-    legacy
-        .delete_session()
-        .await
-        .map_err(|e| format!("gateway warm-up (legacy DELETE): {e}"))?;
+async fn warm_up(
+    gateway: &GatewayProcess,
+    targets: &[CallTarget],
+    fanouts: &[usize],
+) -> Result<(), String> {
+    for target in targets {
+        let vhost = target.vhost;
+        let mut client = McpClient::new(through(gateway, vhost, "echo-echo"), target.era);
+        client
+            .call_tool()
+            .await
+            .map_err(|e| format!("gateway warm-up ({vhost}): {e}"))?;
+        if target.era == Era::Legacy {
+            client
+                .delete_session()
+                .await
+                .map_err(|e| format!("gateway warm-up ({vhost} DELETE): {e}"))?;
+        }
+    }
     for n in fanouts {
         let mut client = McpClient::new(through(gateway, &format!("fan{n}"), ""), Era::Modern);
         client
@@ -591,24 +759,20 @@ fn through(gateway: &GatewayProcess, vhost: &str, tool: &str) -> Endpoint {
         .tool(tool)
 }
 
-/// The file store document: virtual hosts `modern` and `legacy` (one echo backend named `echo`)
-/// and `fan<n>` (backends `b0`..).
-fn users_json(
-    modern: &EchoBackend,
-    legacy: &EchoBackend,
-    fan: &[EchoBackend],
-    fanouts: &[usize],
-) -> String {
+/// The file store document: each target's virtual host (one backend named `echo`) and
+/// `fan<n>` (backends `b0`..).
+fn users_json(targets: &[CallTarget], fan: &[EchoBackend], fanouts: &[usize]) -> String {
     let backend = |url: String| json!({ "url": url, "timeout_ms": 30000 });
     let mut vhosts = serde_json::Map::new();
-    vhosts.insert(
-        "modern".into(),
-        json!({ "naming": "prefix", "backends": { "echo": backend(modern.url()) } }),
-    );
-    vhosts.insert(
-        "legacy".into(),
-        json!({ "naming": "prefix", "backends": { "echo": backend(legacy.url()) } }),
-    );
+    for target in targets {
+        vhosts.insert(
+            target.vhost.into(),
+            json!({
+                "naming": "prefix",
+                "backends": { "echo": backend(format!("http://{}/mcp", target.addr)) }
+            }),
+        );
+    }
     for &n in fanouts {
         let backends: serde_json::Map<String, serde_json::Value> = fan
             .iter()

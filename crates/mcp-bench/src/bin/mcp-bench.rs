@@ -29,9 +29,12 @@ enum Command {
         /// Where REPORT.md and report.json go.
         #[arg(long)]
         out: PathBuf,
-        /// The ~30-second smoke version.
+        /// The smoke version (a minute or two).
         #[arg(long)]
         quick: bool,
+        /// Also count the gateway's and HAProxy's system calls per tools/call (strace).
+        #[arg(long)]
+        profile: bool,
         /// A previous report.json: print now/baseline ratios.
         #[arg(long)]
         baseline: Option<PathBuf>,
@@ -66,6 +69,7 @@ fn main() -> ExitCode {
             gateway_bin,
             out,
             quick,
+            profile,
             baseline,
             git_rev,
         } => run(
@@ -73,6 +77,7 @@ fn main() -> ExitCode {
                 gateway_bin,
                 git_rev,
                 quick,
+                profile,
                 plan: if quick { Plan::quick() } else { Plan::full() },
             },
             &out,

@@ -49,6 +49,30 @@ struct Exchange {
 impl UpstreamRequest {
     /// `call` to `target`, whose config is `config` (the `Arc` of the backend's stack).
     pub(crate) fn new(target: &Target<'_>, call: &Call<'_>, config: Arc<BackendConfig>) -> Self {
+        Self::build(target, call, config, false)
+    }
+
+    /// What `target`'s backend says about itself: its `DiscoverResult`, or for a 2025 backend
+    /// the `InitializeResult` of the caller's upstream session (opened if needed). Layers see it
+    /// as a `server/discover` request; it is read-only, so it may go to a replica.
+    pub(crate) fn describe(target: &Target<'_>, config: Arc<BackendConfig>) -> Self {
+        let call = Call {
+            method: "server/discover",
+            params: RawObject::new(),
+            name: None,
+            progress_token: None,
+            hints: ToolHints::NONE,
+            headers: None,
+        };
+        Self::build(target, &call, config, true)
+    }
+
+    fn build(
+        target: &Target<'_>,
+        call: &Call<'_>,
+        config: Arc<BackendConfig>,
+        describe: bool,
+    ) -> Self {
         Self {
             inner: Arc::new(Exchange {
                 backend: target.name.to_owned(),
@@ -64,31 +88,7 @@ impl UpstreamRequest {
                 progress_token: call.progress_token.map(str::to_owned),
                 hints: call.hints,
                 headers: call.headers.cloned(),
-                describe: false,
-            }),
-        }
-    }
-
-    /// What `target`'s backend says about itself: its `DiscoverResult`, or for a 2025 backend
-    /// the `InitializeResult` of the caller's upstream session (opened if needed). Layers see it
-    /// as a `server/discover` request; it is read-only, so it may go to a replica.
-    pub(crate) fn describe(target: &Target<'_>, config: Arc<BackendConfig>) -> Self {
-        Self {
-            inner: Arc::new(Exchange {
-                backend: target.name.to_owned(),
-                config,
-                downstream: target.downstream.clone(),
-                principal: target.principal.clone(),
-                client_caps: target.client_caps.to_owned(),
-                meta: target.meta.map(ToOwned::to_owned),
-                era: target.era,
-                method: "server/discover".to_owned(),
-                params: RawObject::new(),
-                name: None,
-                progress_token: None,
-                hints: ToolHints::NONE,
-                headers: None,
-                describe: true,
+                describe,
             }),
         }
     }

@@ -21,22 +21,16 @@ use crate::body::{self, McpBody};
 use crate::ops::call::{Answer, Relay};
 use crate::principal_slots::Slot;
 
-/// The 2025 session a call's answer streams on.
-#[derive(Clone, Copy)]
-pub(crate) struct Session<'a> {
-    pub(crate) id: &'a str,
-    /// Its streams start with a priming event (an event id, no data: 2025-11-25), so that even
-    /// a stream broken before its first message can be resumed with `Last-Event-ID`.
-    pub(crate) primes: bool,
-}
-
-/// Renders `answer` to request `id` for a client of `era` (`session`: a 2025 session's call).
+/// Renders `answer` to request `id` for a client of `era`. A streamed answer of a 2025 session's
+/// call (the relay knows the session) gets event ids; `primes`: the session's streams start with
+/// a priming event (an event id, no data: 2025-11-25), so that even a stream broken before its
+/// first message can be resumed with `Last-Event-ID`.
 pub(crate) async fn render(
     front: &Arc<Front>,
     id: &RequestId,
     answer: Answer,
     era: Era,
-    session: Option<Session<'_>>,
+    primes: bool,
 ) -> Response<McpBody> {
     match answer {
         Answer::Error(error) | Answer::Ambiguous(error) => {
@@ -52,15 +46,16 @@ pub(crate) async fn render(
             };
             respond::json(status, message)
         }
-        Answer::Stream { first, rest } => match session {
+        Answer::Stream { first, rest } => match rest.downstream_session() {
             None => respond::sse(modern_stream(first, *rest)),
             Some(session) => {
+                let session = session.to_owned();
                 // A 2025 session's stream is relayed past a disconnect: it takes one of the
                 // principal's background relays.
                 let Some(slot) = front.relays.take(rest.principal()) else {
                     return refuse_relay(front, id, *rest);
                 };
-                respond::sse(session_stream(front, session, first, *rest, slot))
+                respond::sse(session_stream(front, &session, primes, first, *rest, slot))
             }
         },
         Answer::Cancelled => respond::accepted(),
@@ -117,23 +112,24 @@ fn modern_stream(first: Vec<u8>, relay: Relay) -> McpBody {
 /// recording what the client misses until it resumes with `Last-Event-ID`.
 fn session_stream(
     front: &Arc<Front>,
-    session: Session<'_>,
+    session: &str,
+    primes: bool,
     first: Vec<u8>,
     relay: Relay,
     slot: Slot,
 ) -> McpBody {
     front.ensure_sweeping();
     let principal = relay.principal().clone();
-    let stream = front.replay.open_post_stream(&principal, session.id);
+    let stream = front.replay.open_post_stream(&principal, session);
     // The priming event takes the stream's first id before any message does.
-    let priming = session.primes.then(|| {
-        let id = front.replay.next_id(&principal, session.id, &stream);
+    let priming = primes.then(|| {
+        let id = front.replay.next_id(&principal, session, &stream);
         Bytes::from(format!("id: {id}\ndata: \n\n"))
     });
     let ids = EventIds {
         front: Arc::clone(front),
         principal,
-        session: session.id.to_owned(),
+        session: session.to_owned(),
         stream,
     };
     let (sender, receiver) = tokio::sync::mpsc::channel::<Bytes>(64);

@@ -221,7 +221,7 @@ pub(crate) async fn serve(front: Arc<Front>, forwarded: Forwarded) {
         publish(Part::Missing).await;
         return;
     };
-    let response = answer::render(&front, &id, answer, Era::Modern, None).await;
+    let response = answer::render(&front, &id, answer, Era::Modern, false).await;
     let content_type = response
         .headers()
         .get(http::header::CONTENT_TYPE)

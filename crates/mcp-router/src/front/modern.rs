@@ -65,7 +65,7 @@ pub(crate) async fn serve(
             ) =>
         {
             let answer = call::targeted(&scope, id, method, request.params).await;
-            answer::render(front, id, answer, Era::Modern, None).await
+            answer::render(front, id, answer, Era::Modern, false).await
         }
         MethodKind::Subscription => subscribe(front, &scope, id, &request.params).await,
         _ => respond::error(

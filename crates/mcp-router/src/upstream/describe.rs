@@ -1,7 +1,7 @@
 //! What a backend says about itself (`server/discover`, or a 2025 `initialize`), for the
 //! gateway's own discover and initialize answers.
 
-#[allow(clippy::wildcard_imports)] // one impl of `Client`, split by concern
+// The parent's items, glob-imported: one impl of `Client`, split by concern.
 use super::*;
 
 impl Upstream {

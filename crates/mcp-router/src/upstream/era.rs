@@ -3,7 +3,7 @@
 //! speaks 2025 too, failures forget the era (the next call probes again), and the spec's
 //! HTTP+SSE fallback rule marks a URL as the 2024-11-05 transport.
 
-#[allow(clippy::wildcard_imports)] // one impl of `Client`, split by concern
+// The parent's items, glob-imported: one impl of `Client`, split by concern.
 use super::*;
 
 /// What a backend speaks towards one credential scope.

@@ -2,7 +2,7 @@
 //! failure, a backend that answered is alive) and its client span and duration, recorded when
 //! the answer is known.
 
-#[allow(clippy::wildcard_imports)] // helpers of this module's `Client` and stacks
+// The parent's items, glob-imported: helpers of this module's `Client` and stacks.
 use super::*;
 
 /// How a failed exchange counts for a breaker: an unreachable, slow or broken backend is a

@@ -2,7 +2,7 @@
 //! synthesised `_meta`, or a request inside the caller's 2025 session (re-initialised once when
 //! the backend forgot it), and messages posted into a 2025 session.
 
-#[allow(clippy::wildcard_imports)] // one impl of `Client`, split by concern
+// The parent's items, glob-imported: one impl of `Client`, split by concern.
 use super::*;
 
 impl Client {

@@ -2,7 +2,7 @@
 //! shared by the caller's downstream sessions (attached and released), adopted from a session
 //! record another node wrote, followed by a GET stream.
 
-#[allow(clippy::wildcard_imports)] // one impl of `Client`, split by concern
+// The parent's items, glob-imported: one impl of `Client`, split by concern.
 use super::*;
 
 impl Client {

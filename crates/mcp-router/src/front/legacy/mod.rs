@@ -40,7 +40,7 @@ use serde_json::value::RawValue;
 
 use mcp_fallback::ToolHints;
 
-use super::answer::{self, Session};
+use super::answer;
 use super::{Front, respond};
 use crate::body::McpBody;
 use crate::context::{self, RequestContext};
@@ -427,17 +427,11 @@ async fn routed(
     params: RawObject<'_>,
 ) -> Response<McpBody> {
     let answer = call::targeted(scope, id, method, params).await;
-    let Some(session_id) = scope.session_id else {
-        return answer::render(front, id, answer, Era::Legacy, None).await;
-    };
-    if matches!(answer, call::Answer::Ambiguous(_)) {
+    if let (call::Answer::Ambiguous(_), Some(session_id)) = (&answer, scope.session_id) {
         clean_up_backends(front, scope, session_id).await;
     }
-    let session = Session {
-        id: session_id,
-        primes: primes_streams(&record.protocol_version),
-    };
-    answer::render(front, id, answer, Era::Legacy, Some(session)).await
+    let primes = primes_streams(&record.protocol_version);
+    answer::render(front, id, answer, Era::Legacy, primes).await
 }
 
 /// Continues the upstream sessions the record names, when this node holds none for the caller

@@ -191,6 +191,11 @@ impl Relay {
         }
     }
 
+    /// The downstream 2025 session the call belongs to (`None`: a 2026-07-28 client's).
+    pub(crate) fn downstream_session(&self) -> Option<&str> {
+        self.downstream_session.as_deref()
+    }
+
     /// Who the call is for.
     pub(crate) fn principal(&self) -> &mcp_core::Principal {
         &self.target.caller.principal

@@ -1,7 +1,10 @@
-//! `cargo xtask bench [--quick] [--profile] [--baseline FILE]`: builds the release gateway and
-//! the `mcp-bench` harness, installs Debian's `haproxy` (and, with `--profile`, `strace`) when
-//! missing, then runs every benchmark scenario (book: docs/src/performance.md) in one invocation
-//! and writes `target/bench/REPORT.md` and `target/bench/report.json` under the workspace root.
+//! `cargo xtask bench [--quick] [--profile] [--instructions] [--baseline FILE]`: builds the
+//! release gateway and the `mcp-bench` harness, installs Debian's `haproxy` (and, with
+//! `--profile`, `strace`) when missing, then runs every benchmark scenario (book:
+//! docs/src/performance.md) in one invocation and writes `target/bench/REPORT.md` and
+//! `target/bench/report.json` under the workspace root. `--instructions` instead counts the
+//! gateway's instructions per operation under callgrind (`target/bench/INSTRUCTIONS.md` and
+//! `instructions.json`): the measure of one optimisation step that a busy machine cannot spoil.
 //!
 //! The measuring happens in `crates/mcp-bench` (this crate stays dependency-free); CI never runs
 //! it, because figures from a shared machine are not pass/fail material.
@@ -12,11 +15,14 @@ use std::process::Command;
 use crate::{prerequisites, run};
 
 const USAGE: &str = "\
-cargo xtask bench [--quick] [--profile] [--baseline FILE]
+cargo xtask bench [--quick] [--profile] [--instructions] [--baseline FILE]
 
   --quick           the smoke version (1 round, short runs, 2,000 sessions)
   --profile         also count system calls per tools/call of the gateway and HAProxy (strace)
-  --baseline FILE   a previous report.json: REPORT.md gets a now/baseline table
+  --instructions    instead count the gateway's instructions per operation (valgrind callgrind;
+                    repeatable on a busy machine): target/bench/INSTRUCTIONS.md, instructions.json
+  --baseline FILE   a previous report.json (instructions.json with --instructions): the
+                    Markdown report gets a now/baseline table
 
 Installs Debian's haproxy (and strace with --profile) when missing and root; without it, CI=true
 fails and elsewhere REPORT.md says what was not measured.
@@ -29,6 +35,7 @@ Writes target/bench/REPORT.md and target/bench/report.json (workspace root).
 struct BenchArgs {
     quick: bool,
     profile: bool,
+    instructions: bool,
     baseline: Option<PathBuf>,
     help: bool,
 }
@@ -40,6 +47,7 @@ fn parse(args: &[String]) -> Result<BenchArgs, String> {
         match arg.as_str() {
             "--quick" => parsed.quick = true,
             "--profile" => parsed.profile = true,
+            "--instructions" => parsed.instructions = true,
             "--baseline" => {
                 let file = args
                     .next()
@@ -49,6 +57,11 @@ fn parse(args: &[String]) -> Result<BenchArgs, String> {
             "-h" | "--help" => parsed.help = true,
             other => return Err(format!("unknown bench option `{other}`\n\n{USAGE}")),
         }
+    }
+    if parsed.instructions && (parsed.quick || parsed.profile) {
+        return Err(format!(
+            "--instructions counts instructions only: it takes neither --quick nor --profile\n\n{USAGE}"
+        ));
     }
     Ok(parsed)
 }
@@ -70,9 +83,13 @@ pub(crate) fn bench(args: &[String]) -> Result<(), String> {
     {
         return Err(format!("baseline {} does not exist", file.display()));
     }
-    // The floor every scenario's gateway figure is read against; the harness notes its absence
-    // in the report.
-    prerequisites::ensure_debian_program("haproxy", "the report will have no HAProxy floor")?;
+    if args.instructions {
+        prerequisites::ensure_debian_program("valgrind", "no instructions can be counted")?;
+    } else {
+        // The floor every scenario's gateway figure is read against; the harness notes its
+        // absence in the report.
+        prerequisites::ensure_debian_program("haproxy", "the report will have no HAProxy floor")?;
+    }
     if args.profile {
         prerequisites::ensure_debian_program("strace", "the report will count no syscalls")?;
     }
@@ -92,7 +109,12 @@ pub(crate) fn bench(args: &[String]) -> Result<(), String> {
     // The report belongs to the checkout, wherever the shared target directory is.
     let out = root.join("target").join("bench");
     let mut command_args: Vec<String> = vec![
-        "run".into(),
+        if args.instructions {
+            "instructions"
+        } else {
+            "run"
+        }
+        .into(),
         "--gateway-bin".into(),
         path_arg(&gateway)?,
         "--out".into(),
@@ -166,6 +188,16 @@ mod tests {
         assert!(parse(&args(&["--profile"])).expect("valid").profile);
         assert_eq!(parsed.baseline, Some(PathBuf::from("old.json")));
         assert!(parse(&args(&["--baseline"])).is_err());
+        assert!(
+            parse(&args(&["--instructions"]))
+                .expect("valid")
+                .instructions
+        );
+        assert!(
+            parse(&args(&["--instructions", "--quick"]))
+                .expect_err("exclusive")
+                .contains("takes neither --quick nor --profile")
+        );
         assert!(
             parse(&args(&["--fast"]))
                 .expect_err("unknown")

@@ -2,6 +2,7 @@
 //! configuration and an HS256 secret, killed by pid when dropped (every exit path, panics
 //! included).
 
+use std::ffi::OsString;
 use std::fmt;
 use std::io;
 use std::net::SocketAddr;
@@ -67,6 +68,23 @@ impl GatewayProcess {
         users_json: &str,
         plugins: Option<&str>,
     ) -> io::Result<Self> {
+        Self::start_under(&[], bin, sessions, users_json, plugins)
+    }
+
+    /// Like [`start`](Self::start), with the gateway run by `wrapper` (a program and its
+    /// arguments, `valgrind --tool=callgrind` say; none: run directly). The process id is then
+    /// the wrapper's, which for valgrind is the gateway's own.
+    ///
+    /// # Errors
+    ///
+    /// As [`start`](Self::start).
+    pub fn start_under(
+        wrapper: &[OsString],
+        bin: &Path,
+        sessions: &SessionStoreKind,
+        users_json: &str,
+        plugins: Option<&str>,
+    ) -> io::Result<Self> {
         let dir = TempDir::new("mcp-bench-gateway")?;
         std::fs::write(dir.path().join("users.json"), users_json)?;
         let mut toml = config_toml(sessions);
@@ -78,7 +96,15 @@ impl GatewayProcess {
         std::fs::write(&config, toml)?;
         let token = mint_token(bin, &config)?;
         let log = dir.path().join("gateway.log");
-        let child = Command::new(bin)
+        let mut command = match wrapper.split_first() {
+            Some((program, args)) => {
+                let mut command = Command::new(program);
+                command.args(args).arg(bin);
+                command
+            }
+            None => Command::new(bin),
+        };
+        let child = command
             .arg("serve")
             .arg("--config")
             .arg(&config)

@@ -15,6 +15,7 @@
 //! | [`haproxy`] | [`HaproxyProcess`]: HAProxy as a plain HTTP/1.1 reverse proxy, the floor |
 //! | [`syscalls`] | [`syscalls::Strace`]: system calls per run (`--profile`) |
 //! | [`scenario`] | every benchmark scenario with alternating A/B rounds ([`scenario::run`]) |
+//! | [`instructions`] | [`instructions::InstructionReport`]: gateway instructions per operation under callgrind (`--instructions`) |
 //! | [`report`] | [`Report`]: JSON, `REPORT.md`, comparison against a baseline |
 //!
 //! Open-loop runs measure each request from its *intended* send time, so a server that stalls
@@ -47,6 +48,7 @@ pub mod client;
 pub mod echo;
 pub mod gateway;
 pub mod haproxy;
+pub mod instructions;
 pub mod load;
 pub mod proc_stats;
 pub mod protocol;

@@ -227,7 +227,10 @@ async fn worker(
     result
 }
 
-async fn iterate(operation: Operation, clients: &mut [McpClient]) -> Result<(), OpError> {
+pub(crate) async fn iterate(
+    operation: Operation,
+    clients: &mut [McpClient],
+) -> Result<(), OpError> {
     match (operation, clients) {
         (Operation::ListTools, clients) if clients.len() > 1 => {
             let answers = join_all(clients.iter_mut().map(McpClient::list_tools)).await;

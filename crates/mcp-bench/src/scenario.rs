@@ -113,47 +113,10 @@ pub async fn run(
         ..Report::default()
     };
 
-    let max_fanout = plan.fanouts.iter().copied().max().unwrap_or(1);
-    let spawn = |era: Era, tools: usize| {
-        backends.spawn(async move { EchoBackend::builder().era(era).tools(tools).spawn().await })
-    };
-    let modern = spawn(Era::Modern, 1)
-        .await
-        .map_err(|e| e.to_string())?
-        .map_err(|e| e.to_string())?;
-    let legacy = spawn(Era::Legacy, 1)
-        .await
-        .map_err(|e| e.to_string())?
-        .map_err(|e| e.to_string())?;
-    let mut fan = Vec::with_capacity(max_fanout);
-    for _ in 0..max_fanout {
-        fan.push(
-            spawn(Era::Modern, plan.fanout_tools)
-                .await
-                .map_err(|e| e.to_string())?
-                .map_err(|e| e.to_string())?,
-        );
-    }
-    // The same echo tool served by a real SDK server: rmcp's streamable HTTP server, answering
-    // over SSE, as the gateway's own tests use it.
-    let rmcp = |spec: BackendSpec| {
-        backends.spawn(async move { TestBackend::try_start(spec.record_requests(false)).await })
-    };
-    let rmcp_modern = rmcp(BackendSpec::modern("echo"))
-        .await
-        .map_err(|e| e.to_string())?
-        .map_err(|e| e.to_string())?;
-    let rmcp_legacy = rmcp(BackendSpec::legacy("echo"))
-        .await
-        .map_err(|e| e.to_string())?
-        .map_err(|e| e.to_string())?;
-    let targets = [
-        CallTarget::new("", Era::Modern, modern.addr(), "modern"),
-        CallTarget::new("", Era::Legacy, legacy.addr(), "legacy"),
-        CallTarget::new(" (rmcp)", Era::Modern, rmcp_modern.addr(), "rmcp-modern"),
-        CallTarget::new(" (rmcp)", Era::Legacy, rmcp_legacy.addr(), "rmcp-legacy"),
-    ];
-    let users = users_json(&targets, &fan, &plan.fanouts);
+    let servers = EchoServers::start(backends, &plan.fanouts, plan.fanout_tools).await?;
+    let (modern, legacy, fan) = (&servers.modern, &servers.legacy, &servers.fan);
+    let targets = servers.call_targets();
+    let users = users_json(&targets, fan, &plan.fanouts);
 
     progress("starting the gateway (local session store)");
     let gateway =
@@ -233,7 +196,7 @@ pub async fn run(
     let rate = (reference * 0.5).max(100.0).round();
     progress(&format!("tools/call modern, open loop at {rate}/s"));
     let mut direct_open =
-        bench.workload(vec![direct(&modern)], Era::Modern, Operation::CallTool, 16);
+        bench.workload(vec![direct(modern)], Era::Modern, Operation::CallTool, 16);
     direct_open.pace = Pace::Open { rate };
     let mut gateway_open = direct_open.clone();
     gateway_open.endpoints = vec![through(&gateway, "modern", "echo-echo")];
@@ -272,7 +235,7 @@ pub async fn run(
         .compare(
             "legacy session setup",
             bench.workload(
-                vec![direct(&legacy)],
+                vec![direct(legacy)],
                 Era::Legacy,
                 Operation::SessionCycle,
                 8,
@@ -293,7 +256,7 @@ pub async fn run(
     let discover = bench
         .compare(
             "server/discover",
-            bench.workload(vec![direct(&modern)], Era::Modern, Operation::Discover, 8),
+            bench.workload(vec![direct(modern)], Era::Modern, Operation::Discover, 8),
             bench.workload(
                 vec![through(&gateway, "modern", "")],
                 Era::Modern,
@@ -365,6 +328,89 @@ pub async fn run(
     Ok(report)
 }
 
+/// The echo backends every scenario talks to: one of each era on plain hyper, one of each built
+/// with rmcp (a real SDK server, answering over SSE), and the fan-out backends.
+pub(crate) struct EchoServers {
+    pub(crate) modern: EchoBackend,
+    pub(crate) legacy: EchoBackend,
+    pub(crate) rmcp_modern: TestBackend,
+    pub(crate) rmcp_legacy: TestBackend,
+    pub(crate) fan: Vec<EchoBackend>,
+}
+
+impl EchoServers {
+    /// Starts them on `backends` (their own runtime, so their work does not queue behind the
+    /// load generator's tasks): as many fan-out backends as the largest of `fanouts`, each
+    /// listing `fanout_tools` tools.
+    pub(crate) async fn start(
+        backends: &Handle,
+        fanouts: &[usize],
+        fanout_tools: usize,
+    ) -> Result<Self, String> {
+        let spawn = |era: Era, tools: usize| {
+            backends
+                .spawn(async move { EchoBackend::builder().era(era).tools(tools).spawn().await })
+        };
+        let rmcp = |spec: BackendSpec| {
+            backends.spawn(async move { TestBackend::try_start(spec.record_requests(false)).await })
+        };
+        let joined = |e: tokio::task::JoinError| e.to_string();
+        let modern = spawn(Era::Modern, 1)
+            .await
+            .map_err(joined)?
+            .map_err(|e| e.to_string())?;
+        let legacy = spawn(Era::Legacy, 1)
+            .await
+            .map_err(joined)?
+            .map_err(|e| e.to_string())?;
+        let max_fanout = fanouts.iter().copied().max().unwrap_or(1);
+        let mut fan = Vec::with_capacity(max_fanout);
+        for _ in 0..max_fanout {
+            fan.push(
+                spawn(Era::Modern, fanout_tools)
+                    .await
+                    .map_err(joined)?
+                    .map_err(|e| e.to_string())?,
+            );
+        }
+        let rmcp_modern = rmcp(BackendSpec::modern("echo"))
+            .await
+            .map_err(joined)?
+            .map_err(|e| e.to_string())?;
+        let rmcp_legacy = rmcp(BackendSpec::legacy("echo"))
+            .await
+            .map_err(joined)?
+            .map_err(|e| e.to_string())?;
+        Ok(Self {
+            modern,
+            legacy,
+            rmcp_modern,
+            rmcp_legacy,
+            fan,
+        })
+    }
+
+    /// The `tools/call` targets: hyper modern, hyper legacy, rmcp modern, rmcp legacy.
+    pub(crate) fn call_targets(&self) -> [CallTarget; 4] {
+        [
+            CallTarget::new("", Era::Modern, self.modern.addr(), "modern"),
+            CallTarget::new("", Era::Legacy, self.legacy.addr(), "legacy"),
+            CallTarget::new(
+                " (rmcp)",
+                Era::Modern,
+                self.rmcp_modern.addr(),
+                "rmcp-modern",
+            ),
+            CallTarget::new(
+                " (rmcp)",
+                Era::Legacy,
+                self.rmcp_legacy.addr(),
+                "rmcp-legacy",
+            ),
+        ]
+    }
+}
+
 struct Bench {
     plan: Plan,
     /// Largest gateway RSS sampled during any gateway-side load run.
@@ -377,11 +423,11 @@ struct Bench {
 
 /// A backend the `tools/call` scenarios measure: direct, through the gateway's virtual host
 /// `vhost` (one backend named `echo`) and through HAProxy.
-struct CallTarget {
-    scenario: String,
-    era: Era,
+pub(crate) struct CallTarget {
+    pub(crate) scenario: String,
+    pub(crate) era: Era,
     addr: SocketAddr,
-    vhost: &'static str,
+    pub(crate) vhost: &'static str,
 }
 
 impl CallTarget {
@@ -753,7 +799,7 @@ fn direct(backend: &EchoBackend) -> Endpoint {
     Endpoint::new(backend.addr(), "/mcp")
 }
 
-fn through(gateway: &GatewayProcess, vhost: &str, tool: &str) -> Endpoint {
+pub(crate) fn through(gateway: &GatewayProcess, vhost: &str, tool: &str) -> Endpoint {
     Endpoint::new(gateway.addr(), format!("/servers/{vhost}/mcp"))
         .bearer(gateway.token())
         .tool(tool)
@@ -761,7 +807,7 @@ fn through(gateway: &GatewayProcess, vhost: &str, tool: &str) -> Endpoint {
 
 /// The file store document: each target's virtual host (one backend named `echo`) and
 /// `fan<n>` (backends `b0`..).
-fn users_json(targets: &[CallTarget], fan: &[EchoBackend], fanouts: &[usize]) -> String {
+pub(crate) fn users_json(targets: &[CallTarget], fan: &[EchoBackend], fanouts: &[usize]) -> String {
     let backend = |url: String| json!({ "url": url, "timeout_ms": 30000 });
     let mut vhosts = serde_json::Map::new();
     for target in targets {
@@ -801,7 +847,7 @@ fn cpu_model() -> String {
 }
 
 /// Now as `YYYY-MM-DDTHH:MM:SSZ` (civil-from-days, so no date crate for one timestamp).
-fn utc_now() -> String {
+pub(crate) fn utc_now() -> String {
     let secs = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use mcp_bench::instructions::InstructionReport;
 use mcp_bench::scenario::{self, Options, Plan};
 use mcp_bench::{EchoBackend, Era, Report};
 
@@ -36,6 +37,22 @@ enum Command {
         #[arg(long)]
         profile: bool,
         /// A previous report.json: print now/baseline ratios.
+        #[arg(long)]
+        baseline: Option<PathBuf>,
+        /// The source revision measured (for the report).
+        #[arg(long)]
+        git_rev: Option<String>,
+    },
+    /// Count the gateway's instructions per operation under callgrind; write INSTRUCTIONS.md
+    /// and instructions.json.
+    Instructions {
+        /// The release `mcp-gateway` binary.
+        #[arg(long)]
+        gateway_bin: PathBuf,
+        /// Where INSTRUCTIONS.md and instructions.json go.
+        #[arg(long)]
+        out: PathBuf,
+        /// A previous instructions.json: print now/baseline ratios.
         #[arg(long)]
         baseline: Option<PathBuf>,
         /// The source revision measured (for the report).
@@ -83,6 +100,12 @@ fn main() -> ExitCode {
             &out,
             baseline.as_deref(),
         ),
+        Command::Instructions {
+            gateway_bin,
+            out,
+            baseline,
+            git_rev,
+        } => instructions(&gateway_bin, &out, baseline.as_deref(), git_rev),
         Command::Echo { era, tools, listen } => echo(era, tools, listen),
     };
     match result {
@@ -108,13 +131,7 @@ fn run(
     out: &std::path::Path,
     baseline: Option<&std::path::Path>,
 ) -> Result<(), String> {
-    let baseline = baseline
-        .map(|path| {
-            let text =
-                std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-            serde_json::from_str::<Report>(&text).map_err(|e| format!("{}: {e}", path.display()))
-        })
-        .transpose()?;
+    let baseline = baseline.map(read_json::<Report>).transpose()?;
     let cores = std::thread::available_parallelism().map_or(2, usize::from);
     // Two runtimes: the echo backends' tasks never queue behind the load generator's.
     let backends = runtime(cores, "echo")?;
@@ -124,17 +141,63 @@ fn run(
     drop(load);
     drop(backends);
 
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
-    let json_path = out.join("report.json");
-    std::fs::write(&json_path, json).map_err(|e| format!("{}: {e}", json_path.display()))?;
     let markdown = report.markdown(baseline.as_ref());
-    let md_path = out.join("REPORT.md");
-    std::fs::write(&md_path, &markdown).map_err(|e| format!("{}: {e}", md_path.display()))?;
-    // REPORT.md holds the comparison against the baseline too.
+    write_reports(out, &json, "report.json", &markdown, "REPORT.md")
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(path: &std::path::Path) -> Result<T, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+fn write_reports(
+    out: &std::path::Path,
+    json: &str,
+    json_name: &str,
+    markdown: &str,
+    md_name: &str,
+) -> Result<(), String> {
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let json_path = out.join(json_name);
+    std::fs::write(&json_path, json).map_err(|e| format!("{}: {e}", json_path.display()))?;
+    let md_path = out.join(md_name);
+    std::fs::write(&md_path, markdown).map_err(|e| format!("{}: {e}", md_path.display()))?;
+    // The Markdown holds the comparison against the baseline too.
     println!("{markdown}");
     println!("wrote {} and {}", md_path.display(), json_path.display());
     Ok(())
+}
+
+fn instructions(
+    gateway_bin: &std::path::Path,
+    out: &std::path::Path,
+    baseline: Option<&std::path::Path>,
+    git_rev: Option<String>,
+) -> Result<(), String> {
+    let baseline = baseline.map(read_json::<InstructionReport>).transpose()?;
+    let cores = std::thread::available_parallelism().map_or(2, usize::from);
+    let backends = runtime(cores, "echo")?;
+    let client = runtime(1, "client")?;
+    let progress = |line: &str| eprintln!("mcp-bench: {line}");
+    let report = client.block_on(mcp_bench::instructions::run(
+        gateway_bin,
+        git_rev,
+        &out.join("callgrind"),
+        backends.handle(),
+        &progress,
+    ))?;
+    drop(client);
+    drop(backends);
+    let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
+    let markdown = report.markdown(baseline.as_ref());
+    write_reports(
+        out,
+        &json,
+        "instructions.json",
+        &markdown,
+        "INSTRUCTIONS.md",
+    )
 }
 
 fn echo(era: EraArg, tools: usize, listen: SocketAddr) -> Result<(), String> {

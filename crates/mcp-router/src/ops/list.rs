@@ -28,7 +28,8 @@ use crate::cursor::MergedCursor;
 use crate::degraded::{CACHE_SCOPE, Degraded, TtlMin, ttl_of};
 use crate::naming::{Resolution, check_public_name};
 use crate::ops::scope::{BackendFailure, Scope, final_response, result_of};
-use crate::upstream::{Call, Target, Upstream};
+use crate::ops::tool_hints::ToolHintsTable;
+use crate::upstream::{Call, Target};
 use mcp_core::ItemKind;
 
 /// The shape of one list method.
@@ -144,7 +145,7 @@ pub(crate) fn stale_key(
     cursor: &str,
 ) -> crate::ops::stale_answers::StaleKey {
     (
-        Upstream::primary_scope(target).opaque_id(),
+        target.primary_scope().opaque_id(),
         scope.ctx.vhost_id.as_str().to_owned(),
         target.name.to_owned(),
         method.to_owned(),
@@ -280,6 +281,17 @@ fn rename_items(
         .get(&page.backend)
         .and_then(|c| c.allowed_tools.as_ref());
     let filter = crate::ops::plugins::list_filter(scope, shape.kind);
+    // One scope digest per page, not per tool; none for a backend hints decide nothing for.
+    let hint_scope = if shape.kind == ItemKind::Tool {
+        scope
+            .ctx
+            .vhost
+            .backends
+            .get(&page.backend)
+            .and_then(|config| ToolHintsTable::scope_of(&scope.target(&page.backend, config)))
+    } else {
+        None
+    };
     for raw in page.items {
         let Ok(item) = RawObject::parse(raw.get()) else {
             continue;
@@ -287,14 +299,11 @@ fn rename_items(
         let Some(upstream) = item.get_str(shape.name_key) else {
             continue;
         };
-        if shape.kind == ItemKind::Tool
-            && let Some(config) = scope.ctx.vhost.backends.get(&page.backend)
-        {
-            scope.ops.hints.remember(
-                &scope.target(&page.backend, config),
-                &upstream,
-                ToolHints::from_tool_json(&raw),
-            );
+        if let Some(hint_scope) = &hint_scope {
+            scope
+                .ops
+                .hints
+                .remember(hint_scope, &upstream, ToolHints::from_tool_json(&raw));
         }
         if shape.kind == ItemKind::Tool && allowed.is_some_and(|list| !list.contains(&upstream)) {
             continue;

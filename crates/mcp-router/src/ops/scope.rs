@@ -39,6 +39,7 @@ impl<'a> Scope<'a> {
             client_caps: self.client_caps,
             meta: self.meta,
             era: self.era,
+            primary: std::sync::OnceLock::new(),
         }
     }
 
@@ -100,6 +101,7 @@ impl OwnedCaller {
             client_caps: &self.client_caps,
             meta: None,
             era: self.era,
+            primary: std::sync::OnceLock::new(),
         })
     }
 }

@@ -3,7 +3,7 @@
 
 use mcp_fallback::ToolHints;
 
-use crate::upstream::{CredentialScope, ScopedTable, Target, Upstream};
+use crate::upstream::{CredentialScope, ScopedTable, Target};
 
 /// Each principal keeps at most this many tools' hints.
 const PER_PRINCIPAL: usize = 4096;
@@ -27,23 +27,26 @@ impl ToolHintsTable {
         }
     }
 
-    fn key(target: &Target<'_>, tool: &str) -> Option<(CredentialScope, String)> {
-        target.config.url.as_ref()?;
-        Some((Upstream::primary_scope(target), tool.to_owned()))
+    /// The scope `target`'s tool hints are kept under; `None` when hints would decide nothing:
+    /// a backend without replicas is never replayed anywhere, so its lists remember nothing and
+    /// its calls skip the lookup (and the scope digest it takes).
+    pub(crate) fn scope_of(target: &Target<'_>) -> Option<CredentialScope> {
+        (target.config.url.is_some() && !target.config.replicas.is_empty())
+            .then(|| target.primary_scope().clone())
     }
 
-    /// Remembers what a backend's `tools/list` said about a tool.
-    pub(crate) fn remember(&self, target: &Target<'_>, tool: &str, hints: ToolHints) {
-        let Some(key) = Self::key(target, tool) else {
-            return;
-        };
-        let _ = self.hints.upsert(&key, target.principal, hints);
+    /// Remembers what a backend's `tools/list` said about a tool, under the backend's
+    /// [`scope_of`](Self::scope_of).
+    pub(crate) fn remember(&self, scope: &CredentialScope, tool: &str, hints: ToolHints) {
+        let _ = self
+            .hints
+            .upsert(&(scope.clone(), tool.to_owned()), &scope.principal, hints);
     }
 
     /// What is known about a tool (nothing known: not replayable).
     pub(crate) fn get(&self, target: &Target<'_>, tool: &str) -> ToolHints {
-        Self::key(target, tool)
-            .and_then(|key| self.hints.get(&key))
+        Self::scope_of(target)
+            .and_then(|scope| self.hints.get(&(scope, tool.to_owned())))
             .unwrap_or(ToolHints::NONE)
     }
 }
@@ -71,13 +74,15 @@ mod tests {
             client_caps: caps,
             meta: None,
             era: mcp_core::Era::Modern,
+            primary: std::sync::OnceLock::new(),
         }
     }
 
     #[test]
     fn hints_are_per_caller_and_bounded_per_caller() {
         let config: BackendConfig =
-            serde_json::from_str(r#"{"url":"http://b/mcp"}"#).expect("config");
+            serde_json::from_str(r#"{"url":"http://b/mcp","replicas":["http://c/mcp"]}"#)
+                .expect("config");
         let headers = HeaderMap::new();
         let caps = RawValue::from_string("{}".into()).expect("raw");
         let alice = Principal::new("i", "alice");
@@ -87,14 +92,44 @@ mod tests {
         ro.read_only = true;
         let as_alice = target(&config, &alice, &headers, &caps);
         let as_bob = target(&config, &bob, &headers, &caps);
-        table.remember(&as_bob, "read", ro);
-        table.remember(&as_alice, "read", ro);
+        let remember = |target: &Target<'_>, tool: &str| {
+            let scope = ToolHintsTable::scope_of(target).expect("a backend with replicas");
+            table.remember(&scope, tool, ro);
+        };
+        remember(&as_bob, "read");
+        remember(&as_alice, "read");
         assert_eq!(table.get(&as_alice, "read"), ro);
         assert_eq!(table.get(&as_alice, "write"), ToolHints::NONE);
         // Alice fills the table: she forgets her own oldest, Bob keeps his.
-        table.remember(&as_alice, "a", ro);
-        table.remember(&as_alice, "b", ro);
+        remember(&as_alice, "a");
+        remember(&as_alice, "b");
         assert_eq!(table.get(&as_alice, "read"), ToolHints::NONE);
         assert_eq!(table.get(&as_bob, "read"), ro);
+    }
+
+    #[test]
+    fn a_backend_without_replicas_keeps_no_hints() {
+        let single: BackendConfig =
+            serde_json::from_str(r#"{"url":"http://b/mcp"}"#).expect("config");
+        let replicated: BackendConfig =
+            serde_json::from_str(r#"{"url":"http://b/mcp","replicas":["http://c/mcp"]}"#)
+                .expect("config");
+        let headers = HeaderMap::new();
+        let caps = RawValue::from_string("{}".into()).expect("raw");
+        let alice = Principal::new("i", "alice");
+        let table = ToolHintsTable::new(8);
+        assert!(ToolHintsTable::scope_of(&target(&single, &alice, &headers, &caps)).is_none());
+        // Control: the same backend with a replica has a scope, and what it learnt is not the
+        // single-address backend's (it would decide nothing there).
+        let replicated_target = target(&replicated, &alice, &headers, &caps);
+        let scope = ToolHintsTable::scope_of(&replicated_target).expect("scope");
+        let mut ro = ToolHints::NONE;
+        ro.read_only = true;
+        table.remember(&scope, "read", ro);
+        assert_eq!(table.get(&replicated_target, "read"), ro);
+        assert_eq!(
+            table.get(&target(&single, &alice, &headers, &caps), "read"),
+            ToolHints::NONE
+        );
     }
 }

@@ -40,24 +40,24 @@ impl Upstream {
 }
 
 impl Client {
-    /// What the backend at one address says about itself (`url`; `None`: the stdio process),
-    /// as a reply carrying that one result; a failure forgets the scope's era.
+    /// What the backend at one address says about itself (`address`: a URL and its scope;
+    /// `None`: the stdio process), as a reply carrying that one result; a failure forgets the
+    /// scope's era.
     pub(super) async fn describe_one(
         &self,
         target: &Target<'_>,
-        url: Option<&Url>,
+        address: Option<(&Url, &CredentialScope)>,
     ) -> Result<UpstreamReply, UpstreamError> {
-        let described = match url {
+        let described = match address {
             None => self.stdio.describe(target).await.map(|result| Description {
                 era: Era::Modern,
                 result,
                 session: None,
             }),
-            Some(url) => {
-                let scope = Self::scope(target, url.as_str());
-                let described = self.describe_at(target, url, &scope).await;
+            Some((url, scope)) => {
+                let described = self.describe_at(target, url, scope).await;
                 if described.is_err() {
-                    self.forget_era(&scope);
+                    self.forget_era(scope);
                 }
                 described
             }

@@ -136,6 +136,7 @@ mod tests {
             client_caps: &caps,
             meta: None,
             era: Era::Modern,
+            primary: std::sync::OnceLock::new(),
         };
         let call = crate::upstream::Call {
             method: "tools/list",
@@ -162,6 +163,7 @@ mod tests {
         let sse_config = backend(r#"{"url":"http://127.0.0.1:9/mcp","transport":"sse"}"#);
         let target = Target {
             config: &sse_config,
+            primary: std::sync::OnceLock::new(),
             ..target
         };
         let url = url::Url::parse("http://127.0.0.1:9/mcp").expect("url");

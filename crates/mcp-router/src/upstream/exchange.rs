@@ -124,6 +124,7 @@ impl UpstreamRequest {
             client_caps: &e.client_caps,
             meta: e.meta.as_deref(),
             era: e.era,
+            primary: std::sync::OnceLock::new(),
         }
     }
 

@@ -33,8 +33,9 @@ mod stack;
 mod stdio;
 mod transport;
 
-use std::sync::Arc;
+use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -142,9 +143,19 @@ pub(crate) struct Target<'a> {
     pub(crate) meta: Option<&'a RawValue>,
     /// The era the client speaks: a backend that speaks both is talked to in this one.
     pub(crate) era: Era,
+    /// The scope of the primary address, digested on first use (see
+    /// [`primary_scope`](Self::primary_scope)): one call asks for it several times.
+    pub(crate) primary: OnceLock<CredentialScope>,
 }
 
 impl<'a> Target<'a> {
+    /// The scope of the backend's primary address (its URL, or `stdio:` + entry): what its
+    /// stack, tool hints and stale answers are keyed by. Computed once per target: it is a
+    /// SHA-256 digest, and a routed call needs it for each of those.
+    pub(crate) fn primary_scope(&self) -> &CredentialScope {
+        self.primary.get_or_init(|| Client::primary_scope(self))
+    }
+
     /// A backend of a downstream 2025 session, for work outside a call of the session's own
     /// (following, releasing or posting into its upstream session): no `_meta`, the 2025 era.
     pub(crate) fn of_session(
@@ -162,6 +173,7 @@ impl<'a> Target<'a> {
             client_caps,
             meta: None,
             era: Era::Legacy,
+            primary: OnceLock::new(),
         }
     }
 }
@@ -313,11 +325,6 @@ impl Upstream {
         }
     }
 
-    /// The scope of `target`'s primary address (see [`Client::primary_scope`]).
-    pub(crate) fn primary_scope(target: &Target<'_>) -> CredentialScope {
-        Client::primary_scope(target)
-    }
-
     /// [`Self::send`] without its span and metric: one call of the scope's stack.
     async fn exchange(
         &self,
@@ -334,8 +341,8 @@ impl Upstream {
     /// The backend stack of `target`'s scope, built on first use or when its config changed. A
     /// full table (the caller has no share left) builds one for this call only.
     fn stack(&self, target: &Target<'_>) -> Result<Arc<stack::BackendStack>, UpstreamError> {
-        let scope = Client::primary_scope(target);
-        let key = breaker_key(target, &scope);
+        let scope = target.primary_scope();
+        let key = breaker_key(target, scope);
         if let Some(stack) = self.stacks.get(&key)
             && *stack.config == *target.config
         {
@@ -424,9 +431,9 @@ impl Client {
         )
     }
 
-    /// The scope of `target`'s primary address (its URL, or `stdio:` + entry): what per-backend
-    /// state outside this module (tool hints, stale answers) is keyed by.
-    pub(crate) fn primary_scope(target: &Target<'_>) -> CredentialScope {
+    /// The scope of `target`'s primary address; callers use [`Target::primary_scope`], which
+    /// computes it once.
+    fn primary_scope(target: &Target<'_>) -> CredentialScope {
         let address = match (&target.config.url, stdio::label(target.config)) {
             (Some(url), _) => url.as_str().to_owned(),
             (None, Some(label)) => format!("stdio:{label}"),
@@ -543,16 +550,17 @@ pub(crate) type SessionKeyHandle = SessionKey;
 /// digest of the overrides), which decide what counts as a failure.
 fn breaker_key(target: &Target<'_>, scope: &CredentialScope) -> String {
     // The timeout is written as is; overrides (rare) as half a digest, to keep keys short.
-    let mut key = format!(
-        "{}\u{0}{}\u{0}{}",
-        target.name,
-        scope.opaque_id(),
-        target.config.timeout_ms
-    );
+    // Built by hand: every call looks its stack up by this key.
+    let mut key = String::with_capacity(target.name.len() + 32 + 24);
+    key.push_str(target.name);
+    key.push('\u{0}');
+    scope.push_opaque_id(&mut key);
+    key.push('\u{0}');
+    let _ = write!(key, "{}", target.config.timeout_ms);
     if let Some(overrides) = &target.config.breaker {
         let json = serde_json::to_string(overrides).unwrap_or_default();
         key.push('\u{0}');
-        key.push_str(&scope::hex(&capability_digest(json.as_bytes())[..8]));
+        scope::push_hex(&mut key, &capability_digest(json.as_bytes())[..8]);
     }
     key
 }

@@ -15,7 +15,6 @@
 //! The digest (SHA-256) keeps credential values out of the keys: a heap dump of the tables shows
 //! no secret, and a key's size does not grow with the caller's headers.
 
-use std::fmt::Write as _;
 use std::sync::Arc;
 
 use aws_lc_rs::digest;
@@ -56,6 +55,11 @@ impl CredentialScope {
     pub(crate) fn opaque_id(&self) -> String {
         hex(&self.digest[..16])
     }
+
+    /// Appends [`opaque_id`](Self::opaque_id) to `out` (a key being built, without a temporary).
+    pub(crate) fn push_opaque_id(&self, out: &mut String) {
+        push_hex(out, &self.digest[..16]);
+    }
 }
 
 /// SHA-256 over the address, the principal and the parts of `policy` that decide what the
@@ -68,11 +72,14 @@ fn scope_digest(
     policy: &HeaderPolicy,
     downstream: &HeaderMap,
 ) -> [u8; 32] {
-    let mut ctx = digest::Context::new(&digest::SHA256);
+    // One buffer digested at once: an update per part cost more than the hashing itself.
+    let mut input = Vec::with_capacity(
+        address.len() + principal.issuer().len() + principal.subject().len() + 64,
+    );
     let mut put = |tag: u8, bytes: &[u8]| {
-        ctx.update(&[tag]);
-        ctx.update(&(bytes.len() as u64).to_be_bytes());
-        ctx.update(bytes);
+        input.push(tag);
+        input.extend_from_slice(&(bytes.len() as u64).to_be_bytes());
+        input.extend_from_slice(bytes);
     };
     put(b'u', address.as_bytes());
     put(b'i', principal.issuer().as_bytes());
@@ -92,9 +99,7 @@ fn scope_digest(
             }
         }
     }
-    let mut out = [0u8; 32];
-    out.copy_from_slice(ctx.finish().as_ref());
-    out
+    digest_of(&input)
 }
 
 /// SHA-256 of `bytes`, for keys that must not hold (or grow with) the bytes themselves.
@@ -106,10 +111,19 @@ pub(crate) fn digest_of(bytes: &[u8]) -> [u8; 32] {
 
 pub(super) fn hex(bytes: &[u8]) -> String {
     let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        let _ = write!(s, "{b:02x}");
-    }
+    push_hex(&mut s, bytes);
     s
+}
+
+/// Lower-case hex of `bytes` appended to `out`: a table lookup per nibble (every call builds a
+/// key with it; `write!` per byte cost ten times as much).
+pub(super) fn push_hex(out: &mut String, bytes: &[u8]) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    out.reserve(bytes.len() * 2);
+    for b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 0x0f)]));
+    }
 }
 
 #[cfg(test)]

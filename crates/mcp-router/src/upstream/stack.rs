@@ -25,7 +25,9 @@ use tower::util::BoxCloneSyncService;
 use tower::{BoxError, Layer, Service, ServiceBuilder};
 use url::Url;
 
-use super::{Client, Target, UpstreamError, UpstreamReply, UpstreamRequest, outcome_of};
+use super::{
+    Client, CredentialScope, Target, UpstreamError, UpstreamReply, UpstreamRequest, outcome_of,
+};
 use crate::telemetry;
 
 /// One backend's stack as the router calls it (and as an integrator's layer wraps it).
@@ -89,7 +91,8 @@ impl Client {
             None => {
                 let url = Self::url(target)?;
                 let scope = Self::scope(target, url.as_str());
-                self.guarded(Some(url), self.breaker(target, &scope), timeout)
+                let breaker = self.breaker(target, &scope);
+                self.guarded(Some((url, scope)), breaker, timeout)
             }
         };
         let replicas: Vec<BackendService> = if super::stdio::label(target.config).is_some() {
@@ -101,7 +104,8 @@ impl Client {
                 .iter()
                 .map(|url| {
                     let scope = Self::scope(target, url.as_str());
-                    self.guarded(Some(url), self.breaker(target, &scope), timeout)
+                    let breaker = self.breaker(target, &scope);
+                    self.guarded(Some((url, scope)), breaker, timeout)
                 })
                 .collect()
         };
@@ -127,16 +131,17 @@ impl Client {
         })
     }
 
-    /// One address (a URL, or the stdio process when `None`) behind its breaker and timeout.
+    /// One address (a URL and its scope, or the stdio process when `None`) behind its breaker
+    /// and timeout.
     fn guarded(
         self: &Arc<Self>,
-        url: Option<&Url>,
+        address: Option<(&Url, CredentialScope)>,
         breaker: Option<CircuitBreaker>,
         timeout: Duration,
     ) -> BackendService {
         let transport = TransportClient {
             client: Arc::clone(self),
-            url: url.cloned().map(Arc::new),
+            address: address.map(|(url, scope)| Arc::new((url.clone(), scope))),
         };
         let timed = ServiceBuilder::new()
             .map_err(move |e: BoxError| match e.downcast::<UpstreamError>() {
@@ -183,11 +188,16 @@ impl Classify<UpstreamReply, UpstreamError> for UpstreamOutcome {
 
 /// The transport client of one backend address: streamable HTTP in the backend's era (with
 /// legacy sessions and the HTTP+SSE fallback rule), a configured HTTP+SSE backend, or the stdio
-/// process (`url` is `None`).
+/// process (`address` is `None`).
+///
+/// The address's credential scope is computed once, when the stack is built: a stack serves
+/// exactly one scope of its primary address (its table key holds that scope's digest, which
+/// covers the principal and every credential part), so every request it sees has the same
+/// scope at each of its addresses, and no call digests it again.
 #[derive(Clone)]
 struct TransportClient {
     client: Arc<Client>,
-    url: Option<Arc<Url>>,
+    address: Option<Arc<(Url, CredentialScope)>>,
 }
 
 impl Service<UpstreamRequest> for TransportClient {
@@ -203,18 +213,16 @@ impl Service<UpstreamRequest> for TransportClient {
 
     fn call(&mut self, req: UpstreamRequest) -> Self::Future {
         let client = Arc::clone(&self.client);
-        let url = self.url.clone();
+        let address = self.address.clone();
         Box::pin(async move {
             let target = req.target();
+            let address = address.as_deref().map(|(url, scope)| (url, scope));
             if req.is_describe() {
-                return client.describe_one(&target, url.as_deref()).await;
+                return client.describe_one(&target, address).await;
             }
             let call = req.call();
-            match url {
-                Some(url) => {
-                    let scope = Client::scope(&target, url.as_str());
-                    client.send_at(&target, &url, &scope, &call).await
-                }
+            match address {
+                Some((url, scope)) => client.send_at(&target, url, scope, &call).await,
                 None => client.stdio.send(&target, &call).await,
             }
         })

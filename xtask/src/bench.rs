@@ -85,6 +85,7 @@ pub(crate) fn bench(args: &[String]) -> Result<(), String> {
     }
     if args.instructions {
         prerequisites::ensure_debian_program("valgrind", "no instructions can be counted")?;
+        prerequisites::ensure_debian_program("strace", "the report will count no syscalls")?;
     } else {
         // The floor every scenario's gateway figure is read against; the harness notes its
         // absence in the report.

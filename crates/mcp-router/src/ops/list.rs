@@ -27,7 +27,7 @@ use mcp_fallback::ToolHints;
 use crate::cursor::MergedCursor;
 use crate::degraded::{CACHE_SCOPE, Degraded, TtlMin, ttl_of};
 use crate::naming::{Resolution, check_public_name};
-use crate::ops::scope::{BackendFailure, Scope, final_response, result_of};
+use crate::ops::scope::{BackendFailure, Scope, final_result};
 use crate::ops::tool_hints::ToolHintsTable;
 use crate::upstream::{Call, Target};
 use mcp_core::ItemKind;
@@ -101,13 +101,7 @@ async fn fetch_page(
         headers: None,
     };
     let key = stale_key(&target, scope, method.as_str(), cursor.unwrap_or_default());
-    let fetched = async {
-        let message = final_response(scope, &target, &call, scope.fanout_deadline(config)).await?;
-        let result = result_of(&message)?;
-        let raw = result.to_raw();
-        Ok::<_, BackendFailure>(raw)
-    }
-    .await;
+    let fetched = final_result(scope, &target, &call, scope.fanout_deadline(config)).await;
     let (raw, stale_age) = match fetched {
         Ok(raw) => {
             if !scope.ops.stale_if_error.is_zero() {
@@ -423,12 +417,11 @@ pub(crate) async fn lists_item(
             hints: ToolHints::NONE,
             headers: None,
         };
-        let Ok(message) =
-            final_response(scope, &target, &call, scope.fanout_deadline(config)).await
+        let Ok(raw) = final_result(scope, &target, &call, scope.fanout_deadline(config)).await
         else {
             return false;
         };
-        let Ok(result) = result_of(&message) else {
+        let Ok(result) = RawObject::from_raw(&raw) else {
             return false;
         };
         let items: Vec<Box<RawValue>> = result.get_as(shape.items_key).unwrap_or_default();

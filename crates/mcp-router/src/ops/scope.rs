@@ -1,5 +1,6 @@
 //! [`Scope`]: everything one downstream request needs to talk to its backends, and
-//! [`final_response`]: one backend call reduced to its final JSON-RPC response.
+//! [`final_response`] / [`final_result`]: one backend call reduced to its final JSON-RPC
+//! response or that response's result.
 
 use std::time::Duration;
 
@@ -7,7 +8,7 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use http::HeaderMap;
 use mcp_config_store::BackendConfig;
-use mcp_core::{Envelope, Era, ErrorObject, MessageKind, RawObject, RequestId, encode_error};
+use mcp_core::{Envelope, Era, ErrorObject, MessageKind, RequestId, encode_error};
 use serde_json::value::RawValue;
 
 use crate::context::RequestContext;
@@ -136,6 +137,35 @@ pub(crate) async fn final_response(
     call: &Call<'_>,
     deadline: Duration,
 ) -> Result<Bytes, BackendFailure> {
+    final_message(scope, target, call, deadline, |message, _| {
+        Ok(message.clone())
+    })
+    .await
+}
+
+/// Like [`final_response`], reduced to the response's `result` object (or the backend's error)
+/// from the one parse that found the response: a list page is read once, not three times.
+pub(crate) async fn final_result(
+    scope: &Scope<'_>,
+    target: &Target<'_>,
+    call: &Call<'_>,
+    deadline: Duration,
+) -> Result<Box<RawValue>, BackendFailure> {
+    final_message(scope, target, call, deadline, |_, env| {
+        result_in(env).map(ToOwned::to_owned)
+    })
+    .await
+}
+
+/// The loop of [`final_response`] and [`final_result`]: `take` turns the final response
+/// (and its parse) into the answer.
+async fn final_message<T>(
+    scope: &Scope<'_>,
+    target: &Target<'_>,
+    call: &Call<'_>,
+    deadline: Duration,
+    take: impl FnOnce(&Bytes, &Envelope<'_>) -> Result<T, BackendFailure>,
+) -> Result<T, BackendFailure> {
     let work = async {
         let mut reply = scope
             .ops
@@ -149,7 +179,15 @@ pub(crate) async fn final_response(
             let env = Envelope::parse(&message).ok();
             saw_invalid |= env.is_none();
             match classify(env.as_ref(), &reply.id) {
-                Incoming::Final => return Ok(message),
+                Incoming::Final => {
+                    return match &env {
+                        Some(env) => take(&message, env),
+                        // `classify` calls only a parsed message final.
+                        None => Err(BackendFailure::Upstream(UpstreamError::Malformed(
+                            "invalid JSON-RPC message",
+                        ))),
+                    };
+                }
                 Incoming::ServerRequest(id) => {
                     decline(scope, target, reply.session.as_deref(), id).await
                 }
@@ -216,16 +254,13 @@ async fn post(scope: &Scope<'_>, target: &Target<'_>, session: &LegacySession, m
     }
 }
 
-/// The `result` of a final response, or the backend's error.
-pub(crate) fn result_of(message: &Bytes) -> Result<RawObject<'_>, BackendFailure> {
-    let env = Envelope::parse(message).map_err(|_| {
-        BackendFailure::Upstream(UpstreamError::Malformed("invalid JSON-RPC message"))
-    })?;
+/// The `result` object of a parsed final response, or the backend's error.
+fn result_in<'m>(env: &Envelope<'m>) -> Result<&'m RawValue, BackendFailure> {
     if let Some(error) = env.error() {
         return Err(BackendFailure::Error(error));
     }
     env.result()
-        .and_then(|r| RawObject::from_raw(r).ok())
+        .filter(|r| r.get().starts_with('{'))
         .ok_or(BackendFailure::Upstream(UpstreamError::Malformed(
             "result is not an object",
         )))

@@ -303,11 +303,9 @@ fn latest_total(out_file: &Path) -> Result<(u64, String), String> {
 /// The first event (instructions, `Ir`) of a callgrind dump's `totals:` line (`summary:` in
 /// older formats).
 fn parse_total(dump: &str) -> Option<u64> {
-    dump.lines()
-        .find_map(|l| {
-            l.strip_prefix("totals:")
-                .or_else(|| l.strip_prefix("summary:"))
-        })
+    let line = |prefix: &str| dump.lines().find_map(|l| l.strip_prefix(prefix));
+    line("totals:")
+        .or_else(|| line("summary:"))
         .and_then(|rest| rest.split_whitespace().next())
         .and_then(|n| n.parse().ok())
 }

@@ -431,6 +431,19 @@ impl Client {
         )
     }
 
+    /// The scope of `target` at `url`: the target's memoized [`Target::primary_scope`] when
+    /// `url` is its primary address (it nearly always is), else digested now.
+    pub(crate) fn scope_at<'t>(
+        target: &'t Target<'_>,
+        url: &Url,
+    ) -> std::borrow::Cow<'t, CredentialScope> {
+        if target.config.url.as_ref() == Some(url) {
+            std::borrow::Cow::Borrowed(target.primary_scope())
+        } else {
+            std::borrow::Cow::Owned(Self::scope(target, url.as_str()))
+        }
+    }
+
     /// The scope of `target`'s primary address; callers use [`Target::primary_scope`], which
     /// computes it once.
     fn primary_scope(target: &Target<'_>) -> CredentialScope {
@@ -491,7 +504,7 @@ impl Client {
             // The scope (a digest) only when some scope was found to speak HTTP+SSE.
             || (self.any_sse_url.load(Ordering::Acquire)
                 && Self::url(target)
-                    .is_ok_and(|url| self.speaks_sse(target, &Self::scope(target, url.as_str()))))
+                    .is_ok_and(|url| self.speaks_sse(target, &Self::scope_at(target, url))))
     }
 
     /// The link of a linked backend (see [`is_linked`](Self::is_linked)) as the caller's 2025
@@ -505,7 +518,7 @@ impl Client {
         }
         let url = Self::url(target).ok()?;
         self.sse
-            .listen(target, url, &Self::scope(target, url.as_str()))
+            .listen(target, url, &Self::scope_at(target, url))
             .await
             .ok()
     }

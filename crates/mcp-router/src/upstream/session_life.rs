@@ -14,7 +14,7 @@ impl Client {
     }
 
     pub(super) fn session_key_at(target: &Target<'_>, url: &Url) -> SessionKey {
-        Self::session_key(target, &Self::scope(target, url.as_str()))
+        Self::session_key(target, &Self::scope_at(target, url))
     }
 
     /// Changes whenever an upstream 2025 session leaves this node's table (evicted, expired,
@@ -128,7 +128,7 @@ impl Client {
         target: &Target<'_>,
         url: &Url,
     ) -> Result<(SessionKeyHandle, Arc<LegacySession>), UpstreamError> {
-        self.session_in(target, url, &Self::scope(target, url.as_str()))
+        self.session_in(target, url, &Self::scope_at(target, url))
             .await
     }
 

@@ -90,7 +90,7 @@ impl Client {
             }
             None => {
                 let url = Self::url(target)?;
-                let scope = Self::scope(target, url.as_str());
+                let scope = target.primary_scope().clone();
                 let breaker = self.breaker(target, &scope);
                 self.guarded(Some((url, scope)), breaker, timeout)
             }

@@ -16,6 +16,8 @@
 //! | [`syscalls`] | [`syscalls::Strace`]: system calls per run (`--profile`) |
 //! | [`scenario`] | every benchmark scenario with alternating A/B rounds ([`scenario::run`]) |
 //! | [`instructions`] | [`instructions::InstructionReport`]: gateway instructions per operation under callgrind (`--instructions`) |
+//! | [`plot`] | [`plot::LineChart`]: a small SVG line chart |
+//! | [`curves`] | the scale curves (clients, backends, idle sessions) as charts and tables |
 //! | [`report`] | [`Report`]: JSON, `REPORT.md`, comparison against a baseline |
 //!
 //! Open-loop runs measure each request from its *intended* send time, so a server that stalls
@@ -45,11 +47,13 @@
 //! ```
 
 pub mod client;
+pub mod curves;
 pub mod echo;
 pub mod gateway;
 pub mod haproxy;
 pub mod instructions;
 pub mod load;
+pub mod plot;
 pub mod proc_stats;
 pub mod protocol;
 pub mod report;

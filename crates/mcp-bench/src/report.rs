@@ -114,6 +114,24 @@ pub struct Memory {
     pub load_max_rss: u64,
     /// RSS at the end of the run.
     pub end_rss: u64,
+    /// Idle legacy sessions at each count of the run (10,000 and 100,000 in a full run).
+    #[serde(default)]
+    pub scale: Vec<SessionScale>,
+}
+
+/// Idle legacy sessions at one count: the session scale curve's point.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionScale {
+    /// Sessions opened (initialize + initialized, not deleted until measured).
+    pub sessions: usize,
+    /// Gateway RSS with them open (bytes).
+    pub rss: u64,
+    /// (rss - idle RSS) / sessions.
+    pub bytes_per_session: f64,
+    /// Seconds 8 clients took to open them.
+    pub open_seconds: f64,
+    /// Gateway RSS after deleting them (bytes).
+    pub after_delete_rss: u64,
 }
 
 /// One session store's figures.
@@ -382,6 +400,7 @@ impl Report {
             }
             out.push('\n');
         }
+        out.push_str(&crate::curves::markdown(self));
         let errors: Vec<&str> = self
             .tool_calls
             .iter()

@@ -20,7 +20,7 @@ use crate::haproxy::HaproxyProcess;
 use crate::load::{self, LoadResult, Operation, Pace, Workload};
 use crate::proc_stats;
 use crate::protocol::{Endpoint, Era};
-use crate::report::{Comparison, Memory, Meta, PluginRun, Report, StoreRun};
+use crate::report::{Comparison, Memory, Meta, PluginRun, Report, SessionScale, StoreRun};
 use crate::syscalls::Strace;
 
 /// How long and how much to measure.
@@ -38,8 +38,9 @@ pub struct Plan {
     pub fanouts: Vec<usize>,
     /// Tools each fan-out backend lists.
     pub fanout_tools: usize,
-    /// Legacy sessions held open for the memory figure.
-    pub sessions: usize,
+    /// Legacy sessions held open for the memory figures, one count after another (the first
+    /// is the report's `memory` figure; all of them its session scale curve).
+    pub sessions: Vec<usize>,
 }
 
 impl Plan {
@@ -50,10 +51,10 @@ impl Plan {
             rounds: 3,
             warmup: Duration::from_millis(300),
             duration: Duration::from_secs(2),
-            concurrencies: vec![1, 16, 64],
-            fanouts: vec![1, 4, 16],
+            concurrencies: vec![1, 4, 16, 64, 256],
+            fanouts: vec![1, 4, 16, 64],
             fanout_tools: 20,
-            sessions: 10_000,
+            sessions: vec![10_000, 100_000],
         }
     }
 
@@ -64,7 +65,9 @@ impl Plan {
             rounds: 1,
             warmup: Duration::from_millis(200),
             duration: Duration::from_millis(800),
-            sessions: 2_000,
+            concurrencies: vec![1, 16, 64],
+            fanouts: vec![1, 4, 16],
+            sessions: vec![2_000],
             ..Self::full()
         }
     }
@@ -629,49 +632,23 @@ impl Bench {
         }
     }
 
-    /// RSS idle, with `plan.sessions` open legacy sessions, and after deleting them.
+    /// RSS idle, then for each count of `plan.sessions`: how long 8 clients take to open that
+    /// many legacy sessions, the RSS with them open, and after deleting them.
     async fn memory(&self, gateway: &GatewayProcess) -> Result<Memory, String> {
         tokio::time::sleep(Duration::from_millis(200)).await;
         let idle_rss = gateway.rss_bytes().unwrap_or(0);
-        let clients = 8;
-        let per_client = self.plan.sessions.div_ceil(clients);
-        let endpoint = through(gateway, "legacy", "echo-echo");
-        let opened = join_all((0..clients).map(|_| {
-            let endpoint = endpoint.clone();
-            async move {
-                let mut client = McpClient::new(endpoint, Era::Legacy);
-                let mut sessions = Vec::with_capacity(per_client);
-                for _ in 0..per_client {
-                    client.initialize().await.map_err(|e| e.to_string())?;
-                    sessions.extend(client.take_session());
-                }
-                Ok::<_, String>((client, sessions))
-            }
-        }))
-        .await;
-        let mut open = Vec::with_capacity(clients);
-        for outcome in opened {
-            open.push(outcome?);
+        let mut scale = Vec::with_capacity(self.plan.sessions.len());
+        for &count in &self.plan.sessions {
+            scale.push(open_idle_sessions(gateway, count, idle_rss).await?);
         }
-        let sessions: usize = open.iter().map(|(_, s)| s.len()).sum();
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        let sessions_rss = gateway.rss_bytes().unwrap_or(0);
-        let deleted = join_all(open.into_iter().map(|(mut client, sessions)| async move {
-            for session in sessions {
-                client.delete(&session).await.map_err(|e| e.to_string())?;
-            }
-            Ok::<_, String>(())
-        }))
-        .await;
-        deleted.into_iter().collect::<Result<Vec<()>, String>>()?;
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        let first = scale.first().cloned().unwrap_or_default();
         Ok(Memory {
             idle_rss,
-            sessions,
-            sessions_rss,
-            bytes_per_session: sessions_rss.saturating_sub(idle_rss) as f64
-                / sessions.max(1) as f64,
-            after_delete_rss: gateway.rss_bytes().unwrap_or(0),
+            sessions: first.sessions,
+            sessions_rss: first.rss,
+            bytes_per_session: first.bytes_per_session,
+            after_delete_rss: first.after_delete_rss,
+            scale,
             ..Memory::default()
         })
     }
@@ -793,6 +770,56 @@ async fn warm_up(
             .map_err(|e| format!("gateway warm-up (fan{n}): {e}"))?;
     }
     Ok(())
+}
+
+/// Opens `count` legacy sessions from 8 clients at once and leaves them idle: the time that
+/// took, the RSS with them open (against `idle_rss`), and after deleting them.
+async fn open_idle_sessions(
+    gateway: &GatewayProcess,
+    count: usize,
+    idle_rss: u64,
+) -> Result<SessionScale, String> {
+    let clients = 8;
+    let per_client = count.div_ceil(clients);
+    let endpoint = through(gateway, "legacy", "echo-echo");
+    let started = std::time::Instant::now();
+    let opened = join_all((0..clients).map(|_| {
+        let endpoint = endpoint.clone();
+        async move {
+            let mut client = McpClient::new(endpoint, Era::Legacy);
+            let mut sessions = Vec::with_capacity(per_client);
+            for _ in 0..per_client {
+                client.initialize().await.map_err(|e| e.to_string())?;
+                sessions.extend(client.take_session());
+            }
+            Ok::<_, String>((client, sessions))
+        }
+    }))
+    .await;
+    let open_seconds = started.elapsed().as_secs_f64();
+    let mut open = Vec::with_capacity(clients);
+    for outcome in opened {
+        open.push(outcome?);
+    }
+    let sessions: usize = open.iter().map(|(_, s)| s.len()).sum();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let rss = gateway.rss_bytes().unwrap_or(0);
+    let deleted = join_all(open.into_iter().map(|(mut client, sessions)| async move {
+        for session in sessions {
+            client.delete(&session).await.map_err(|e| e.to_string())?;
+        }
+        Ok::<_, String>(())
+    }))
+    .await;
+    deleted.into_iter().collect::<Result<Vec<()>, String>>()?;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    Ok(SessionScale {
+        sessions,
+        rss,
+        bytes_per_session: rss.saturating_sub(idle_rss) as f64 / sessions.max(1) as f64,
+        open_seconds,
+        after_delete_rss: gateway.rss_bytes().unwrap_or(0),
+    })
 }
 
 fn direct(backend: &EchoBackend) -> Endpoint {

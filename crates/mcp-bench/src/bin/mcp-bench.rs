@@ -143,7 +143,15 @@ fn run(
 
     let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
     let markdown = report.markdown(baseline.as_ref());
-    write_reports(out, &json, "report.json", &markdown, "REPORT.md")
+    write_reports(out, &json, "report.json", &markdown, "REPORT.md")?;
+    // The scale curves REPORT.md links to.
+    for (file, chart) in mcp_bench::curves::charts(&report) {
+        if let Some(svg) = chart.svg() {
+            let path = out.join(file);
+            std::fs::write(&path, svg).map_err(|e| format!("{}: {e}", path.display()))?;
+        }
+    }
+    Ok(())
 }
 
 fn read_json<T: serde::de::DeserializeOwned>(path: &std::path::Path) -> Result<T, String> {

@@ -52,9 +52,15 @@ pub fn charts(report: &Report) -> Vec<(&'static str, LineChart)> {
             .map(|c| (backends(c), value(c)))
             .collect(),
     };
-    let idle = &report.memory;
-    let mut sessions = vec![(0.0, mib(idle.idle_rss))];
-    sessions.extend(idle.scale.iter().map(|s| (s.sessions as f64, mib(s.rss))));
+    // Above each gateway's own idle RSS: the larger counts run on a fresh gateway.
+    let scale = &report.memory.scale;
+    let mut sessions = vec![(0.0, 0.0)];
+    sessions.extend(scale.iter().map(|s| {
+        (
+            s.sessions as f64,
+            s.bytes_per_session * s.sessions as f64 / (1024.0 * 1024.0),
+        )
+    }));
     let all = vec![
         (
             "calls-throughput.svg",
@@ -84,13 +90,13 @@ pub fn charts(report: &Report) -> Vec<(&'static str, LineChart)> {
         (
             "sessions-rss.svg",
             LineChart {
-                title: "gateway RSS with idle 2025 sessions open".into(),
+                title: "gateway RSS above idle with idle 2025 sessions open".into(),
                 x_label: "sessions".into(),
-                y_label: "RSS, MiB".into(),
+                y_label: "MiB above idle".into(),
                 log_x: false,
                 series: vec![Series {
-                    name: "RSS".into(),
-                    points: if idle.scale.is_empty() {
+                    name: "RSS above idle".into(),
+                    points: if scale.is_empty() {
                         Vec::new()
                     } else {
                         sessions
@@ -163,7 +169,7 @@ fn table(chart: &LineChart) -> String {
         let _ = write!(out, "| {x:.0} |");
         for series in &chart.series {
             match series.points.iter().find(|p| p.0 == x) {
-                Some((_, y)) if y.abs() < 10.0 => {
+                Some((_, y)) if *y != 0.0 && y.abs() < 10.0 => {
                     let _ = write!(out, " {y:.2} |");
                 }
                 Some((_, y)) => {
@@ -283,9 +289,9 @@ mod tests {
         // Fan-out: added p50 = gateway p50 - direct p50 (50 µs).
         assert!(text.contains("| 64 | 314 | 810 |"), "{text}");
         assert!(text.contains("![tools/list fan-out"), "{text}");
-        // Sessions: the idle point and 100,000 sessions.
+        // Sessions: nothing above idle at none, 4,194 B each at 100,000.
         assert!(
-            text.contains("| 0 | 20 |") && text.contains("| 100000 | 420 |"),
+            text.contains("| 0 | 0 |") && text.contains("| 100000 | 400 |"),
             "{text}"
         );
         assert!(

@@ -46,11 +46,11 @@ impl LineChart {
         let points = self.series.iter().flat_map(|s| s.points.iter());
         let xs: Vec<f64> = points.clone().map(|p| self.x(p.0)).collect();
         let (x_min, x_max) = bounds(&xs)?;
-        let y_max = points
-            .map(|p| p.1)
-            .fold(0.0_f64, f64::max)
-            .max(f64::MIN_POSITIVE)
-            * 1.1;
+        let data_max = points.map(|p| p.1).fold(0.0_f64, f64::max);
+        let step = nice_step(data_max);
+        // Round ticks, the top one at or above the largest point.
+        let steps = (data_max / step).ceil().max(1.0);
+        let y_max = step * steps;
         let plot_w = WIDTH - LEFT - RIGHT;
         let plot_h = HEIGHT - TOP - BOTTOM;
         let span = if x_max > x_min { x_max - x_min } else { 1.0 };
@@ -74,8 +74,8 @@ impl LineChart {
             TOP + plot_h,
             LEFT + plot_w
         );
-        for step in 0..=5 {
-            let y = y_max / 5.0 * f64::from(step);
+        for tick in 0..=(steps as u32) {
+            let y = step * f64::from(tick);
             let _ = writeln!(
                 out,
                 r##"<line x1="{LEFT}" x2="{}" y1="{y1:.1}" y2="{y1:.1}" stroke="#ddd"/><text x="{}" y="{:.1}" text-anchor="end">{}</text>"##,
@@ -153,6 +153,26 @@ impl LineChart {
             x
         }
     }
+}
+
+/// A round step (1, 2 or 5 times a power of ten) that divides `0..=max` into at most 5 parts.
+fn nice_step(max: f64) -> f64 {
+    if max <= 0.0 || !max.is_finite() {
+        return 1.0;
+    }
+    let raw = max / 5.0;
+    let magnitude = 10_f64.powf(raw.log10().floor());
+    let fraction = raw / magnitude;
+    let nice = if fraction <= 1.0 {
+        1.0
+    } else if fraction <= 2.0 {
+        2.0
+    } else if fraction <= 5.0 {
+        5.0
+    } else {
+        10.0
+    };
+    nice * magnitude
 }
 
 fn bounds(values: &[f64]) -> Option<(f64, f64)> {
@@ -238,6 +258,10 @@ mod tests {
         assert_eq!(number(0.25), "0.25");
         assert_eq!(number(256.0), "256");
         assert_eq!(number(4.0), "4");
+        assert_eq!(nice_step(133_000.0), 50_000.0);
+        assert_eq!(nice_step(27_558.0), 10_000.0);
+        assert_eq!(nice_step(3.0), 1.0);
+        assert_eq!(nice_step(0.0), 1.0);
         assert_eq!(number(45_000.0), "45k");
     }
 }

@@ -114,7 +114,9 @@ pub struct Memory {
     pub load_max_rss: u64,
     /// RSS at the end of the run.
     pub end_rss: u64,
-    /// Idle legacy sessions at each count of the run (10,000 and 100,000 in a full run).
+    /// Idle legacy sessions at each count of the run (10,000 and 100,000 in a full run): the
+    /// first on the main gateway before the load runs, the others on a fresh gateway after
+    /// them, each against that gateway's idle RSS.
     #[serde(default)]
     pub scale: Vec<SessionScale>,
 }

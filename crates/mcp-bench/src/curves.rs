@@ -151,13 +151,6 @@ pub fn markdown(report: &Report) -> String {
 /// A chart's points as a table: one row per x, one column per series (`—` where a series has
 /// no point).
 fn table(chart: &LineChart) -> String {
-    let mut xs: Vec<f64> = chart
-        .series
-        .iter()
-        .flat_map(|s| s.points.iter().map(|p| p.0))
-        .collect();
-    xs.sort_by(f64::total_cmp);
-    xs.dedup();
     let mut out = format!("| {} |", chart.x_label);
     for series in &chart.series {
         let _ = write!(out, " {} |", series.name);
@@ -165,7 +158,7 @@ fn table(chart: &LineChart) -> String {
     out.push_str("\n|---:|");
     out.push_str(&"---:|".repeat(chart.series.len()));
     out.push('\n');
-    for x in xs {
+    for x in chart.xs() {
         let _ = write!(out, "| {x:.0} |");
         for series in &chart.series {
             match series.points.iter().find(|p| p.0 == x) {

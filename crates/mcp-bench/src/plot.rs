@@ -86,14 +86,7 @@ impl LineChart {
                 y1 = py(y),
             );
         }
-        let mut ticks: Vec<f64> = self
-            .series
-            .iter()
-            .flat_map(|s| s.points.iter().map(|p| p.0))
-            .collect();
-        ticks.sort_by(f64::total_cmp);
-        ticks.dedup();
-        for x in ticks {
+        for x in self.xs() {
             let _ = writeln!(
                 out,
                 r#"<text x="{:.1}" y="{}" text-anchor="middle">{}</text>"#,
@@ -144,6 +137,20 @@ impl LineChart {
         }
         out.push_str("</svg>\n");
         Some(out)
+    }
+
+    /// Every distinct x of the series, ascending: the x ticks, and the rows of a table of the
+    /// chart's points.
+    #[must_use]
+    pub fn xs(&self) -> Vec<f64> {
+        let mut xs: Vec<f64> = self
+            .series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| p.0))
+            .collect();
+        xs.sort_by(f64::total_cmp);
+        xs.dedup();
+        xs
     }
 
     fn x(&self, x: f64) -> f64 {

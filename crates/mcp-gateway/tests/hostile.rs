@@ -966,6 +966,10 @@ enum Misbehaviour {
     SilentHead,
     /// `200 text/event-stream` with one progress notification, then the end of the stream.
     NoResponse,
+    /// Answers `tools/list` (not `tools/call`) with a JSON-RPC error.
+    ListError,
+    /// Answers `tools/list` (not `tools/call`) with a result that is not an object.
+    ListNotObject,
 }
 
 /// A body that yields `chunk` forever.
@@ -1000,8 +1004,18 @@ async fn misbehave(req: Request<Incoming>, how: Misbehaviour) -> Response<AnyBod
         Some("server/discover") => json!({"resultType": "complete",
             "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
             "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "misbehaving", "version": "0"}}}),
-        Some("tools/list") => json!({"resultType": "complete", "tools": [{"name": "t",
-            "inputSchema": {"type": "object"}}]}),
+        Some("tools/list") => match how {
+            Misbehaviour::ListError => {
+                return json_response(format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32000,"message":"list broke"}}}}"#
+                ));
+            }
+            Misbehaviour::ListNotObject => {
+                return json_response(format!(r#"{{"jsonrpc":"2.0","id":{id},"result":[1]}}"#));
+            }
+            _ => json!({"resultType": "complete", "tools": [{"name": "t",
+                "inputSchema": {"type": "object"}}]}),
+        },
         Some("tools/call") => {
             return match how {
                 Misbehaviour::Malformed => json_response(format!(
@@ -1029,6 +1043,11 @@ async fn misbehave(req: Request<Incoming>, how: Misbehaviour) -> Response<AnyBod
                     )
                     .expect("response"),
                 Misbehaviour::SilentHead => std::future::pending().await,
+                Misbehaviour::ListError | Misbehaviour::ListNotObject => json_response(
+                    json!({"jsonrpc": "2.0", "id": id,
+                        "result": {"resultType": "complete", "content": []}})
+                    .to_string(),
+                ),
                 Misbehaviour::NoResponse => Response::builder()
                     .header("content-type", "text/event-stream")
                     .body(
@@ -1144,6 +1163,49 @@ async fn misbehaving_backends_end_in_jsonrpc_errors() {
             format!("good: {name}")
         );
     }
+}
+
+/// A backend whose `tools/list` answer is a JSON-RPC error, or a result that is not an object,
+/// is left out of the merged list with its reason in the degraded marker; the other backend's
+/// tools are listed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_answers_that_are_errors_or_not_objects_leave_out_only_their_backend() {
+    let good = TestBackend::start(BackendSpec::modern("good")).await;
+    let broken = misbehaving(Misbehaviour::ListError).await;
+    let scalar = misbehaving(Misbehaviour::ListNotObject).await;
+    let dir = workdir("gw-hostile-lists");
+    let backends = json!({
+        "good": {"url": good.url()},
+        "broken": {"url": broken.url()},
+        "scalar": {"url": scalar.url()},
+    });
+    support::write(
+        dir.path(),
+        "users.json",
+        &json!({"users": {"alice": {"virtual_hosts": {"vh1": {"backends": backends}}}}})
+            .to_string(),
+    );
+    let gw = GatewayProcess::start(dir.path(), &base_config(""), &[]).await;
+
+    let list = modern(gw.addr, "alice", "vh1", "tools/list", json!({}), &[]).await;
+    assert_eq!(list.status, 200, "{}", list.text());
+    let result = &list.json()["result"];
+    let names: Vec<&str> = result["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(!names.is_empty(), "{result}");
+    assert!(names.iter().all(|n| n.starts_with("good-")), "{result}");
+    assert_eq!(
+        result["_meta"]["mcp-gateway/degraded"]["backends"],
+        json!([
+            {"name": "broken", "reason": "error -32000: list broke"},
+            {"name": "scalar", "reason": "malformed backend response: result is not an object"},
+        ]),
+        "{result}"
+    );
 }
 
 /// A cursor that is not a string is invalid params like any other bad cursor.

@@ -32,16 +32,15 @@ pub(crate) struct Scope<'a> {
 impl<'a> Scope<'a> {
     /// The upstream target for one backend of the virtual host.
     pub(crate) fn target(&self, name: &'a str, config: &'a BackendConfig) -> Target<'a> {
-        Target {
+        Target::new(
             name,
             config,
-            downstream: self.headers,
-            principal: &self.ctx.principal,
-            client_caps: self.client_caps,
-            meta: self.meta,
-            era: self.era,
-            primary: std::sync::OnceLock::new(),
-        }
+            self.headers,
+            &self.ctx.principal,
+            self.client_caps,
+            self.meta,
+            self.era,
+        )
     }
 
     /// The naming rules of the virtual host.
@@ -94,16 +93,15 @@ impl OwnedCaller {
 
     /// The upstream target for backend `name`, if the virtual host has it.
     pub(crate) fn target<'a>(&'a self, name: &'a str) -> Option<Target<'a>> {
-        Some(Target {
+        Some(Target::new(
             name,
-            config: self.vhost.backends.get(name)?,
-            downstream: &self.headers,
-            principal: &self.principal,
-            client_caps: &self.client_caps,
-            meta: None,
-            era: self.era,
-            primary: std::sync::OnceLock::new(),
-        })
+            self.vhost.backends.get(name)?,
+            &self.headers,
+            &self.principal,
+            &self.client_caps,
+            None,
+            self.era,
+        ))
     }
 }
 
@@ -178,20 +176,13 @@ async fn final_message<T>(
             let message = message.map_err(BackendFailure::Upstream)?;
             let env = Envelope::parse(&message).ok();
             saw_invalid |= env.is_none();
-            match classify(env.as_ref(), &reply.id) {
-                Incoming::Final => {
-                    return match &env {
-                        Some(env) => take(&message, env),
-                        // `classify` calls only a parsed message final.
-                        None => Err(BackendFailure::Upstream(UpstreamError::Malformed(
-                            "invalid JSON-RPC message",
-                        ))),
-                    };
-                }
-                Incoming::ServerRequest(id) => {
+            match (classify(env.as_ref(), &reply.id), &env) {
+                // `classify` calls only a parsed message final.
+                (Incoming::Final, Some(env)) => return take(&message, env),
+                (Incoming::ServerRequest(id), _) => {
                     decline(scope, target, reply.session.as_deref(), id).await
                 }
-                Incoming::Other => {}
+                _ => {}
             }
         }
         Err(BackendFailure::Upstream(UpstreamError::ended(saw_invalid)))

@@ -66,30 +66,38 @@ mod tests {
         headers: &'a HeaderMap,
         caps: &'a RawValue,
     ) -> Target<'a> {
-        Target {
-            name: "b",
+        Target::new(
+            "b",
             config,
-            downstream: headers,
+            headers,
             principal,
-            client_caps: caps,
-            meta: None,
-            era: mcp_core::Era::Modern,
-            primary: std::sync::OnceLock::new(),
-        }
+            caps,
+            None,
+            mcp_core::Era::Modern,
+        )
+    }
+
+    const REPLICATED: &str = r#"{"url":"http://b/mcp","replicas":["http://c/mcp"]}"#;
+
+    fn config(json: &str) -> BackendConfig {
+        serde_json::from_str(json).expect("config")
+    }
+
+    fn read_only() -> ToolHints {
+        let mut ro = ToolHints::NONE;
+        ro.read_only = true;
+        ro
     }
 
     #[test]
     fn hints_are_per_caller_and_bounded_per_caller() {
-        let config: BackendConfig =
-            serde_json::from_str(r#"{"url":"http://b/mcp","replicas":["http://c/mcp"]}"#)
-                .expect("config");
+        let config = config(REPLICATED);
         let headers = HeaderMap::new();
         let caps = RawValue::from_string("{}".into()).expect("raw");
         let alice = Principal::new("i", "alice");
         let bob = Principal::new("i", "bob");
         let table = ToolHintsTable::new(2);
-        let mut ro = ToolHints::NONE;
-        ro.read_only = true;
+        let ro = read_only();
         let as_alice = target(&config, &alice, &headers, &caps);
         let as_bob = target(&config, &bob, &headers, &caps);
         let remember = |target: &Target<'_>, tool: &str| {
@@ -109,11 +117,8 @@ mod tests {
 
     #[test]
     fn a_backend_without_replicas_keeps_no_hints() {
-        let single: BackendConfig =
-            serde_json::from_str(r#"{"url":"http://b/mcp"}"#).expect("config");
-        let replicated: BackendConfig =
-            serde_json::from_str(r#"{"url":"http://b/mcp","replicas":["http://c/mcp"]}"#)
-                .expect("config");
+        let single = config(r#"{"url":"http://b/mcp"}"#);
+        let replicated = config(REPLICATED);
         let headers = HeaderMap::new();
         let caps = RawValue::from_string("{}".into()).expect("raw");
         let alice = Principal::new("i", "alice");
@@ -123,10 +128,8 @@ mod tests {
         // single-address backend's (it would decide nothing there).
         let replicated_target = target(&replicated, &alice, &headers, &caps);
         let scope = ToolHintsTable::scope_of(&replicated_target).expect("scope");
-        let mut ro = ToolHints::NONE;
-        ro.read_only = true;
-        table.remember(&scope, "read", ro);
-        assert_eq!(table.get(&replicated_target, "read"), ro);
+        table.remember(&scope, "read", read_only());
+        assert_eq!(table.get(&replicated_target, "read"), read_only());
         assert_eq!(
             table.get(&target(&single, &alice, &headers, &caps), "read"),
             ToolHints::NONE

@@ -128,16 +128,15 @@ mod tests {
         let headers = HeaderMap::new();
         let principal = Principal::new("iss", "alice");
         let stdio_config = backend(r#"{"command":"mcp-server"}"#);
-        let target = Target {
-            name: "local",
-            config: &stdio_config,
-            downstream: &headers,
-            principal: &principal,
-            client_caps: &caps,
-            meta: None,
-            era: Era::Modern,
-            primary: std::sync::OnceLock::new(),
-        };
+        let target = Target::new(
+            "local",
+            &stdio_config,
+            &headers,
+            &principal,
+            &caps,
+            None,
+            Era::Modern,
+        );
         let call = crate::upstream::Call {
             method: "tools/list",
             params: mcp_core::RawObject::new(),
@@ -161,11 +160,15 @@ mod tests {
         assert!(refused.never_sent(), "a replica may take the call");
 
         let sse_config = backend(r#"{"url":"http://127.0.0.1:9/mcp","transport":"sse"}"#);
-        let target = Target {
-            config: &sse_config,
-            primary: std::sync::OnceLock::new(),
-            ..target
-        };
+        let target = Target::new(
+            "local",
+            &sse_config,
+            &headers,
+            &principal,
+            &caps,
+            None,
+            Era::Modern,
+        );
         let url = url::Url::parse("http://127.0.0.1:9/mcp").expect("url");
         let scope: CredentialScope = crate::upstream::Client::scope(&target, url.as_str());
         let http: HttpClient = crate::upstream::transport::build_client(

@@ -116,16 +116,15 @@ impl UpstreamRequest {
     /// The borrowed target the transports take.
     pub(crate) fn target(&self) -> Target<'_> {
         let e = &*self.inner;
-        Target {
-            name: &e.backend,
-            config: &e.config,
-            downstream: &e.downstream,
-            principal: &e.principal,
-            client_caps: &e.client_caps,
-            meta: e.meta.as_deref(),
-            era: e.era,
-            primary: std::sync::OnceLock::new(),
-        }
+        Target::new(
+            &e.backend,
+            &e.config,
+            &e.downstream,
+            &e.principal,
+            &e.client_caps,
+            e.meta.as_deref(),
+            e.era,
+        )
     }
 
     /// The borrowed call the transports take (its params borrowed, not copied).

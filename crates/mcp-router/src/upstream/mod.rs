@@ -31,23 +31,24 @@ mod sse;
 use disabled as sse;
 mod stack;
 mod stdio;
+mod target;
 mod transport;
 
 use std::fmt::Write as _;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures_util::StreamExt;
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use mcp_breaker::{BreakerConfig, BreakerRegistry, CircuitBreaker, Outcome, Permit};
-use mcp_config_store::{BackendConfig, Transport};
+use mcp_config_store::Transport;
 use mcp_core::headers::{
     MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, encode_header_value,
 };
 use mcp_core::tls::ClientTls;
-use mcp_core::{Envelope, Era, MessageKind, Principal, ProtocolVersion, RawObject, RequestId};
+use mcp_core::{Envelope, Era, MessageKind, ProtocolVersion, RawObject, RequestId};
 use mcp_fallback::ToolHints;
 use opentelemetry::KeyValue;
 use opentelemetry::context::FutureExt as _;
@@ -72,6 +73,7 @@ pub(crate) use session::LegacySession;
 pub(crate) use stack::BackendLayer;
 pub use stack::BackendService;
 pub use stdio::catalog::{Refusal, StdioRules, StdioServer, is_loader_variable};
+pub(crate) use target::Target;
 pub(crate) use transport::MessageStream;
 pub use transport::{DEFAULT_DENIED, DestinationError, DestinationPolicy};
 
@@ -123,57 +125,6 @@ impl Default for UpstreamOptions {
             destinations: DestinationPolicy::default(),
             max_stdio_processes: 64,
             tls: ClientTls::new(),
-        }
-    }
-}
-
-/// One backend as seen by one downstream request.
-pub(crate) struct Target<'a> {
-    /// The backend's configured name (for logs).
-    pub(crate) name: &'a str,
-    /// Its configuration.
-    pub(crate) config: &'a BackendConfig,
-    /// The client's request headers (for the header policy and trace context).
-    pub(crate) downstream: &'a HeaderMap,
-    /// The authenticated caller.
-    pub(crate) principal: &'a Principal,
-    /// The client's capabilities (raw JSON object).
-    pub(crate) client_caps: &'a RawValue,
-    /// The client's `_meta` (modern requests).
-    pub(crate) meta: Option<&'a RawValue>,
-    /// The era the client speaks: a backend that speaks both is talked to in this one.
-    pub(crate) era: Era,
-    /// The scope of the primary address, digested on first use (see
-    /// [`primary_scope`](Self::primary_scope)): one call asks for it several times.
-    pub(crate) primary: OnceLock<CredentialScope>,
-}
-
-impl<'a> Target<'a> {
-    /// The scope of the backend's primary address (its URL, or `stdio:` + entry): what its
-    /// stack, tool hints and stale answers are keyed by. Computed once per target: it is a
-    /// SHA-256 digest, and a routed call needs it for each of those.
-    pub(crate) fn primary_scope(&self) -> &CredentialScope {
-        self.primary.get_or_init(|| Client::primary_scope(self))
-    }
-
-    /// A backend of a downstream 2025 session, for work outside a call of the session's own
-    /// (following, releasing or posting into its upstream session): no `_meta`, the 2025 era.
-    pub(crate) fn of_session(
-        name: &'a str,
-        config: &'a BackendConfig,
-        downstream: &'a HeaderMap,
-        principal: &'a Principal,
-        client_caps: &'a RawValue,
-    ) -> Self {
-        Self {
-            name,
-            config,
-            downstream,
-            principal,
-            client_caps,
-            meta: None,
-            era: Era::Legacy,
-            primary: OnceLock::new(),
         }
     }
 }

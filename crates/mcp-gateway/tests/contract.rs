@@ -48,14 +48,8 @@ allowed_origins = ["http://localhost"]
     // Success: a 2026-07-28 tools/list reaches the backend; names are prefixed.
     let ok = modern(addr, "alice", "vh1", "tools/list", json!({}), &[]).await;
     assert_eq!(ok.status, 200, "{}", ok.text());
-    let result = &ok.messages()[0]["result"];
-    let names: Vec<&str> = result["tools"]
-        .as_array()
-        .expect("tools")
-        .iter()
-        .filter_map(|t| t["name"].as_str())
-        .collect();
-    assert!(names.contains(&"alpha-echo"), "{names:?}");
+    let names = ok.tool_names();
+    assert!(names.iter().any(|n| n == "alpha-echo"), "{names:?}");
     let call = modern(
         addr,
         "alice",

@@ -1190,12 +1190,7 @@ async fn list_answers_that_are_errors_or_not_objects_leave_out_only_their_backen
     let list = modern(gw.addr, "alice", "vh1", "tools/list", json!({}), &[]).await;
     assert_eq!(list.status, 200, "{}", list.text());
     let result = &list.json()["result"];
-    let names: Vec<&str> = result["tools"]
-        .as_array()
-        .expect("tools")
-        .iter()
-        .filter_map(|t| t["name"].as_str())
-        .collect();
+    let names = list.tool_names();
     assert!(!names.is_empty(), "{result}");
     assert!(names.iter().all(|n| n.starts_with("good-")), "{result}");
     assert_eq!(

@@ -54,6 +54,9 @@ pub struct InstructionCount {
     pub syscalls_per_op: Option<f64>,
     /// The callgrind dump of the counted operations (in the output directory).
     pub dump: String,
+    /// strace's table of the system call count (in the output directory), when strace ran.
+    #[serde(default)]
+    pub syscall_table: Option<String>,
 }
 
 /// One scenario: what a client does, where, how often.
@@ -194,6 +197,7 @@ pub async fn run(
                 per_op: total as f64 / case.ops as f64,
                 syscalls_per_op: None,
                 dump,
+                syscall_table: None,
             },
         );
     }
@@ -208,14 +212,20 @@ pub async fn run(
     progress("starting a plain gateway for the system call counts (strace)");
     let gateway = GatewayProcess::start(gateway_bin, &SessionStoreKind::Local, &users, None)
         .map_err(|e| e.to_string())?;
-    for case in &cases {
+    for (index, case) in cases.iter().enumerate() {
         progress(&format!("{}: system calls", case.name));
         let mut clients = case.warm_clients(&gateway).await?;
         let traced = Strace::attach(&strace, gateway.pid()).map_err(|e| e.to_string())?;
         case.run(&mut clients).await?;
-        let calls = traced.finish().map_err(|e| e.to_string())?;
+        let counted = traced.finish().map_err(|e| e.to_string())?;
+        // Which calls they are is what tells a wake-up from a write: kept beside the dumps.
+        let table = format!("strace.{}.txt", index + 1);
+        let header = format!("{} ({} operations)\n\n", case.name, case.ops);
+        std::fs::write(dumps.join(&table), header + &counted.summary)
+            .map_err(|e| format!("{}: {e}", dumps.join(&table).display()))?;
         if let Some(count) = report.scenarios.get_mut(&case.name) {
-            count.syscalls_per_op = Some(calls as f64 / case.ops as f64);
+            count.syscalls_per_op = Some(counted.calls as f64 / case.ops as f64);
+            count.syscall_table = Some(table);
         }
     }
     Ok(report)
@@ -325,15 +335,16 @@ impl InstructionReport {
         match baseline {
             None => {
                 out.push_str(
-                    "| scenario | operations | instructions per operation | system calls per operation | dump |\n|---|---:|---:|---:|---|\n",
+                    "| scenario | operations | instructions per operation | system calls per operation | dump | system calls |\n|---|---:|---:|---:|---|---|\n",
                 );
                 for (name, count) in &self.scenarios {
                     out.push_str(&format!(
-                        "| {name} | {} | {:.0} | {} | {} |\n",
+                        "| {name} | {} | {:.0} | {} | {} | {} |\n",
                         count.ops,
                         count.per_op,
                         syscalls(count.syscalls_per_op),
-                        count.dump
+                        count.dump,
+                        count.syscall_table.as_deref().unwrap_or("-")
                     ));
                 }
             }
@@ -408,13 +419,16 @@ mod tests {
                     per_op,
                     syscalls_per_op: Some(12.5),
                     dump: "callgrind.out.1".into(),
+                    syscall_table: Some("strace.1.txt".into()),
                 },
             )]),
         };
         let now = report(150_000.0);
         let alone = now.markdown(None);
         assert!(
-            alone.contains("| tools/call modern | 10 | 150000 | 12.5 | callgrind.out.1 |"),
+            alone.contains(
+                "| tools/call modern | 10 | 150000 | 12.5 | callgrind.out.1 | strace.1.txt |"
+            ),
             "{alone}"
         );
         let compared = now.markdown(Some(&report(200_000.0)));

@@ -634,8 +634,8 @@ impl Bench {
         let traced = async {
             let tracer = Strace::attach(strace, pid).map_err(|e| e.to_string())?;
             let result = load::run(workload).await;
-            let calls = tracer.finish().map_err(|e| e.to_string())?;
-            Ok::<_, String>(calls as f64 / result.total_ops.max(1) as f64)
+            let counted = tracer.finish().map_err(|e| e.to_string())?;
+            Ok::<_, String>(counted.calls as f64 / result.total_ops.max(1) as f64)
         };
         match traced.await {
             Ok(per_op) => Some(per_op),

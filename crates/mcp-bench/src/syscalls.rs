@@ -65,12 +65,12 @@ impl Strace {
         std::fs::read_to_string(self.dir.path().join("messages")).unwrap_or_default()
     }
 
-    /// Detaches (SIGINT, as Ctrl-C would) and returns the number of system calls counted.
+    /// Detaches (SIGINT, as Ctrl-C would) and returns what strace counted.
     ///
     /// # Errors
     ///
     /// When the signal cannot be sent, or the summary has no total line.
-    pub fn finish(mut self) -> io::Result<u64> {
+    pub fn finish(mut self) -> io::Result<Counted> {
         let status = Command::new("kill")
             .arg("-INT")
             .arg(self.child.id().to_string())
@@ -80,13 +80,23 @@ impl Strace {
         }
         self.child.wait()?;
         let summary = std::fs::read_to_string(self.dir.path().join("summary"))?;
-        total_calls(&summary).ok_or_else(|| {
-            io::Error::other(format!(
+        match total_calls(&summary) {
+            Some(calls) => Ok(Counted { calls, summary }),
+            None => Err(io::Error::other(format!(
                 "no total in strace's summary: {summary}{}",
                 self.messages()
-            ))
-        })
+            ))),
+        }
     }
+}
+
+/// What one traced run counted.
+#[derive(Clone, Debug)]
+pub struct Counted {
+    /// System calls of every thread.
+    pub calls: u64,
+    /// strace's table: calls per system call, the way to see which ones a change removed.
+    pub summary: String,
 }
 
 impl Drop for Strace {

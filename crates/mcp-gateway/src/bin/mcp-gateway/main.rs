@@ -32,6 +32,13 @@ const EXIT_CONFIG: u8 = 2;
 /// A failure at run time.
 const EXIT_RUNTIME: u8 = 1;
 
+/// Every call allocates and frees about 150 small blocks, many on another worker thread than
+/// the one that allocated them; mimalloc does that in about a sixth fewer instructions per call
+/// than glibc's allocator (book: docs/src/performance.md).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// The file read when neither `--config` nor `MCP_GATEWAY_CONFIG` names one, if it exists.
 const DEFAULT_CONFIG_FILE: &str = "gateway.toml";
 

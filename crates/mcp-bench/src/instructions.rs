@@ -220,9 +220,12 @@ pub async fn run(
         let counted = traced.finish().map_err(|e| e.to_string())?;
         // Which calls they are is what tells a wake-up from a write: kept beside the dumps.
         let table = format!("strace.{}.txt", index + 1);
-        let header = format!("{} ({} operations)\n\n", case.name, case.ops);
-        std::fs::write(dumps.join(&table), header + &counted.summary)
-            .map_err(|e| format!("{}: {e}", dumps.join(&table).display()))?;
+        let path = dumps.join(&table);
+        let text = format!(
+            "{} ({} operations)\n\n{}",
+            case.name, case.ops, counted.summary
+        );
+        std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
         if let Some(count) = report.scenarios.get_mut(&case.name) {
             count.syscalls_per_op = Some(counted.calls as f64 / case.ops as f64);
             count.syscall_table = Some(table);

@@ -91,7 +91,7 @@ impl Strace {
 }
 
 /// What one traced run counted.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Counted {
     /// System calls of every thread.
     pub calls: u64,

@@ -33,8 +33,8 @@ const EXIT_CONFIG: u8 = 2;
 const EXIT_RUNTIME: u8 = 1;
 
 /// Every call allocates and frees about 150 small blocks, many on another worker thread than
-/// the one that allocated them; mimalloc does that in about a sixth fewer instructions per call
-/// than glibc's allocator (book: docs/src/performance.md).
+/// the one that allocated them; with mimalloc the gateway runs 12-19 % fewer instructions per
+/// operation than with glibc's allocator (book: docs/src/performance.md, "The allocator").
 #[cfg(feature = "mimalloc")]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;

@@ -39,6 +39,7 @@ pub(crate) async fn serve(
         headers: &parts.headers,
         client_caps: request.client_caps,
         meta: Some(request.meta),
+        client_meta: Some(&request.client),
         era: Era::Modern,
         session_id: None,
     };

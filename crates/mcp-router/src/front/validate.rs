@@ -13,6 +13,7 @@ use mcp_core::headers::{MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, decode_heade
 use mcp_core::{Envelope, Era, ErrorObject, Method, ProtocolVersion, RawObject};
 use serde_json::value::RawValue;
 
+use crate::ops::call::ClientMeta;
 use crate::upstream::{CLIENT_CAPABILITIES, PROTOCOL_VERSION};
 
 /// A validation failure: the HTTP status and the JSON-RPC error to answer with.
@@ -27,6 +28,8 @@ pub(crate) struct Validated<'a> {
     pub(crate) meta: &'a RawValue,
     /// `_meta["io.modelcontextprotocol/clientCapabilities"]`.
     pub(crate) client_caps: &'a RawValue,
+    /// What `_meta` asks of a call, read from the object parsed here (not parsed again).
+    pub(crate) client: ClientMeta,
 }
 
 fn mismatch(message: impl Into<String>) -> Rejection {
@@ -94,7 +97,7 @@ pub(crate) fn validate<'a>(
         })?,
         None => RawObject::new(),
     };
-    let (meta, client_caps) = required_meta(&params, &version)?;
+    let (meta, client_caps, client) = required_meta(&params, &version)?;
     check_name_header(headers, method, &params)?;
     params.remove("_meta");
     Ok(Validated {
@@ -102,13 +105,15 @@ pub(crate) fn validate<'a>(
         params,
         meta,
         client_caps,
+        client,
     })
 }
 
+/// `_meta`, its client capabilities and what it asks of a call.
 fn required_meta<'a>(
     params: &RawObject<'a>,
     header_version: &str,
-) -> Result<(&'a RawValue, &'a RawValue), Rejection> {
+) -> Result<(&'a RawValue, &'a RawValue, ClientMeta), Rejection> {
     let missing = |key: &str| {
         (
             StatusCode::BAD_REQUEST,
@@ -144,7 +149,11 @@ fn required_meta<'a>(
     if let Some(error) = crate::context::oversize_capabilities(caps) {
         return Err((StatusCode::BAD_REQUEST, error));
     }
-    Ok((meta, caps))
+    Ok((
+        meta,
+        caps,
+        ClientMeta::from_object(Era::Modern, Some(&meta_obj)),
+    ))
 }
 
 fn check_name_header(

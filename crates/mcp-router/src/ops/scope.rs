@@ -14,6 +14,7 @@ use serde_json::value::RawValue;
 use crate::context::RequestContext;
 use crate::naming::Namer;
 use crate::ops::Ops;
+use crate::ops::call::ClientMeta;
 use crate::upstream::{Call, LegacySession, Target, UpstreamError};
 
 /// One downstream request's view of its virtual host.
@@ -23,6 +24,9 @@ pub(crate) struct Scope<'a> {
     pub(crate) headers: &'a HeaderMap,
     pub(crate) client_caps: &'a RawValue,
     pub(crate) meta: Option<&'a RawValue>,
+    /// What `meta` asks of a call, when the front already read it (the modern engine parses
+    /// `_meta` once, to validate it); `None`: read from `meta` when a call needs it.
+    pub(crate) client_meta: Option<&'a ClientMeta>,
     /// The downstream client's era (decides error codes).
     pub(crate) era: Era,
     /// The downstream legacy session, for 2025 clients.

@@ -165,6 +165,7 @@ async fn initialize(
         headers: &parts.headers,
         client_caps: &caps,
         meta: None,
+        client_meta: None,
         era: Era::Legacy,
         session_id: None,
     };
@@ -349,6 +350,7 @@ async fn in_session(
         headers: &parts.headers,
         client_caps: &caps,
         meta: meta.as_deref(),
+        client_meta: None,
         era: Era::Legacy,
         session_id: Some(session_id),
     };

@@ -307,6 +307,7 @@ async fn resume(
 }
 
 /// What a relay needs from the client's `_meta` (read once per call).
+#[derive(Clone)]
 pub(crate) struct ClientMeta {
     /// The client's progress token, as raw JSON.
     pub(super) progress_token: Option<Box<RawValue>>,
@@ -318,16 +319,23 @@ pub(crate) struct ClientMeta {
 
 impl ClientMeta {
     fn of(scope: &Scope<'_>) -> Self {
-        Self::from_meta(scope.era, scope.meta)
+        match scope.client_meta {
+            Some(client) => client.clone(),
+            None => Self::from_meta(scope.era, scope.meta),
+        }
     }
 
     /// From a request's `_meta` (a client of `era`).
     pub(crate) fn from_meta(era: Era, meta: Option<&RawValue>) -> Self {
         let meta = meta.and_then(|m| RawObject::from_raw(m).ok());
-        let log_threshold = match (era, &meta) {
-            (Era::Legacy, _) => Some(0),
-            (Era::Modern, meta) => meta
-                .as_ref()
+        Self::from_object(era, meta.as_ref())
+    }
+
+    /// From a request's `_meta` already parsed (the front reads it once to validate it).
+    pub(crate) fn from_object(era: Era, meta: Option<&RawObject<'_>>) -> Self {
+        let log_threshold = match era {
+            Era::Legacy => Some(0),
+            Era::Modern => meta
                 .and_then(|m| m.get_str(log_level::META_KEY))
                 .map(|level| log_level::severity(&level).unwrap_or(0)),
         };

@@ -34,7 +34,8 @@ use super::Front;
 use super::answer;
 use super::bus::{BusMessage, NodeBus};
 use crate::body::{self, McpBody};
-use crate::ops::call::{ClientMeta, Elsewhere, resume_here};
+use crate::ops::call::{Elsewhere, resume_here};
+use crate::ops::client_meta::ClientMeta;
 use crate::ops::parked::{self, Resume};
 
 /// How long a node waits for the holder's first part.

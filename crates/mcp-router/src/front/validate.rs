@@ -13,7 +13,7 @@ use mcp_core::headers::{MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, decode_heade
 use mcp_core::{Envelope, Era, ErrorObject, Method, ProtocolVersion, RawObject};
 use serde_json::value::RawValue;
 
-use crate::ops::call::ClientMeta;
+use crate::ops::client_meta::ClientMeta;
 use crate::upstream::{CLIENT_CAPABILITIES, PROTOCOL_VERSION};
 
 /// A validation failure: the HTTP status and the JSON-RPC error to answer with.

@@ -11,6 +11,7 @@
 
 pub(crate) mod backchannel;
 pub(crate) mod call;
+pub(crate) mod client_meta;
 pub(crate) mod discover;
 pub(crate) mod list;
 pub(crate) mod listen;

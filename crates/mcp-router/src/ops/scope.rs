@@ -14,7 +14,7 @@ use serde_json::value::RawValue;
 use crate::context::RequestContext;
 use crate::naming::Namer;
 use crate::ops::Ops;
-use crate::ops::call::ClientMeta;
+use crate::ops::client_meta::ClientMeta;
 use crate::upstream::{Call, LegacySession, Target, UpstreamError};
 
 /// One downstream request's view of its virtual host.

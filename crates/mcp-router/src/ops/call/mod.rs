@@ -41,14 +41,13 @@ mod resolve;
 use std::sync::Arc;
 
 use mcp_core::{Era, ErrorObject, Method, RawObject, RequestId};
-use serde_json::value::RawValue;
 
 use super::parked::Resume;
 use super::plugins::{self, Governed};
 use super::scope::{OwnedCaller, Scope};
 use super::task_id::Origin;
-use crate::log_level;
-use crate::upstream::{Call, PROGRESS_TOKEN, UpstreamError};
+use crate::ops::client_meta::ClientMeta;
+use crate::upstream::{Call, UpstreamError};
 use bridge::Bridge;
 pub(crate) use parking::{MAX_PARKED_PER_CALLER, ParkedCalls, resume_here};
 pub(crate) use relay::Relay;
@@ -87,7 +86,7 @@ pub(crate) struct Elsewhere {
     /// The retry's params, upstream form.
     pub(crate) params: RawObject<'static>,
     /// The retry's `_meta` (progress token, log level).
-    pub(crate) meta: Option<Box<RawValue>>,
+    pub(crate) meta: Option<Box<serde_json::value::RawValue>>,
 }
 
 /// The error for a retry whose parked call is not here (any more) and cannot be reached.
@@ -304,46 +303,6 @@ async fn resume(
         }));
     }
     Answer::Error(round_over())
-}
-
-/// What a relay needs from the client's `_meta` (read once per call).
-#[derive(Clone)]
-pub(crate) struct ClientMeta {
-    /// The client's progress token, as raw JSON.
-    pub(super) progress_token: Option<Box<RawValue>>,
-    /// Which log messages the client gets: a modern client only those its `_meta` `logLevel`
-    /// asks for (none without it; an unknown level relays everything rather than guess); a
-    /// legacy client's level is its session's business, so everything passes here.
-    pub(super) log_threshold: Option<usize>,
-}
-
-impl ClientMeta {
-    fn of(scope: &Scope<'_>) -> Self {
-        match scope.client_meta {
-            Some(client) => client.clone(),
-            None => Self::from_meta(scope.era, scope.meta),
-        }
-    }
-
-    /// From a request's `_meta` (a client of `era`).
-    pub(crate) fn from_meta(era: Era, meta: Option<&RawValue>) -> Self {
-        let meta = meta.and_then(|m| RawObject::from_raw(m).ok());
-        Self::from_object(era, meta.as_ref())
-    }
-
-    /// From a request's `_meta` already parsed (the front reads it once to validate it).
-    pub(crate) fn from_object(era: Era, meta: Option<&RawObject<'_>>) -> Self {
-        let log_threshold = match era {
-            Era::Legacy => Some(0),
-            Era::Modern => meta
-                .and_then(|m| m.get_str(log_level::META_KEY))
-                .map(|level| log_level::severity(&level).unwrap_or(0)),
-        };
-        Self {
-            progress_token: meta.and_then(|m| m.get(PROGRESS_TOKEN).map(|t| t.to_owned())),
-            log_threshold,
-        }
-    }
 }
 
 fn backend_error(backend: &str, e: &UpstreamError) -> Answer {

@@ -10,9 +10,10 @@ use mcp_core::{Envelope, Era, ErrorObject, Method, RawObject, RequestId, encode_
 use serde_json::value::RawValue;
 
 use super::relay::Relay;
-use super::{Answer, ClientMeta, answer, as_strs, backend_error};
+use super::{Answer, answer, as_strs, backend_error};
 use crate::ops::Ops;
 use crate::ops::backchannel::input_capability;
+use crate::ops::client_meta::ClientMeta;
 use crate::ops::parked::{self, Resume};
 use crate::ops::request_state;
 

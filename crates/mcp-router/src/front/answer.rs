@@ -61,8 +61,11 @@ pub(crate) async fn render(
         Answer::Cancelled => respond::accepted(),
         #[cfg(feature = "redis")]
         Answer::Elsewhere(elsewhere) => {
+            // Boxed: the forward's future is large (about 10 KB), and held inline every
+            // call's future would be too (book: docs/src/performance.md).
             if let Some(bus) = &front.bus
-                && let Some(response) = super::forward::forward(front, bus, &elsewhere, id).await
+                && let Some(response) =
+                    Box::pin(super::forward::forward(front, bus, &elsewhere, id)).await
             {
                 return response;
             }

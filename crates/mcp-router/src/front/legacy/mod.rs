@@ -106,12 +106,17 @@ pub(crate) async fn serve(
             return respond::error(StatusCode::BAD_REQUEST, id, &error);
         }
     }
+    // A session's GET stream and its DELETE are boxed: their futures are large, and held inline
+    // every POST's future would be as large, copied in full into its box (book:
+    // docs/src/performance.md).
     match (&parts.method, env) {
-        (&HttpMethod::DELETE, _) => end_session(front, parts, &ctx, session_id).await,
+        (&HttpMethod::DELETE, _) => Box::pin(end_session(front, parts, &ctx, session_id)).await,
         (&HttpMethod::POST, Some(env)) => {
             in_session(front, parts, &ctx, &record, session_id, env).await
         }
-        (&HttpMethod::GET, _) => stream::get_stream(front, parts, &ctx, &record, session_id).await,
+        (&HttpMethod::GET, _) => {
+            Box::pin(stream::get_stream(front, parts, &ctx, &record, session_id)).await
+        }
         _ => respond::method_not_allowed("POST, GET and DELETE are served for 2025 sessions"),
     }
 }
@@ -297,12 +302,14 @@ async fn in_session(
     session_id: &str,
     env: &Envelope<'_>,
 ) -> Response<McpBody> {
+    // The rare branches' futures are boxed where they are awaited, so that every routed call's
+    // future is not as large as the largest of them (book: docs/src/performance.md).
     if matches!(env.kind(), MessageKind::Response | MessageKind::Error) {
-        return answer_backend(front, parts, ctx, record, session_id, env).await;
+        return Box::pin(answer_backend(front, parts, ctx, record, session_id, env)).await;
     }
     if let Some(relayed) = relayed::backend_request(front, session_id, env) {
         // The client's progress for, or cancellation of, a backend's request it was relayed.
-        relayed::to_backend(front, parts, ctx, record, relayed, env).await;
+        Box::pin(relayed::to_backend(front, parts, ctx, record, relayed, env)).await;
         return respond::accepted();
     }
     if relayed::to_link(front, session_id, env) {
@@ -316,7 +323,7 @@ async fn in_session(
         if let Some(request) = request_id {
             let key = (session_id.to_owned(), request);
             if !front.ops.inflight.cancel(&key) {
-                cancel_elsewhere(front, key).await;
+                Box::pin(cancel_elsewhere(front, key)).await;
             }
         }
         return respond::accepted();
@@ -365,7 +372,9 @@ async fn in_session(
     }
     match method {
         Method::Ping => respond::json(StatusCode::OK, encode_result(id, &empty_object())),
-        Method::LoggingSetLevel => set_level(front, &scope, record, session_id, &params, id).await,
+        Method::LoggingSetLevel => {
+            Box::pin(set_level(front, &scope, record, session_id, &params, id)).await
+        }
         _ if method.kind() == MethodKind::List => match list::list(&scope, method, &params).await {
             Ok(result) => respond::json(StatusCode::OK, encode_result(id, &result.to_raw())),
             Err(error) => respond::error(StatusCode::OK, Some(id), &error),
@@ -376,8 +385,8 @@ async fn in_session(
             {
                 return respond::error(StatusCode::OK, Some(id), &error);
             }
-            track_subscription(front, session_id, method, &params).await;
-            if let Some(link) = linked_backend(&scope, &params).await
+            Box::pin(track_subscription(front, session_id, method, &params)).await;
+            if let Some(link) = Box::pin(linked_backend(&scope, &params)).await
                 && link.era == Era::Legacy
             {
                 // A 2025 server behind a link takes the subscription itself; its updates come

@@ -132,7 +132,8 @@ pub(crate) async fn targeted(
                 node,
                 binding: binding.into_iter().map(str::to_owned).collect(),
             };
-            resume(scope, id, parked, params).await
+            // Boxed: a retry is rare and its future large; inline, it would size every call's.
+            Box::pin(resume(scope, id, parked, params)).await
         }
         (Ok(governed), None) => relay_call(scope, id, method, routed, params, governed).await,
         (Err(error), _) => Answer::Error(error),
@@ -222,7 +223,9 @@ async fn relay_call(
         awaiting: Vec::new(),
         request_state: None,
     });
-    let relay = Relay {
+    // Boxed at once: a streamed answer keeps it boxed, and the call's future then holds a
+    // pointer instead of the relay (twice: the argument and its binding in `answer`).
+    let relay = Box::new(Relay {
         bridge,
         ops: Arc::clone(ops),
         downstream_id: id.clone(),
@@ -259,21 +262,18 @@ async fn relay_call(
         post,
         final_error: None,
         saw_invalid: false,
-    };
+    });
     answer(relay).await
 }
 
 /// The call's answer from the relay's first message: final, or the start of a stream.
-async fn answer(mut relay: Relay) -> Answer {
+async fn answer(mut relay: Box<Relay>) -> Answer {
     match relay.next().await {
         Some(Relayed::Final(message)) => Answer::Final {
             message,
             error_code: relay.final_error,
         },
-        Some(Relayed::Notification(first)) => Answer::Stream {
-            first,
-            rest: Box::new(relay),
-        },
+        Some(Relayed::Notification(first)) => Answer::Stream { first, rest: relay },
         None => Answer::Cancelled,
     }
 }

@@ -139,7 +139,7 @@ pub(crate) async fn resume_here(
             return Some(backend_error(&call.relay.finish.backend, &e));
         }
     }
-    Some(answer(*call.relay).await)
+    Some(answer(call.relay).await)
 }
 
 impl Relay {

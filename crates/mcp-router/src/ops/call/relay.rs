@@ -238,6 +238,10 @@ impl Relay {
     }
 
     /// The next message for the client; `None` after the final one.
+    ///
+    /// The rare steps (a bridged retry, a plugin post hook, declining a backend's request) are
+    /// boxed where they are awaited: every call awaits this future, and it would otherwise be
+    /// as large as the largest of them (book: docs/src/performance.md).
     pub(super) async fn next(&mut self) -> Option<Relayed> {
         if self.done {
             return None;
@@ -248,7 +252,7 @@ impl Relay {
                     return Some(Relayed::Notification(request));
                 }
                 if !bridge.awaiting.is_empty() {
-                    if let Err(error) = self.retry_with_answers().await {
+                    if let Err(error) = Box::pin(self.retry_with_answers()).await {
                         self.done = true;
                         self.answered = true;
                         return Some(Relayed::Final(encode_error(
@@ -285,7 +289,7 @@ impl Relay {
                         return Some(Relayed::Final(self.finish(env.as_ref())));
                     };
                     drop(env);
-                    let checked = post.apply(&self.upstream_id, message).await;
+                    let checked = Box::pin(post.apply(&self.upstream_id, message)).await;
                     return Some(Relayed::Final(match checked {
                         Ok(message) => self.finish(Envelope::parse(&message).ok().as_ref()),
                         Err(error) => encode_error(Some(&self.downstream_id), &error),
@@ -314,7 +318,7 @@ impl Relay {
                         session: self.session.as_deref(),
                         link: self.link.as_ref(),
                     };
-                    decline(&self.ops, &self.target, back, id, &reason).await;
+                    Box::pin(decline(&self.ops, &self.target, back, id, &reason)).await;
                 }
                 Incoming::Other => {
                     if let Some(notification) =

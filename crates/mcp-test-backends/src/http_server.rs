@@ -45,7 +45,7 @@ struct App {
 }
 
 impl App {
-    async fn handle(&self, request: Request<Incoming>) -> HttpResponse {
+    async fn handle(&self, request: Request<Incoming>, peer: SocketAddr) -> HttpResponse {
         let (parts, body) = request.into_parts();
         let body = match body.collect().await {
             Ok(collected) => collected.to_bytes(),
@@ -57,6 +57,7 @@ impl App {
                 uri: parts.uri.clone(),
                 headers: parts.headers.clone(),
                 body: body.clone(),
+                peer,
             });
         }
         if parts.uri.path() != MCP_PATH {
@@ -165,8 +166,8 @@ async fn accept_loop(listener: TcpListener, app: Arc<App>, mut stopped: oneshot:
         tokio::select! {
             _ = &mut stopped => break,
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
-                    connections.spawn(serve_connection(stream, app.clone()));
+                Ok((stream, peer)) => {
+                    connections.spawn(serve_connection(stream, peer, app.clone()));
                 }
                 // Out of file descriptors and the like: back off instead of spinning.
                 Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
@@ -179,12 +180,12 @@ async fn accept_loop(listener: TcpListener, app: Arc<App>, mut stopped: oneshot:
     while connections.join_next().await.is_some() {}
 }
 
-async fn serve_connection(stream: TcpStream, app: Arc<App>) {
+async fn serve_connection(stream: TcpStream, peer: SocketAddr, app: Arc<App>) {
     // Without it small responses wait for the peer's delayed ACK (~40 ms).
     let _ = stream.set_nodelay(true);
     let service = hyper::service::service_fn(move |request| {
         let app = app.clone();
-        async move { Ok::<_, Infallible>(app.handle(request).await) }
+        async move { Ok::<_, Infallible>(app.handle(request, peer).await) }
     });
     let _ = auto::Builder::new(TokioExecutor::new())
         .serve_connection(TokioIo::new(stream), service)

@@ -1,5 +1,6 @@
 //! The log of every HTTP request a backend received, as it arrived.
 
+use std::net::SocketAddr;
 use std::sync::{Mutex, PoisonError};
 
 use bytes::Bytes;
@@ -16,6 +17,9 @@ pub struct RecordedRequest {
     pub headers: HeaderMap,
     /// The whole body.
     pub body: Bytes,
+    /// The peer address of the connection it came over: requests with equal peers shared a
+    /// keep-alive connection.
+    pub peer: SocketAddr,
 }
 
 impl RecordedRequest {
@@ -102,6 +106,7 @@ mod tests {
             body: Bytes::from_static(
                 br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get-sum"}}"#,
             ),
+            peer: SocketAddr::from(([127, 0, 0, 1], 40000)),
         };
         assert_eq!(request.path(), "/mcp");
         assert_eq!(request.header("MCP-Method"), Some("tools/call"));

@@ -438,3 +438,65 @@ async fn a_full_upstream_session_table_refuses_a_newcomer_and_evicts_nobody() {
         );
     }
 }
+
+/// The peers (keep-alive connections) of the backend requests a call made: those the backend
+/// recorded since `seen`.
+fn peers_since(backend: &TestBackend, seen: &mut usize) -> Vec<SocketAddr> {
+    let requests = backend.requests();
+    let peers = requests[*seen..].iter().map(|r| r.peer).collect();
+    *seen = requests.len();
+    peers
+}
+
+/// Keep-alive connections to a backend are per credential scope: two principals with the very
+/// same backend URL and credential (`x-api-key`), calling one after the other, never get each
+/// other's idle connection, so one tenant's connection never carries another tenant's call.
+/// Control: each tenant does reuse its own connections (its calls after the first came over
+/// connections it had opened before), so the pools are real and the calls were sequential.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keep_alive_connections_are_per_credential_scope() {
+    let backend = TestBackend::start(BackendSpec::legacy("alpha")).await;
+    let (_dir, gw) = keyed_gateway(
+        "iso-pools",
+        &backend.url(),
+        &[
+            ("alice", "same-key", json!({})),
+            ("bob", "same-key", json!({})),
+        ],
+        "",
+    )
+    .await;
+    let mut seen = 0;
+    let mut peers: [Vec<SocketAddr>; 2] = [Vec::new(), Vec::new()];
+    let mut reused = [0; 2];
+    let tenants = ["alice", "bob"];
+    let mut sessions = Vec::new();
+    for (i, sub) in tenants.iter().enumerate() {
+        sessions.push(open_session(gw.addr, sub, json!({})).await);
+        peers[i].extend(peers_since(&backend, &mut seen));
+    }
+    for round in 0..4 {
+        for (i, sub) in tenants.iter().enumerate() {
+            let call = legacy_post(gw.addr, sub, "vh", Some(&sessions[i]), &echo_call(round)).await;
+            assert!(call.text().contains("alpha: hi"), "{sub}: {}", call.text());
+            let now = peers_since(&backend, &mut seen);
+            assert!(!now.is_empty(), "{sub}'s call reached the backend");
+            reused[i] += now.iter().filter(|p| peers[i].contains(p)).count();
+            peers[i].extend(now);
+        }
+    }
+    let shared: Vec<_> = peers[0].iter().filter(|p| peers[1].contains(p)).collect();
+    assert!(
+        shared.is_empty(),
+        "alice's and bob's calls shared connections {shared:?} (alice {:?}, bob {:?})",
+        peers[0],
+        peers[1]
+    );
+    assert!(
+        reused.iter().all(|&n| n > 0),
+        "control: each tenant reuses its own keep-alive connections ({reused:?} reused; alice \
+         {:?}, bob {:?})",
+        peers[0],
+        peers[1]
+    );
+}

@@ -46,7 +46,7 @@ impl Client {
     pub(super) async fn describe_one(
         &self,
         target: &Target<'_>,
-        address: Option<(&Url, &CredentialScope)>,
+        address: Option<(&Url, &CredentialScope, &HttpClient)>,
     ) -> Result<UpstreamReply, UpstreamError> {
         let described = match address {
             None => self.stdio.describe(target).await.map(|result| Description {
@@ -54,8 +54,8 @@ impl Client {
                 result,
                 session: None,
             }),
-            Some((url, scope)) => {
-                let described = self.describe_at(target, url, scope).await;
+            Some((url, scope, http)) => {
+                let described = self.describe_at(target, url, scope, http).await;
                 if described.is_err() {
                     self.forget_era(scope);
                 }
@@ -70,6 +70,7 @@ impl Client {
         target: &Target<'_>,
         url: &Url,
         scope: &CredentialScope,
+        http: &HttpClient,
     ) -> Result<Description, UpstreamError> {
         if self.speaks_sse(target, scope) {
             return self.describe_sse(target, url, scope).await;
@@ -84,7 +85,7 @@ impl Client {
                     hints: ToolHints::NONE,
                     headers: None,
                 };
-                let reply = self.send_modern(target, url, &call).await?;
+                let reply = self.send_modern(target, url, http, &call).await?;
                 let result = final_result(reply).await?;
                 Ok(Description {
                     era: Era::Modern,

@@ -52,7 +52,7 @@ mod sse {
     use serde_json::value::RawValue;
     use url::Url;
 
-    use crate::upstream::transport::HttpClient;
+    use crate::upstream::transport::ScopedPools;
     use crate::upstream::{
         Call, CredentialScope, LinkEvents, Target, UpstreamError, UpstreamReply,
     };
@@ -63,7 +63,7 @@ mod sse {
     pub(crate) struct SsePool;
 
     impl SsePool {
-        pub(crate) fn new(_: HttpClient, _: Box<RawValue>) -> Self {
+        pub(crate) fn new(_: std::sync::Arc<ScopedPools>, _: Box<RawValue>) -> Self {
             Self
         }
 
@@ -113,7 +113,7 @@ mod tests {
     use mcp_core::{Era, Principal};
     use serde_json::value::RawValue;
 
-    use crate::upstream::transport::HttpClient;
+    use crate::upstream::transport::ScopedPools;
     use crate::upstream::{CredentialScope, Target, UpstreamError};
 
     fn backend(json: &str) -> BackendConfig {
@@ -171,12 +171,17 @@ mod tests {
         );
         let url = url::Url::parse("http://127.0.0.1:9/mcp").expect("url");
         let scope: CredentialScope = crate::upstream::Client::scope(&target, url.as_str());
-        let http: HttpClient = crate::upstream::transport::build_client(
+        let pools = ScopedPools::new(
+            crate::upstream::transport::build_connector(
+                std::time::Duration::from_secs(1),
+                crate::upstream::DestinationPolicy::default(),
+                &mcp_core::tls::ClientTls::default(),
+            ),
+            1,
+            1,
             std::time::Duration::from_secs(1),
-            crate::upstream::DestinationPolicy::default(),
-            &mcp_core::tls::ClientTls::default(),
         );
-        let sse = super::sse::SsePool::new(http, caps.clone());
+        let sse = super::sse::SsePool::new(std::sync::Arc::new(pools), caps.clone());
         let refused = UpstreamError::TransportDisabled("sse");
         assert_eq!(
             sse.send(&target, &url, &scope, &call).await.err(),

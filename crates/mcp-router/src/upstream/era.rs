@@ -84,7 +84,7 @@ impl Client {
             }
         };
         slot.get_or_try_init(|| async {
-            let era = self.probe(target, url).await?;
+            let era = self.probe(target, url, scope).await?;
             tracing::debug!(backend = target.name, ?era, "backend era detected");
             let legacy = OnceCell::new();
             if era == Era::Legacy {
@@ -158,7 +158,12 @@ impl Client {
 
     /// Sends a modern `server/discover`: a DiscoverResult (or a modern version error) means modern,
     /// any other answer means legacy; no answer at all is an error.
-    pub(super) async fn probe(&self, target: &Target<'_>, url: &Url) -> Result<Era, UpstreamError> {
+    pub(super) async fn probe(
+        &self,
+        target: &Target<'_>,
+        url: &Url,
+        scope: &CredentialScope,
+    ) -> Result<Era, UpstreamError> {
         let id = self.next_id();
         let meta = meta::modern(None, target.client_caps, &self.client_info, None);
         let mut params = RawObject::new();
@@ -171,7 +176,8 @@ impl Client {
             forward_param_headers: false,
         };
         let request = request::build(out, target.downstream, &target.config.headers);
-        let mut answer = transport::exchange(&self.http, request, Self::timeout(target)).await?;
+        let http = self.pools.client(scope);
+        let mut answer = transport::exchange(&http, request, Self::timeout(target)).await?;
         if answer.status.is_server_error() {
             return Err(UpstreamError::Status(answer.status.as_u16()));
         }

@@ -185,7 +185,8 @@ impl std::fmt::Debug for Upstream {
 /// The transport client shared by every backend stack of a router: pooled HTTP connections, eras,
 /// upstream sessions, stdio processes and HTTP+SSE connections, all per credential scope.
 pub(crate) struct Client {
-    http: HttpClient,
+    /// Keep-alive connections, one pool per credential scope.
+    pools: Arc<transport::ScopedPools>,
     options: UpstreamOptions,
     /// Backend eras per credential scope: a tenant's probe (made with its credentials) and its
     /// failures (which forget the era) only ever touch its own entries.
@@ -318,20 +319,25 @@ impl Client {
             options.max_stdio_processes,
             client_info.clone(),
         );
-        let http = transport::build_client(
-            options.connect_timeout,
-            options.destinations.clone(),
-            &options.tls,
-        );
+        let pools = Arc::new(transport::ScopedPools::new(
+            transport::build_connector(
+                options.connect_timeout,
+                options.destinations.clone(),
+                &options.tls,
+            ),
+            options.max_sessions_per_principal,
+            MAX_SCOPED_ENTRIES,
+            SCOPED_IDLE,
+        ));
         Self {
-            sse: sse::SsePool::new(http.clone(), client_info.clone()),
+            sse: sse::SsePool::new(Arc::clone(&pools), client_info.clone()),
             sse_urls: ScopedTable::new(
                 options.max_sessions_per_principal,
                 MAX_SCOPED_ENTRIES,
                 options.era_ttl,
             ),
             any_sse_url: std::sync::atomic::AtomicBool::new(false),
-            http,
+            pools,
             sessions: SessionTable::new(options.max_sessions, options.max_sessions_per_principal),
             eras: ScopedTable::new(
                 options.max_sessions_per_principal,

@@ -4,13 +4,13 @@
 //! A scope is the backend's address (URL, or `stdio:` + command), a digest of the effective
 //! outgoing credentials (the resolved header policy: `add` values, `remove` names, and the values
 //! the client's request supplies for `passthrough` names), and the principal. Everything the
-//! upstream side keeps between calls is keyed by it: upstream 2025 sessions (with the client's
-//! capability digest), their GET-stream hubs, HTTP+SSE connections, the era cache, the URLs found
-//! to speak HTTP+SSE, circuit breakers, tool hints and stale answers. Two callers share upstream
-//! state only when all three parts are equal: the same principal presenting the same credentials
-//! to the same backend. Different tenants never share anything, even for the same URL and
-//! headers: a tenant's own settings (`timeout_ms`, breaker overrides) and failures therefore only
-//! ever affect its own state.
+//! upstream side keeps between calls is keyed by it: keep-alive HTTP connections, upstream 2025
+//! sessions (with the client's capability digest), their GET-stream hubs, HTTP+SSE connections, the
+//! era cache, the URLs found to speak HTTP+SSE, circuit breakers, tool hints and stale answers. Two
+//! callers share upstream state only when all three parts are equal: the same principal presenting
+//! the same credentials to the same backend. Different tenants never share anything, even for the
+//! same URL and headers: a tenant's own settings (`timeout_ms`, breaker overrides) and failures
+//! therefore only ever affect its own state.
 //!
 //! The digest (SHA-256) keeps credential values out of the keys: a heap dump of the tables shows
 //! no secret, and a key's size does not grow with the caller's headers.

@@ -13,6 +13,7 @@ impl Client {
         target: &Target<'_>,
         url: &Url,
         scope: &CredentialScope,
+        http: &HttpClient,
         call: &Call<'_>,
     ) -> Result<UpstreamReply, UpstreamError> {
         if self.speaks_sse(target, scope) {
@@ -20,17 +21,19 @@ impl Client {
         }
         let result = match self.route(target, url, scope).await {
             Err(e) => Err(e),
-            Ok(Route::Modern) => self.send_modern(target, url, call).await,
-            Ok(Route::Legacy { only }) => match self.send_legacy(target, url, scope, call).await {
-                Err(UpstreamError::SessionExpired) => {
-                    self.send_legacy(target, url, scope, call).await
+            Ok(Route::Modern) => self.send_modern(target, url, http, call).await,
+            Ok(Route::Legacy { only }) => {
+                match self.send_legacy(target, url, scope, http, call).await {
+                    Err(UpstreamError::SessionExpired) => {
+                        self.send_legacy(target, url, scope, http, call).await
+                    }
+                    Err(e) if only => match self.fall_back_to_sse(target, url, scope, e).await {
+                        Ok(()) => self.sse.send(target, url, scope, call).await,
+                        Err(e) => Err(e),
+                    },
+                    other => other,
                 }
-                Err(e) if only => match self.fall_back_to_sse(target, url, scope, e).await {
-                    Ok(()) => self.sse.send(target, url, scope, call).await,
-                    Err(e) => Err(e),
-                },
-                other => other,
-            },
+            }
         };
         if let Err(e) = &result
             && !matches!(
@@ -47,6 +50,7 @@ impl Client {
         &self,
         target: &Target<'_>,
         url: &Url,
+        http: &HttpClient,
         call: &Call<'_>,
     ) -> Result<UpstreamReply, UpstreamError> {
         let id = self.next_id();
@@ -74,7 +78,7 @@ impl Client {
         // A subscription stream may idle for as long as nothing changes.
         let timeout = Self::timeout(target);
         let gap = (call.method != "subscriptions/listen").then_some(timeout);
-        let answer = transport::exchange_with(&self.http, request, timeout, gap).await?;
+        let answer = transport::exchange_with(http, request, timeout, gap).await?;
         Ok(UpstreamReply {
             id,
             messages: checked(answer)?,
@@ -89,6 +93,7 @@ impl Client {
         target: &Target<'_>,
         url: &Url,
         scope: &CredentialScope,
+        http: &HttpClient,
         call: &Call<'_>,
     ) -> Result<UpstreamReply, UpstreamError> {
         let (key, session) = self.session_in(target, url, scope).await?;
@@ -108,7 +113,7 @@ impl Client {
         telemetry::annotate_current(|| {
             KeyValue::new("mcp.protocol.version", session.version.clone())
         });
-        let answer = transport::exchange(&self.http, request, Self::timeout(target)).await?;
+        let answer = transport::exchange(http, request, Self::timeout(target)).await?;
         if answer.status == StatusCode::NOT_FOUND && session.id.is_some() {
             self.sessions.forget(&key, &session, true);
             return Err(UpstreamError::SessionExpired);
@@ -137,7 +142,8 @@ impl Client {
             forward_param_headers: false,
         };
         let request = request::build(out, target.downstream, &target.config.headers);
-        let answer = transport::exchange(&self.http, request, Self::timeout(target)).await?;
+        let http = self.pools.client(&Self::scope_at(target, &session.url));
+        let answer = transport::exchange(&http, request, Self::timeout(target)).await?;
         if answer.status.is_success() {
             Ok(())
         } else {

@@ -47,7 +47,7 @@ impl Client {
         };
         let mut request = request::build(out, target.downstream, &target.config.headers);
         *request.method_mut() = http::Method::DELETE;
-        let http = self.http.clone();
+        let http = self.pools.client(&Self::scope_at(target, &session.url));
         let timeout = Self::timeout(target);
         let backend = target.name.to_owned();
         tokio::spawn(async move {
@@ -106,11 +106,12 @@ impl Client {
         tokio::sync::broadcast::Receiver<Bytes>,
         Arc<LegacySession>,
     )> {
-        let (key, session) = self.session(target, url).await.ok()?;
+        let scope = Self::scope_at(target, url);
+        let (key, session) = self.session_in(target, url, &scope).await.ok()?;
         let hub = self.hubs.hub(
             key,
             get_stream::Opening {
-                client: self.http.clone(),
+                client: self.pools.client(&scope),
                 session: Arc::clone(&session),
                 downstream: target.downstream.clone(),
                 policy: target.config.headers.clone(),
@@ -122,16 +123,7 @@ impl Client {
         Some((hub, receiver, session))
     }
 
-    /// The caller's session with a legacy backend, initialising it on first use.
-    pub(crate) async fn session(
-        &self,
-        target: &Target<'_>,
-        url: &Url,
-    ) -> Result<(SessionKeyHandle, Arc<LegacySession>), UpstreamError> {
-        self.session_in(target, url, &Self::scope_at(target, url))
-            .await
-    }
-
+    /// The caller's session with a legacy backend in `scope`, initialising it on first use.
     pub(super) async fn session_in(
         &self,
         target: &Target<'_>,
@@ -141,7 +133,7 @@ impl Client {
         let key = Self::session_key(target, scope);
         let slot = self.sessions.slot(&key)?;
         let session = match slot
-            .get_or_try_init(|| async { self.initialize(target, url).await.map(Arc::new) })
+            .get_or_try_init(|| async { self.initialize(target, url, scope).await.map(Arc::new) })
             .await
         {
             Ok(session) => session,
@@ -157,6 +149,7 @@ impl Client {
         &self,
         target: &Target<'_>,
         url: &Url,
+        scope: &CredentialScope,
     ) -> Result<LegacySession, UpstreamError> {
         let id = self.next_id();
         let mut params = RawObject::new();
@@ -170,7 +163,8 @@ impl Client {
             forward_param_headers: false,
         };
         let request = request::build(out, target.downstream, &target.config.headers);
-        let answer = transport::exchange(&self.http, request, Self::timeout(target)).await?;
+        let http = self.pools.client(scope);
+        let answer = transport::exchange(&http, request, Self::timeout(target)).await?;
         let session_id = answer.headers.get(MCP_SESSION_ID).cloned();
         let mut messages = checked(answer)?;
         let result = loop {

@@ -44,7 +44,7 @@ use url::Url;
 
 use super::link::{Carrier, Link, LinkKey, Outbound, Pool};
 use super::request::{self, Outgoing};
-use super::transport::{HttpClient, MAX_MESSAGE_BYTES};
+use super::transport::{HttpClient, MAX_MESSAGE_BYTES, ScopedPools};
 use super::{Call, CredentialScope, LinkEvents, Target, UpstreamError, UpstreamReply};
 use crate::upstream::error::classify_client_error;
 
@@ -79,12 +79,13 @@ impl LinkKey for ConnectionKey {
 /// The SSE connections of one router.
 pub(crate) struct SsePool {
     pool: Pool<ConnectionKey, Connection>,
-    http: HttpClient,
+    /// The keep-alive pools: a connection's GET stream and POSTs go through its scope's.
+    pools: Arc<ScopedPools>,
     client_info: Box<RawValue>,
 }
 
 impl SsePool {
-    pub(crate) fn new(http: HttpClient, client_info: Box<RawValue>) -> Self {
+    pub(crate) fn new(pools: Arc<ScopedPools>, client_info: Box<RawValue>) -> Self {
         Self {
             pool: Pool::new(
                 MAX_CONNECTIONS,
@@ -92,7 +93,7 @@ impl SsePool {
                 UpstreamError::Connect,
                 UpstreamError::TooManyConnections,
             ),
-            http,
+            pools,
             client_info,
         }
     }
@@ -165,7 +166,7 @@ impl SsePool {
         };
         self.pool
             .get(&key, || {
-                Connection::open(&self.http, target, url, &self.client_info)
+                Connection::open(self.pools.client(scope), target, url, &self.client_info)
             })
             .await
     }
@@ -194,13 +195,13 @@ impl Drop for Connection {
 
 impl Connection {
     async fn open(
-        http: &HttpClient,
+        http: HttpClient,
         target: &Target<'_>,
         url: &Url,
         client_info: &RawValue,
     ) -> Result<Arc<Self>, UpstreamError> {
         let timeout = Duration::from_millis(target.config.timeout_ms.max(1));
-        let mut events = Events::open(http, target, url, timeout).await?;
+        let mut events = Events::open(&http, target, url, timeout).await?;
         let endpoint = match tokio::time::timeout(timeout, events.next()).await {
             Err(_) => return Err(UpstreamError::Timeout(timeout)),
             Ok(Err(e)) => return Err(e),
@@ -223,7 +224,7 @@ impl Connection {
         // One credential scope (so one principal) per connection.
         let (link, outbound) = Link::new(target.name, idle, true);
         let poster = Poster {
-            http: http.clone(),
+            http,
             uri: endpoint_uri(&endpoint)?,
             headers: post_request(&endpoint, target).into_parts().0.headers,
             timeout,

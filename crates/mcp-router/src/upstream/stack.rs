@@ -26,7 +26,8 @@ use tower::{BoxError, Layer, Service, ServiceBuilder};
 use url::Url;
 
 use super::{
-    Client, CredentialScope, Target, UpstreamError, UpstreamReply, UpstreamRequest, outcome_of,
+    Client, CredentialScope, HttpClient, Target, UpstreamError, UpstreamReply, UpstreamRequest,
+    outcome_of,
 };
 use crate::telemetry;
 
@@ -141,7 +142,10 @@ impl Client {
     ) -> BackendService {
         let transport = TransportClient {
             client: Arc::clone(self),
-            address: address.map(|(url, scope)| Arc::new((url.clone(), scope))),
+            address: address.map(|(url, scope)| {
+                let http = self.pools.client(&scope);
+                Arc::new((url.clone(), scope, http))
+            }),
         };
         let timed = ServiceBuilder::new()
             .map_err(move |e: BoxError| match e.downcast::<UpstreamError>() {
@@ -193,11 +197,12 @@ impl Classify<UpstreamReply, UpstreamError> for UpstreamOutcome {
 /// The address's credential scope is computed once, when the stack is built: a stack serves
 /// exactly one scope of its primary address (its table key holds that scope's digest, which
 /// covers the principal and every credential part), so every request it sees has the same
-/// scope at each of its addresses, and no call digests it again.
+/// scope at each of its addresses, and no call digests it again. So is the scope's keep-alive
+/// pool, which the stack holds: no call looks it up.
 #[derive(Clone)]
 struct TransportClient {
     client: Arc<Client>,
-    address: Option<Arc<(Url, CredentialScope)>>,
+    address: Option<Arc<(Url, CredentialScope, HttpClient)>>,
 }
 
 impl Service<UpstreamRequest> for TransportClient {
@@ -216,13 +221,15 @@ impl Service<UpstreamRequest> for TransportClient {
         let address = self.address.clone();
         Box::pin(async move {
             let target = req.target();
-            let address = address.as_deref().map(|(url, scope)| (url, scope));
+            let address = address
+                .as_deref()
+                .map(|(url, scope, http)| (url, scope, http));
             if req.is_describe() {
                 return client.describe_one(&target, address).await;
             }
             let call = req.call();
             match address {
-                Some((url, scope)) => client.send_at(&target, url, scope, &call).await,
+                Some((url, scope, http)) => client.send_at(&target, url, scope, http, &call).await,
                 None => client.stdio.send(&target, &call).await,
             }
         })

@@ -11,7 +11,6 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
 use mcp_core::media::{MediaKind, media_kind};
 use mcp_core::sse::SseDecoder;
 use mcp_core::tls::{ClientTls, HttpsConnector, https_connector};
@@ -19,12 +18,15 @@ use mcp_core::tls::{ClientTls, HttpsConnector, https_connector};
 use super::error::{UpstreamError, classify_client_error};
 
 mod destinations;
+mod pools;
 
 use destinations::Guarded;
 pub(crate) use destinations::is_denied;
 pub use destinations::{DEFAULT_DENIED, DestinationError, DestinationPolicy};
+pub(crate) use pools::ScopedPools;
 
-/// The pooled HTTP client shared by every backend (streamable HTTP, GET streams and HTTP+SSE).
+/// A pooled HTTP client: one credential scope's (see [`ScopedPools`]), for streamable HTTP, GET
+/// streams and HTTP+SSE alike.
 pub(crate) type HttpClient = Client<HttpsConnector<Guarded>, Full<Bytes>>;
 
 /// Largest single JSON answer or SSE event read from a backend.
@@ -44,15 +46,15 @@ pub(crate) struct Answer {
     pub(crate) messages: MessageStream,
 }
 
-/// Builds the shared client: https through `mcp-core`'s connector (rustls, aws-lc-rs) with the
-/// platform roots and the operator's TLS override (private CAs, client certificate), plain http
-/// where a backend URL says so, TCP_NODELAY, pooled keep-alive connections, every connection
-/// checked against `destinations`.
-pub(crate) fn build_client(
+/// Builds the connector every scope's pool connects through: https through `mcp-core`'s
+/// connector (rustls, aws-lc-rs) with the platform roots and the operator's TLS override
+/// (private CAs, client certificate), plain http where a backend URL says so, TCP_NODELAY, every
+/// connection checked against `destinations`.
+pub(crate) fn build_connector(
     connect_timeout: Duration,
     destinations: DestinationPolicy,
     tls: &ClientTls,
-) -> HttpClient {
+) -> HttpsConnector<Guarded> {
     let config = tls.client_config().unwrap_or_else(|e| {
         // Fail closed: https backends are refused rather than reached with weaker settings.
         tracing::warn!(error = %e, "backend TLS settings unusable: https backends will fail");
@@ -66,10 +68,7 @@ pub(crate) fn build_client(
     http.enforce_http(false);
     http.set_nodelay(true);
     http.set_connect_timeout(Some(connect_timeout));
-    let connector = https_connector(config, Guarded::new(http, destinations));
-    Client::builder(TokioExecutor::new())
-        .pool_idle_timeout(Duration::from_secs(90))
-        .build(connector)
+    https_connector(config, Guarded::new(http, destinations))
 }
 
 /// POSTs `request` and turns the answer into messages. `timeout` bounds the wait for the response

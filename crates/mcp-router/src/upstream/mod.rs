@@ -59,7 +59,8 @@ use url::Url;
 
 use crate::telemetry::{self, ClientOp};
 use era::{EraSlot, Route};
-use outcome::{outcome_of, recording};
+pub(crate) use outcome::Recorder;
+use outcome::outcome_of;
 use send::{checked, legacy_capabilities, modern_headers};
 
 pub use error::UpstreamError;
@@ -248,6 +249,19 @@ impl Upstream {
         target: &Target<'_>,
         call: &Call<'_>,
     ) -> Result<UpstreamReply, UpstreamError> {
+        let (mut reply, recorder) = self.send_observed(target, call).await?;
+        reply.messages = recorder.recording(reply.messages);
+        Ok(reply)
+    }
+
+    /// [`Self::send`] for a reader that parses every message of the answer anyway (the call's
+    /// relay): it hands each to the [`Recorder`], which then records the call's outcome without
+    /// parsing the message a second time.
+    pub(crate) async fn send_observed(
+        &self,
+        target: &Target<'_>,
+        call: &Call<'_>,
+    ) -> Result<(UpstreamReply, Recorder), UpstreamError> {
         let mut op = ClientOp::start(call.method, call.name, target.name);
         let cx = op.context();
         let sent = self.exchange(target, call);
@@ -261,14 +275,8 @@ impl Upstream {
                     cx.as_ref(),
                     vec![KeyValue::new("jsonrpc.request.id", reply.id.to_string())],
                 );
-                reply.messages = recording(
-                    reply.messages,
-                    reply.id.clone(),
-                    reply.permit.take(),
-                    op,
-                    cx,
-                );
-                Ok(reply)
+                let recorder = Recorder::new(reply.id.clone(), reply.permit.take(), op, cx);
+                Ok((reply, recorder))
             }
             Err(e) => {
                 op.finish(cx.as_ref(), Some(e.error_type()));

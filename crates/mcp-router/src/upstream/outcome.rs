@@ -29,59 +29,86 @@ pub(super) fn outcome_of(error: &UpstreamError) -> Outcome {
     }
 }
 
-/// Records the breaker outcome, the client span and the duration of a call when its answer is
-/// known (one parse of each message serves both): the first stream error is a failure, the
-/// response (or error response) with the call's id a success for the breaker. A stream dropped
-/// before either (the client cancelled) records nothing for the breaker and ends the span as
-/// `cancelled`.
-pub(super) fn recording(
-    messages: MessageStream,
+/// Records the breaker outcome, the client span and the duration of one call when its answer is
+/// known: the first stream error is a failure, the response (or error response) with the call's
+/// id a success for the breaker. Its reader hands it every message as the reader parsed it
+/// ([`Self::message`]), so a message is parsed once for both; [`Self::recording`] reads the
+/// messages for a reader that does not parse them. Dropped before either (the client cancelled),
+/// it records nothing for the breaker and ends the span as `cancelled`.
+pub(crate) struct Recorder {
     id: RequestId,
     permit: Option<Permit>,
-    op: ClientOp,
-    cx: Option<opentelemetry::Context>,
-) -> MessageStream {
-    struct Pending(Option<(ClientOp, Option<opentelemetry::Context>)>);
-    impl Pending {
-        fn finish(&mut self, error: Option<&'static str>) {
-            if let Some((op, cx)) = self.0.take() {
-                op.finish(cx.as_ref(), error);
+    pending: Option<(ClientOp, Option<opentelemetry::Context>)>,
+}
+
+impl Recorder {
+    pub(super) fn new(
+        id: RequestId,
+        permit: Option<Permit>,
+        op: ClientOp,
+        cx: Option<opentelemetry::Context>,
+    ) -> Self {
+        Self {
+            id,
+            permit,
+            pending: Some((op, cx)),
+        }
+    }
+
+    /// One message of the answer as its reader parsed it (`None`: it is not JSON-RPC).
+    pub(crate) fn message(&mut self, env: Option<&Envelope<'_>>) {
+        if self.pending.is_none() {
+            return;
+        }
+        if let Some(env) = env
+            && env.id() == Some(&self.id)
+            && matches!(env.kind(), MessageKind::Response | MessageKind::Error)
+        {
+            if let Some(permit) = self.permit.take() {
+                permit.record_elapsed(Outcome::Success);
             }
+            let error = (env.kind() == MessageKind::Error).then(|| {
+                env.error()
+                    .map_or("jsonrpc_error", |e| telemetry::error_type(e.code))
+            });
+            self.finish(error);
         }
     }
-    impl Drop for Pending {
-        fn drop(&mut self) {
-            self.finish(Some("cancelled"));
+
+    /// The answer's stream failed with `error`.
+    pub(crate) fn failed(&mut self, error: &UpstreamError) {
+        if self.pending.is_none() {
+            return;
         }
+        if let Some(permit) = self.permit.take() {
+            permit.record_elapsed(outcome_of(error));
+        }
+        self.finish(Some(error.error_type()));
     }
-    let mut pending = Pending(Some((op, cx)));
-    let mut permit = permit;
-    Box::pin(messages.map(move |item| {
-        if pending.0.is_some() {
+
+    /// `messages`, each parsed and handed to this recorder as it is read.
+    pub(super) fn recording(mut self, messages: MessageStream) -> MessageStream {
+        Box::pin(messages.map(move |item| {
             match &item {
-                Err(e) => {
-                    if let Some(permit) = permit.take() {
-                        permit.record_elapsed(outcome_of(e));
-                    }
-                    pending.finish(Some(e.error_type()));
+                Err(e) => self.failed(e),
+                Ok(bytes) if self.pending.is_some() => {
+                    self.message(Envelope::parse(bytes).ok().as_ref());
                 }
-                Ok(bytes) => {
-                    if let Ok(env) = Envelope::parse(bytes)
-                        && env.id() == Some(&id)
-                        && matches!(env.kind(), MessageKind::Response | MessageKind::Error)
-                    {
-                        if let Some(permit) = permit.take() {
-                            permit.record_elapsed(Outcome::Success);
-                        }
-                        let error = (env.kind() == MessageKind::Error).then(|| {
-                            env.error()
-                                .map_or("jsonrpc_error", |e| telemetry::error_type(e.code))
-                        });
-                        pending.finish(error);
-                    }
-                }
+                Ok(_) => {}
             }
+            item
+        }))
+    }
+
+    fn finish(&mut self, error: Option<&'static str>) {
+        if let Some((op, cx)) = self.pending.take() {
+            op.finish(cx.as_ref(), error);
         }
-        item
-    }))
+    }
+}
+
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        self.finish(Some("cancelled"));
+    }
 }

@@ -137,13 +137,14 @@ impl Relay {
                 hints: ToolHints::NONE,
                 headers: None,
             };
-            self.ops.upstream.send(&target, &call).await
+            self.ops.upstream.send_observed(&target, &call).await
         };
-        let reply = reply.map_err(|e| {
+        let (reply, recorder) = reply.map_err(|e| {
             ErrorObject::internal(format!("Backend {} failed: {e}", self.finish.backend))
         })?;
         self.upstream_id = reply.id;
         self.messages = reply.messages;
+        self.recorder = Some(recorder);
         self.session = reply.session;
         self.link = reply.link;
         Ok(())

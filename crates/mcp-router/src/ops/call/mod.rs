@@ -178,7 +178,7 @@ async fn relay_call(
         let key = (session.to_owned(), id.to_json().into_owned());
         (ops.inflight.register(key.clone()), key)
     });
-    let sending = ops.upstream.send(&target, &call);
+    let sending = ops.upstream.send_observed(&target, &call);
     let sent = match &registration {
         Some((cancel, _)) => {
             let notified = cancel.notified();
@@ -190,8 +190,8 @@ async fn relay_call(
         }
         None => Some(sending.await),
     };
-    let reply = match sent {
-        Some(Ok(reply)) => reply,
+    let (reply, recorder) = match sent {
+        Some(Ok(sent)) => sent,
         Some(Err(e)) => {
             if let Some((_, key)) = &registration {
                 ops.inflight.remove(key);
@@ -231,6 +231,7 @@ async fn relay_call(
         downstream_id: id.clone(),
         upstream_id: reply.id,
         messages: reply.messages,
+        recorder: Some(recorder),
         session: reply.session,
         link: reply.link,
         target: OwnedTarget {

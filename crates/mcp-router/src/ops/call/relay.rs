@@ -28,7 +28,7 @@ use crate::ops::scope::{Incoming, OwnedCaller, classify};
 use crate::ops::task_id::{self, Origin};
 use crate::public_uris::PublicUris;
 use crate::upstream::{
-    LegacySession, LinkWriter, MessageStream, PROGRESS_TOKEN, Target, UpstreamError,
+    LegacySession, LinkWriter, MessageStream, PROGRESS_TOKEN, Recorder, Target, UpstreamError,
 };
 
 /// An owned copy of what a relay needs after the handler returned (the stream outlives it).
@@ -76,6 +76,9 @@ pub(crate) struct Relay {
     pub(super) downstream_id: RequestId,
     pub(super) upstream_id: RequestId,
     pub(super) messages: MessageStream,
+    /// Records the upstream call's outcome from the messages as [`Self::next`] parses them
+    /// (`None` once detached).
+    pub(super) recorder: Option<Recorder>,
     pub(super) session: Option<Arc<LegacySession>>,
     /// The link the call runs on (stdio, HTTP+SSE): answers to the backend's requests go there.
     pub(super) link: Option<LinkWriter>,
@@ -272,11 +275,19 @@ impl Relay {
             };
             let message = match next {
                 Some(Ok(message)) => message,
-                Some(Err(e)) => return Some(self.fail(&e)),
+                Some(Err(e)) => {
+                    if let Some(recorder) = &mut self.recorder {
+                        recorder.failed(&e);
+                    }
+                    return Some(self.fail(&e));
+                }
                 None => return Some(self.fail(&UpstreamError::ended(self.saw_invalid))),
             };
-            // Parsed once here; the steps below read the envelope.
+            // Parsed once here; the recorder and the steps below read the envelope.
             let env = Envelope::parse(&message).ok();
+            if let Some(recorder) = &mut self.recorder {
+                recorder.message(env.as_ref());
+            }
             self.saw_invalid |= env.is_none();
             match classify(env.as_ref(), &self.upstream_id) {
                 Incoming::Final => {
@@ -351,6 +362,7 @@ impl Relay {
                 &mut self.messages,
                 Box::pin(futures_util::stream::empty()),
             ),
+            recorder: self.recorder.take(),
             session: self.session.take(),
             link: self.link.take(),
             target: self.target.clone(),

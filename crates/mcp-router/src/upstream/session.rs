@@ -121,9 +121,8 @@ impl SessionTable {
     /// Forgets `key` if it still holds `session` (another call may already have replaced it).
     /// With `retire`, the backend forgot the session (404): its id is never adopted again.
     pub(crate) fn forget(&self, key: &SessionKey, session: &Arc<LegacySession>, retire: bool) {
-        if retire && let Some(id) = session.id.as_ref().and_then(|v| v.to_str().ok()) {
-            let mut retired = self.retired.lock().unwrap_or_else(|p| p.into_inner());
-            retired.insert(id, self.max);
+        if retire {
+            self.retire(session);
         }
         let same = |slot: &Slot| {
             slot.get()
@@ -132,6 +131,14 @@ impl SessionTable {
         if self.slots.remove_if(key, same).is_some() {
             self.lock_attached().remove(key);
             self.bump();
+        }
+    }
+
+    /// Never adopts `session`'s id again.
+    fn retire(&self, session: &LegacySession) {
+        if let Some(id) = session.id.as_ref().and_then(|v| v.to_str().ok()) {
+            let mut retired = self.retired.lock().unwrap_or_else(|p| p.into_inner());
+            retired.insert(id, self.max);
         }
     }
 
@@ -175,7 +182,10 @@ impl SessionTable {
     }
 
     /// One downstream session of `key` ended; returns the upstream session to end when it was
-    /// the last one (and forgets it).
+    /// the last one (and forgets it). Its id is retired: a downstream session that recorded it
+    /// without being attached (it joined as the session was being detached, or on another
+    /// node) must not adopt the session this node is about to end, or its calls would race
+    /// the DELETE (a backend may then answer 500 instead of 404, which is not retried).
     pub(crate) fn detach(&self, key: &SessionKey) -> Option<Arc<LegacySession>> {
         let mut attached = self.lock_attached();
         let count = attached.get_mut(key)?;
@@ -189,7 +199,9 @@ impl SessionTable {
         if removed.is_some() {
             self.bump();
         }
-        removed.and_then(|slot| slot.get().cloned())
+        let session = removed.and_then(|slot| slot.get().cloned())?;
+        self.retire(&session);
+        Some(session)
     }
 
     #[cfg(test)]
@@ -349,5 +361,30 @@ mod tests {
         );
         assert!(slot(&table, &key(1)).get().is_none(), "forgotten");
         assert!(table.detach(&key(2)).is_none(), "never attached");
+    }
+
+    /// A downstream session that recorded an upstream session without being attached to it
+    /// (it joined while the last attached one was ending it) does not adopt it back: its calls
+    /// would race the DELETE. Control: before the detach, the same id is adoptable elsewhere.
+    #[test]
+    fn an_ended_upstream_session_is_never_adopted_again() {
+        let table = SessionTable::new(10, 10);
+        assert!(table.adopt(&key(1), recorded("up-1")), "adopted");
+        table.attach(&key(1));
+        assert!(
+            table.adopt(&key(2), recorded("up-1")),
+            "control: a live id may be adopted"
+        );
+        let ended = table.detach(&key(1)).expect("the last one ends it");
+        assert_eq!(
+            ended.id.as_ref().and_then(|v| v.to_str().ok()),
+            Some("up-1")
+        );
+        assert!(
+            !table.adopt(&key(1), recorded("up-1")),
+            "the id being ended is not adopted back"
+        );
+        assert!(slot(&table, &key(1)).get().is_none());
+        assert!(table.adopt(&key(1), recorded("up-2")), "another id is fine");
     }
 }

@@ -966,6 +966,8 @@ enum Misbehaviour {
     SilentHead,
     /// `200 text/event-stream` with one progress notification, then the end of the stream.
     NoResponse,
+    /// `200 text/event-stream` with one progress notification, then silence on an open stream.
+    Stall,
     /// Answers `tools/list` (not `tools/call`) with a JSON-RPC error.
     ListError,
     /// Answers `tools/list` (not `tools/call`) with a result that is not an object.
@@ -1048,6 +1050,22 @@ async fn misbehave(req: Request<Incoming>, how: Misbehaviour) -> Response<AnyBod
                         "result": {"resultType": "complete", "content": []}})
                     .to_string(),
                 ),
+                Misbehaviour::Stall => Response::builder()
+                    .header("content-type", "text/event-stream")
+                    .body(
+                        http_body_util::StreamBody::new(
+                            futures_util::StreamExt::chain(
+                                futures_util::stream::once(async {
+                                    Ok::<_, Infallible>(Frame::data(Bytes::from_static(
+                                        b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":\"x\",\"progress\":1}}\n\n",
+                                    )))
+                                }),
+                                futures_util::stream::pending(),
+                            ),
+                        )
+                        .boxed(),
+                    )
+                    .expect("response"),
                 Misbehaviour::NoResponse => Response::builder()
                     .header("content-type", "text/event-stream")
                     .body(
@@ -1163,6 +1181,50 @@ async fn misbehaving_backends_end_in_jsonrpc_errors() {
             format!("good: {name}")
         );
     }
+}
+
+/// A failure in the middle of an answer counts for the backend's breaker (failure contract): a
+/// backend whose stream goes silent after a notification fails each call by the gap between
+/// events, and after `consecutive_failures` of them the breaker is open, so the next call fails
+/// at once with `circuit open`. Control: the first calls fail by the timeout, not the breaker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failure_in_the_middle_of_an_answer_counts_for_the_breaker() {
+    let backend = misbehaving(Misbehaviour::Stall).await;
+    let dir = workdir("gw-hostile-stall");
+    let config = json!({"stall": {"url": backend.url(), "timeout_ms": 3000}});
+    support::write(
+        dir.path(),
+        "users.json",
+        &json!({"users": {"alice": {"virtual_hosts": {"vh1": {"backends": config}}}}}).to_string(),
+    );
+    let breaker = "[breaker]\nconsecutive_failures = 2\nopen_ms = 600000\n";
+    let gw = GatewayProcess::start(dir.path(), &base_config(breaker), &[]).await;
+    let call = || {
+        modern(
+            gw.addr,
+            "alice",
+            "vh1",
+            "tools/call",
+            json!({"name": "stall-t", "arguments": {}}),
+            &[],
+        )
+    };
+    for n in 0..2 {
+        let reply = call().await;
+        assert_eq!(
+            rpc_error(&reply),
+            (
+                -32603,
+                "Backend stall failed: backend timed out after 3s".to_owned()
+            ),
+            "call {n}: {}",
+            reply.text()
+        );
+    }
+    let open = call().await;
+    let (code, message) = rpc_error(&open);
+    assert_eq!(code, -32603, "{}", open.text());
+    assert!(message.contains("circuit open"), "{}", open.text());
 }
 
 /// A backend whose `tools/list` answer is a JSON-RPC error, or a result that is not an object,

@@ -6,6 +6,10 @@
 //! that opens many connections fills only its own pools: each pool keeps at most
 //! [`MAX_IDLE_PER_SCOPE`] idle connections for [`IDLE_TIMEOUT`], and the pools themselves sit in
 //! a [`ScopedTable`] with the same per-principal share as the other upstream tables.
+//!
+//! A backend stack keeps the pool it was built with (its calls do no lookup). Should the table
+//! drop that pool's entry meanwhile, the scope's rarer exchanges get a new pool: two pools of one
+//! scope for a while, each still that scope's alone.
 
 use std::time::Duration;
 

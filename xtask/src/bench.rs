@@ -1,4 +1,5 @@
-//! `cargo xtask bench [--quick] [--profile] [--instructions] [--baseline FILE]`: builds the
+//! `cargo xtask bench [--quick] [--profile] [--instructions] [--runtime MODE] [--baseline FILE]`:
+//! builds the
 //! release gateway and the `mcp-bench` harness, installs Debian's `haproxy` (and, with
 //! `--profile`, `strace`) when missing, then runs every benchmark scenario (book:
 //! docs/src/performance.md) in one invocation and writes `target/bench/REPORT.md` and
@@ -15,12 +16,13 @@ use std::process::Command;
 use crate::{prerequisites, run};
 
 const USAGE: &str = "\
-cargo xtask bench [--quick] [--profile] [--instructions] [--baseline FILE]
+cargo xtask bench [--quick] [--profile] [--instructions] [--runtime MODE] [--baseline FILE]
 
   --quick           the smoke version (1 round, short runs, 2,000 sessions)
   --profile         also count system calls per tools/call of the gateway and HAProxy (strace)
   --instructions    instead count the gateway's instructions per operation (valgrind callgrind;
                     repeatable on a busy machine): target/bench/INSTRUCTIONS.md, instructions.json
+  --runtime MODE    the gateway's runtime.mode: work-stealing (its default) or thread-per-core
   --baseline FILE   a previous report.json (instructions.json with --instructions): the
                     Markdown report gets a now/baseline table
 
@@ -36,6 +38,8 @@ struct BenchArgs {
     quick: bool,
     profile: bool,
     instructions: bool,
+    /// `--runtime`: the gateway's `runtime.mode` (`None`: the harness's default).
+    runtime: Option<String>,
     baseline: Option<PathBuf>,
     help: bool,
 }
@@ -48,6 +52,16 @@ fn parse(args: &[String]) -> Result<BenchArgs, String> {
             "--quick" => parsed.quick = true,
             "--profile" => parsed.profile = true,
             "--instructions" => parsed.instructions = true,
+            "--runtime" => match args.next().map(String::as_str) {
+                Some(mode @ ("work-stealing" | "thread-per-core")) => {
+                    parsed.runtime = Some(mode.to_owned());
+                }
+                _ => {
+                    return Err(format!(
+                        "--runtime needs work-stealing or thread-per-core\n\n{USAGE}"
+                    ));
+                }
+            },
             "--baseline" => {
                 let file = args
                     .next()
@@ -127,6 +141,10 @@ pub(crate) fn bench(args: &[String]) -> Result<(), String> {
     if args.profile {
         command_args.push("--profile".into());
     }
+    if let Some(mode) = &args.runtime {
+        command_args.push("--runtime".into());
+        command_args.push(mode.clone());
+    }
     if let Some(file) = &baseline {
         command_args.push("--baseline".into());
         command_args.push(path_arg(file)?);
@@ -198,6 +216,18 @@ mod tests {
             parse(&args(&["--instructions", "--quick"]))
                 .expect_err("exclusive")
                 .contains("takes neither --quick nor --profile")
+        );
+        assert_eq!(
+            parse(&args(&["--runtime", "thread-per-core"]))
+                .expect("valid")
+                .runtime
+                .as_deref(),
+            Some("thread-per-core")
+        );
+        assert!(
+            parse(&args(&["--runtime", "per-core"]))
+                .expect_err("unknown mode")
+                .contains("--runtime needs work-stealing or thread-per-core")
         );
         assert!(
             parse(&args(&["--fast"]))

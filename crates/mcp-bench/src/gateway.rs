@@ -42,6 +42,47 @@ impl fmt::Display for SessionStoreKind {
     }
 }
 
+/// The gateway binary a benchmark starts, and how its process runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GatewayBin {
+    /// The release `mcp-gateway` binary.
+    pub path: PathBuf,
+    /// Its `runtime.mode`.
+    pub runtime: RuntimeMode,
+}
+
+impl GatewayBin {
+    /// `path` on the gateway's default runtime.
+    #[must_use]
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self {
+            path: path.into(),
+            runtime: RuntimeMode::default(),
+        }
+    }
+}
+
+/// The gateway's `runtime.mode` (book: docs/src/gateway.md, "Runtime").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RuntimeMode {
+    /// One work-stealing runtime (the gateway's default).
+    #[default]
+    WorkStealing,
+    /// One single-threaded runtime per core, `SO_REUSEPORT` listeners.
+    ThreadPerCore,
+}
+
+impl RuntimeMode {
+    /// The configuration value.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::WorkStealing => "work-stealing",
+            Self::ThreadPerCore => "thread-per-core",
+        }
+    }
+}
+
 /// A running gateway process.
 #[derive(Debug)]
 pub struct GatewayProcess {
@@ -63,7 +104,7 @@ impl GatewayProcess {
     /// When the binary cannot run, the token cannot be minted, or the gateway exits or does not
     /// listen within 60 s (the log is quoted).
     pub fn start(
-        bin: &Path,
+        bin: &GatewayBin,
         sessions: &SessionStoreKind,
         users_json: &str,
         plugins: Option<&str>,
@@ -80,29 +121,29 @@ impl GatewayProcess {
     /// As [`start`](Self::start).
     pub fn start_under(
         wrapper: &[OsString],
-        bin: &Path,
+        bin: &GatewayBin,
         sessions: &SessionStoreKind,
         users_json: &str,
         plugins: Option<&str>,
     ) -> io::Result<Self> {
         let dir = TempDir::new("mcp-bench-gateway")?;
         std::fs::write(dir.path().join("users.json"), users_json)?;
-        let mut toml = config_toml(sessions);
+        let mut toml = config_toml(sessions, bin.runtime);
         if let Some(document) = plugins {
             std::fs::write(dir.path().join("plugins.toml"), document)?;
             toml.push_str("\n[plugins]\nconfig = \"plugins.toml\"\n");
         }
         let config = dir.path().join("gateway.toml");
         std::fs::write(&config, toml)?;
-        let token = mint_token(bin, &config)?;
+        let token = mint_token(&bin.path, &config)?;
         let log = dir.path().join("gateway.log");
         let mut command = match wrapper.split_first() {
             Some((program, args)) => {
                 let mut command = Command::new(program);
-                command.args(args).arg(bin);
+                command.args(args).arg(&bin.path);
                 command
             }
-            None => Command::new(bin),
+            None => Command::new(&bin.path),
         };
         let child = command
             .arg("serve")
@@ -187,7 +228,7 @@ impl Drop for GatewayProcess {
     }
 }
 
-fn config_toml(sessions: &SessionStoreKind) -> String {
+fn config_toml(sessions: &SessionStoreKind, runtime: RuntimeMode) -> String {
     let store = match sessions {
         SessionStoreKind::Local => "kind = \"local\"".to_owned(),
         SessionStoreKind::Redis(url) => format!("kind = \"redis\"\nurl = \"{url}\""),
@@ -195,12 +236,16 @@ fn config_toml(sessions: &SessionStoreKind) -> String {
             "kind = \"sealed\"\nkeys_env = \"MCP_BENCH_SESSION_KEYS\"".to_owned()
         }
     };
+    let runtime = runtime.as_str();
     format!(
         r#"shutdown_drain_s = 1
 
 [listen]
 addr = "127.0.0.1:0"
 admin_addr = ""
+
+[runtime]
+mode = "{runtime}"
 
 [auth.jwt]
 issuer = "https://bench.invalid"

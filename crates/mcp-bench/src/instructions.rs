@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use tokio::runtime::Handle;
 
 use crate::client::McpClient;
-use crate::gateway::{GatewayProcess, SessionStoreKind};
+use crate::gateway::{GatewayBin, GatewayProcess, RuntimeMode, SessionStoreKind};
 use crate::load::{self, Operation};
 use crate::proc_stats;
 use crate::protocol::Era;
@@ -36,10 +36,17 @@ const WARMUP: u64 = 50;
 pub struct InstructionReport {
     /// The source revision measured.
     pub git_rev: Option<String>,
+    /// The gateway's `runtime.mode` (reports from before it was recorded: the default).
+    #[serde(default = "default_runtime")]
+    pub runtime: String,
     /// When (UTC).
     pub date: String,
     /// Scenario name to its count.
     pub scenarios: BTreeMap<String, InstructionCount>,
+}
+
+fn default_runtime() -> String {
+    RuntimeMode::default().as_str().to_owned()
 }
 
 /// One scenario's count.
@@ -80,7 +87,7 @@ struct Case {
 /// When valgrind or `callgrind_control` is missing, a backend or the gateway cannot start, an
 /// operation fails, or a dump cannot be read.
 pub async fn run(
-    gateway_bin: &Path,
+    gateway_bin: &GatewayBin,
     git_rev: Option<String>,
     dumps: &Path,
     backends: &Handle,
@@ -180,6 +187,7 @@ pub async fn run(
 
     let mut report = InstructionReport {
         git_rev,
+        runtime: gateway_bin.runtime.as_str().to_owned(),
         date: scenario::utc_now(),
         scenarios: BTreeMap::new(),
     };
@@ -328,12 +336,13 @@ impl InstructionReport {
     #[must_use]
     pub fn markdown(&self, baseline: Option<&Self>) -> String {
         let mut out = format!(
-            "# Gateway instructions per operation (callgrind)\n\nRevision {}, {}. One client (unless \
-             the scenario says otherwise), one keep-alive connection each, after {WARMUP} warm-up \
-             operations per client; all gateway threads. System calls: a separate run without \
-             valgrind, `strace -c -f`.\n\n",
+            "# Gateway instructions per operation (callgrind)\n\nRevision {}, {}, gateway runtime \
+             `{}`. One client (unless the scenario says otherwise), one keep-alive connection \
+             each, after {WARMUP} warm-up operations per client; all gateway threads. System \
+             calls: a separate run without valgrind, `strace -c -f`.\n\n",
             self.git_rev.as_deref().unwrap_or("unknown"),
-            self.date
+            self.date,
+            self.runtime
         );
         match baseline {
             None => {
@@ -414,6 +423,7 @@ mod tests {
     fn the_markdown_compares_with_a_baseline() {
         let report = |per_op: f64| InstructionReport {
             git_rev: Some("abc".into()),
+            runtime: default_runtime(),
             date: "2026-12-05".into(),
             scenarios: BTreeMap::from([(
                 "tools/call modern".into(),

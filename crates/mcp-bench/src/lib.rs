@@ -63,7 +63,7 @@ pub mod syscalls;
 
 pub use client::{McpClient, OpError};
 pub use echo::{EchoBackend, EchoBackendBuilder};
-pub use gateway::{GatewayProcess, SessionStoreKind};
+pub use gateway::{GatewayBin, GatewayProcess, RuntimeMode, SessionStoreKind};
 pub use haproxy::HaproxyProcess;
 pub use protocol::{Endpoint, Era};
 pub use report::Report;

@@ -19,6 +19,10 @@ pub struct Meta {
     pub cpu: String,
     /// The source revision measured, when known.
     pub git_rev: Option<String>,
+    /// The gateway's `runtime.mode` (empty in reports from before it was recorded: the
+    /// default, work-stealing).
+    #[serde(default)]
+    pub runtime: String,
     /// Whether this was the `--quick` smoke version.
     pub quick: bool,
     /// A/B rounds per comparison.
@@ -311,11 +315,16 @@ impl Report {
         let _ = writeln!(out, "# mcp-gateway benchmark\n");
         let _ = writeln!(
             out,
-            "{} UTC, {} cores ({}), revision {}, {} run: {} A/B round(s) of {:.1} s per side.\n",
+            "{} UTC, {} cores ({}), revision {}, gateway runtime `{}`, {} run: {} A/B round(s) of {:.1} s per side.\n",
             meta.date,
             meta.cores,
             meta.cpu,
             meta.git_rev.as_deref().unwrap_or("unknown"),
+            if meta.runtime.is_empty() {
+                "work-stealing"
+            } else {
+                &meta.runtime
+            },
             if meta.quick { "`--quick`" } else { "full" },
             meta.rounds,
             meta.seconds_per_run

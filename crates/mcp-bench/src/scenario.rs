@@ -15,7 +15,7 @@ use tokio::runtime::Handle;
 
 use crate::client::McpClient;
 use crate::echo::EchoBackend;
-use crate::gateway::{GatewayProcess, SessionStoreKind};
+use crate::gateway::{GatewayBin, GatewayProcess, SessionStoreKind};
 use crate::haproxy::HaproxyProcess;
 use crate::load::{self, LoadResult, Operation, Pace, Workload};
 use crate::proc_stats;
@@ -76,8 +76,8 @@ impl Plan {
 /// What the benchmark needs from its caller.
 #[derive(Clone, Debug)]
 pub struct Options {
-    /// The release `mcp-gateway` binary.
-    pub gateway_bin: PathBuf,
+    /// The release `mcp-gateway` binary and its runtime mode.
+    pub gateway: GatewayBin,
     /// The source revision measured (for the report).
     pub git_rev: Option<String>,
     /// Whether this is the `--quick` smoke run.
@@ -109,6 +109,7 @@ pub async fn run(
             cores: std::thread::available_parallelism().map_or(0, usize::from),
             cpu: cpu_model(),
             git_rev: options.git_rev.clone(),
+            runtime: options.gateway.runtime.as_str().to_owned(),
             quick: options.quick,
             rounds: plan.rounds,
             seconds_per_run: plan.duration.as_secs_f64(),
@@ -122,9 +123,8 @@ pub async fn run(
     let users = users_json(&targets, fan, &plan.fanouts);
 
     progress("starting the gateway (local session store)");
-    let gateway =
-        GatewayProcess::start(&options.gateway_bin, &SessionStoreKind::Local, &users, None)
-            .map_err(|e| e.to_string())?;
+    let gateway = GatewayProcess::start(&options.gateway, &SessionStoreKind::Local, &users, None)
+        .map_err(|e| e.to_string())?;
     let haproxy = match proc_stats::find_program("haproxy") {
         Some(bin) => {
             progress("starting haproxy in front of the tools/call backends");
@@ -284,17 +284,12 @@ pub async fn run(
     let mut stores = vec![(SessionStoreKind::Local, None)];
     if let Some(redis) = &redis {
         let kind = SessionStoreKind::Redis(redis.url().to_owned());
-        let gw = GatewayProcess::start(&options.gateway_bin, &kind, &users, None)
+        let gw = GatewayProcess::start(&options.gateway, &kind, &users, None)
             .map_err(|e| e.to_string())?;
         stores.push((kind, Some(gw)));
     }
-    let sealed = GatewayProcess::start(
-        &options.gateway_bin,
-        &SessionStoreKind::Sealed,
-        &users,
-        None,
-    )
-    .map_err(|e| e.to_string())?;
+    let sealed = GatewayProcess::start(&options.gateway, &SessionStoreKind::Sealed, &users, None)
+        .map_err(|e| e.to_string())?;
     stores.push((SessionStoreKind::Sealed, Some(sealed)));
     let gateways: Vec<(String, &GatewayProcess)> = stores
         .iter()
@@ -306,7 +301,7 @@ pub async fn run(
     let mut with_plugins = Vec::new();
     for count in [1, 5] {
         let gw = GatewayProcess::start(
-            &options.gateway_bin,
+            &options.gateway,
             &SessionStoreKind::Local,
             &users,
             Some(&plugin_document(count)),
@@ -325,9 +320,8 @@ pub async fn run(
         progress("session scale: idle legacy sessions on a fresh gateway");
         // A gateway of its own: the memory a large count leaves in the allocator after its
         // sessions are deleted must not count as the main gateway's RSS under load.
-        let fresh =
-            GatewayProcess::start(&options.gateway_bin, &SessionStoreKind::Local, &users, None)
-                .map_err(|e| e.to_string())?;
+        let fresh = GatewayProcess::start(&options.gateway, &SessionStoreKind::Local, &users, None)
+            .map_err(|e| e.to_string())?;
         warm_up(&fresh, &targets, &plan.fanouts).await?;
         tokio::time::sleep(Duration::from_millis(200)).await;
         let idle_rss = fresh.rss_bytes().unwrap_or(0);

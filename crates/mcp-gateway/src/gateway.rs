@@ -24,19 +24,20 @@ use mcp_router::{
 };
 use mcp_vhost::{PathPattern, VhostLayer};
 use tokio::net::TcpListener;
-use tokio::sync::watch;
+use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
 use tower_layer::Layer;
 
 use crate::admin::{AdminService, AdminState};
 use crate::auth;
-use crate::config::{GatewayConfig, SessionsKind};
+use crate::config::{GatewayConfig, RuntimeMode, SessionsKind};
 use crate::error::GatewayError;
 use crate::json_posts::JsonPosts;
 use crate::limits::{RequestLimits, origin_policy};
 use crate::metadata::ResourceMetadata;
 use crate::metrics;
+use crate::per_core::{self, Cores};
 use crate::plugins::Plugins;
 use crate::routed::Routed;
 use crate::server::{AcceptLoop, Builders};
@@ -306,6 +307,10 @@ fn upstream_options(
     options.stdio = config.backends.stdio_rules();
     options.destinations = destinations;
     options.tls = tls;
+    if config.runtime.mode == RuntimeMode::ThreadPerCore {
+        // One lane per serving thread (`per_core` sets each thread's).
+        options.pool_lanes = config.runtime.threads();
+    }
     options
 }
 
@@ -429,20 +434,28 @@ impl Gateway {
         AdminService::new(Arc::clone(&self.admin))
     }
 
-    /// Binds `listen.addr` and `listen.admin_addr`.
+    /// Binds `listen.addr` and `listen.admin_addr`. With `runtime.mode = "thread-per-core"`,
+    /// `listen.addr` is bound once per serving thread (`runtime.threads`), each socket with
+    /// `SO_REUSEPORT`, and [`BoundGateway::serve`] starts those threads.
     ///
     /// # Errors
     ///
     /// [`GatewayError::Bind`] naming the listener and address.
     pub async fn bind(self) -> Result<BoundGateway, GatewayError> {
         let addr = self.config.listen.addr;
-        let mcp = TcpListener::bind(addr)
-            .await
-            .map_err(|source| GatewayError::Bind {
-                listener: "mcp",
-                addr,
-                source,
-            })?;
+        let bind_error = |source| GatewayError::Bind {
+            listener: "mcp",
+            addr,
+            source,
+        };
+        let mcp = match self.config.runtime.mode {
+            RuntimeMode::WorkStealing => {
+                McpListeners::Shared(TcpListener::bind(addr).await.map_err(bind_error)?)
+            }
+            RuntimeMode::ThreadPerCore => McpListeners::PerCore(
+                per_core::bind(addr, self.config.runtime.threads()).map_err(bind_error)?,
+            ),
+        };
         let admin = match self.config.listen.admin_addr {
             Some(addr) => {
                 Some(
@@ -468,6 +481,7 @@ impl Gateway {
             addr = %local,
             admin_addr = %admin_text,
             tls = self.tls.is_some(),
+            serving_threads = mcp.serving_threads(),
             "listening"
         );
         Ok(BoundGateway {
@@ -492,10 +506,78 @@ impl Gateway {
     }
 }
 
+/// The MCP listener: one socket the runtime's workers share, or one per serving thread.
+enum McpListeners {
+    Shared(TcpListener),
+    PerCore(Vec<std::net::TcpListener>),
+}
+
+impl McpListeners {
+    fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        match self {
+            Self::Shared(listener) => listener.local_addr(),
+            Self::PerCore(listeners) => listeners
+                .first()
+                .ok_or_else(|| std::io::Error::other("no listener bound"))?
+                .local_addr(),
+        }
+    }
+
+    /// Threads of their own serving the listener (0: the runtime's workers).
+    fn serving_threads(&self) -> usize {
+        match self {
+            Self::Shared(_) => 0,
+            Self::PerCore(listeners) => listeners.len(),
+        }
+    }
+}
+
+/// Who serves the MCP listener's connections.
+enum Serving {
+    /// One accept loop task on the caller's runtime; it returns the connections still open.
+    Shared(tokio::task::JoinHandle<JoinSet<()>>),
+    PerCore(Cores),
+}
+
+impl Serving {
+    /// Waits for accepting to stop (once the stop signal is sent); the connections still open.
+    async fn stopped(self) -> OpenConnections {
+        match self {
+            Self::Shared(task) => OpenConnections::Shared(task.await.unwrap_or_default()),
+            Self::PerCore(mut cores) => {
+                let open = cores.accepting_stopped().await;
+                OpenConnections::PerCore(cores, open)
+            }
+        }
+    }
+}
+
+/// The connections open when accepting stopped, to close after the drain.
+enum OpenConnections {
+    Shared(JoinSet<()>),
+    PerCore(Cores, usize),
+}
+
+impl OpenConnections {
+    fn len(&self) -> usize {
+        match self {
+            Self::Shared(connections) => connections.len(),
+            Self::PerCore(_, open) => *open,
+        }
+    }
+
+    async fn close(self) {
+        match self {
+            Self::Shared(mut connections) => connections.abort_all(),
+            Self::PerCore(cores, _) => cores.close().await,
+        }
+    }
+}
+
 /// A gateway whose listeners are bound (the ports are known) but not yet accepting.
 pub struct BoundGateway {
     gateway: Gateway,
-    mcp: TcpListener,
+    mcp: McpListeners,
     admin: Option<TcpListener>,
     local: SocketAddr,
     admin_local: Option<SocketAddr>,
@@ -551,6 +633,7 @@ impl BoundGateway {
             gateway,
             mcp,
             admin,
+            local: self_local,
             ..
         } = self;
         let config = Arc::clone(&gateway.config);
@@ -561,16 +644,39 @@ impl BoundGateway {
 
         let graceful = Arc::new(GracefulShutdown::new());
         let (stop_mcp, stop_mcp_rx) = watch::channel(false);
-        let mcp_loop = AcceptLoop {
-            name: "mcp",
-            listener: mcp,
-            tls: gateway.tls.clone(),
-            service: gateway.service.clone(),
-            builders: Arc::clone(&builders),
-            graceful: Arc::clone(&graceful),
-            max_connections: config.limits.max_connections,
+        let accept_loop = {
+            let tls = gateway.tls.clone();
+            let service = gateway.service.clone();
+            let builders = Arc::clone(&builders);
+            let graceful = Arc::clone(&graceful);
+            let limit = Arc::new(Semaphore::new(config.limits.max_connections.max(1)));
+            move |listener| AcceptLoop {
+                name: "mcp",
+                listener,
+                tls: tls.clone(),
+                service: service.clone(),
+                builders: Arc::clone(&builders),
+                graceful: Arc::clone(&graceful),
+                limit: Arc::clone(&limit),
+            }
         };
-        let mcp_task = tokio::spawn(mcp_loop.run(stop_mcp_rx));
+        let mcp_serving = match mcp {
+            McpListeners::Shared(listener) => {
+                let accepting = accept_loop(listener);
+                // Its `graceful` clone must go: the drain below needs the only one.
+                drop(accept_loop);
+                Serving::Shared(tokio::spawn(accepting.run(stop_mcp_rx)))
+            }
+            McpListeners::PerCore(listeners) => Serving::PerCore(
+                Cores::start("mcp", listeners, accept_loop, &stop_mcp_rx).map_err(|source| {
+                    GatewayError::Bind {
+                        listener: "mcp",
+                        addr: self_local,
+                        source,
+                    }
+                })?,
+            ),
+        };
 
         let admin_graceful = Arc::new(GracefulShutdown::new());
         let (stop_admin, stop_admin_rx) = watch::channel(false);
@@ -582,7 +688,7 @@ impl BoundGateway {
                 service: gateway.admin_service(),
                 builders: Arc::clone(&builders),
                 graceful: Arc::clone(&admin_graceful),
-                max_connections: 256,
+                limit: Arc::new(Semaphore::new(256)),
             };
             tokio::spawn(admin_loop.run(stop_admin_rx))
         });
@@ -610,7 +716,7 @@ impl BoundGateway {
         );
         gateway.admin.draining.store(true, Ordering::Release);
         let _ = stop_mcp.send(true);
-        let mut connections = mcp_task.await.unwrap_or_else(|_| JoinSet::new());
+        let connections = mcp_serving.stopped().await;
         match Arc::into_inner(graceful) {
             Some(graceful) => {
                 if tokio::time::timeout(drain, graceful.shutdown())
@@ -627,7 +733,7 @@ impl BoundGateway {
             }
             None => tracing::warn!("connection watchers still shared; skipping the drain"),
         }
-        connections.abort_all();
+        connections.close().await;
 
         let _ = stop_admin.send(true);
         if let Some(task) = admin_task {

@@ -189,6 +189,7 @@ mod json_posts;
 mod limits;
 mod metadata;
 mod metrics;
+mod per_core;
 mod plugins;
 pub mod routed;
 mod server;

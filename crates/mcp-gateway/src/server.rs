@@ -112,7 +112,8 @@ pub(crate) struct AcceptLoop<S> {
     pub(crate) service: S,
     pub(crate) builders: Arc<Builders>,
     pub(crate) graceful: Arc<GracefulShutdown>,
-    pub(crate) max_connections: usize,
+    /// One permit per open connection; shared by every accept loop of one listener address.
+    pub(crate) limit: Arc<Semaphore>,
 }
 
 impl<S> AcceptLoop<S>
@@ -126,21 +127,12 @@ where
     /// Accepts until `stop` turns true (or its sender is dropped); returns the connection tasks
     /// still running, so the caller can abort them after the drain deadline.
     pub(crate) async fn run(self, mut stop: watch::Receiver<bool>) -> JoinSet<()> {
-        let limit = Arc::new(Semaphore::new(self.max_connections.max(1)));
         let mut connections = JoinSet::new();
         loop {
             while connections.try_join_next().is_some() {}
             if *stop.borrow() {
                 break;
             }
-            let permit = tokio::select! {
-                biased;
-                _ = stop.changed() => break,
-                permit = Arc::clone(&limit).acquire_owned() => match permit {
-                    Ok(permit) => permit,
-                    Err(_) => break,
-                },
-            };
             let (stream, peer) = tokio::select! {
                 biased;
                 _ = stop.changed() => break,
@@ -152,6 +144,18 @@ where
                         tokio::time::sleep(Duration::from_millis(50)).await;
                         continue;
                     }
+                },
+            };
+            // The slot is taken after the accept, not before: with several accept loops on one
+            // address (thread-per-core), a loop holding the last slot while it waits in accept
+            // would leave a client queued at another loop's socket waiting for good. So each
+            // loop holds at most one accepted connection unread while the limit is reached.
+            let permit = tokio::select! {
+                biased;
+                _ = stop.changed() => break,
+                permit = Arc::clone(&self.limit).acquire_owned() => match permit {
+                    Ok(permit) => permit,
+                    Err(_) => break,
                 },
             };
             if let Err(e) = stream.set_nodelay(true) {

@@ -18,9 +18,25 @@ use tokio::net::TcpStream;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn h2c_connection_limit_and_header_read_timeout() {
+    connection_limit_and_header_read_timeout("").await;
+}
+
+/// With one accept loop per serving thread, the limit is still one for all of them, and the
+/// client waiting for the slot is served whichever thread's socket the kernel queued it at.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn h2c_connection_limit_and_header_read_timeout_thread_per_core() {
+    connection_limit_and_header_read_timeout(
+        "[runtime]\nmode = \"thread-per-core\"\nthreads = 4\n",
+    )
+    .await;
+}
+
+async fn connection_limit_and_header_read_timeout(runtime: &str) {
     let dir = workdir("gw-listener");
     write(dir.path(), "users.json", &users_json(&[]));
-    let config = base_config("\n[limits]\nmax_connections = 1\nheader_read_timeout_ms = 700\n");
+    let config = base_config(&format!(
+        "\n[limits]\nmax_connections = 1\nheader_read_timeout_ms = 700\n{runtime}"
+    ));
     let gw = GatewayProcess::start(dir.path(), &config, &[]).await;
     let addr = gw.addr;
 

@@ -1,6 +1,8 @@
 //! Graceful shutdown of the process: SIGTERM during a long streaming tool call stops new
 //! connections at once, lets the call stream to its end within the drain deadline, then the
-//! process exits 0.
+//! process exits 0; on the work-stealing runtime and with one runtime per serving thread
+//! (`runtime.mode = "thread-per-core"`), whose threads must keep running the call while it
+//! drains.
 
 mod support;
 
@@ -17,6 +19,18 @@ use support::{GatewayProcess, base_config, bearer, modern_meta, modern_request, 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_drains_a_streaming_call_and_exits_zero() {
+    drains_a_streaming_call_and_exits_zero("", 0).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_drains_a_streaming_call_and_exits_zero_thread_per_core() {
+    let runtime = "\n[runtime]\nmode = \"thread-per-core\"\nthreads = 3\n";
+    drains_a_streaming_call_and_exits_zero(runtime, 3).await;
+}
+
+/// `serving_threads`: the threads of their own the listener is served by (0: the runtime's
+/// workers), as the "listening" line says.
+async fn drains_a_streaming_call_and_exits_zero(runtime: &str, serving_threads: usize) {
     let alpha = TestBackend::start(BackendSpec::modern("alpha")).await;
     let dir = support::workdir("gw-shutdown");
     support::write(
@@ -24,7 +38,7 @@ async fn sigterm_drains_a_streaming_call_and_exits_zero() {
         "users.json",
         &support::users_json(&[("alice", "vh1", &[("alpha", alpha.url())])]),
     );
-    let config = base_config("").replace("shutdown_drain_s = 10", "shutdown_drain_s = 20");
+    let config = base_config(runtime).replace("shutdown_drain_s = 10", "shutdown_drain_s = 20");
     let mut gw = GatewayProcess::start(dir.path(), &config, &[]).await;
 
     // A 30-step call, 100 ms apart, streaming progress.
@@ -103,6 +117,10 @@ async fn sigterm_drains_a_streaming_call_and_exits_zero() {
     assert_eq!(status.code(), Some(0), "{}", gw.logs());
     let logs = gw.logs();
     assert!(logs.contains("drained"), "{logs}");
+    assert!(
+        logs.contains(&format!("\"serving_threads\":{serving_threads}")),
+        "{logs}"
+    );
     assert_eq!(alpha.calls_finished("slow"), 1);
     assert_eq!(alpha.calls_cancelled("slow"), 0);
 }

@@ -182,5 +182,5 @@ pub use seal::{SealError, Sealer};
 pub use upstream::{
     BackendService, DEFAULT_DENIED, DestinationError, DestinationPolicy, Refusal, StdioRules,
     StdioServer, UpstreamError, UpstreamOptions, UpstreamReply, UpstreamRequest,
-    is_loader_variable,
+    is_loader_variable, set_pool_lane,
 };

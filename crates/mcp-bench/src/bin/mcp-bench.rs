@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 use mcp_bench::instructions::InstructionReport;
 use mcp_bench::scenario::{self, Options, Plan};
-use mcp_bench::{EchoBackend, Era, Report};
+use mcp_bench::{EchoBackend, Era, GatewayBin, Report, RuntimeMode};
 
 #[derive(Parser)]
 #[command(name = "mcp-bench", about = "MCP gateway benchmark harness")]
@@ -27,6 +27,9 @@ enum Command {
         /// The release `mcp-gateway` binary.
         #[arg(long)]
         gateway_bin: PathBuf,
+        /// The gateway's `runtime.mode`.
+        #[arg(long, value_enum, default_value_t = RuntimeArg::WorkStealing)]
+        runtime: RuntimeArg,
         /// Where REPORT.md and report.json go.
         #[arg(long)]
         out: PathBuf,
@@ -49,6 +52,9 @@ enum Command {
         /// The release `mcp-gateway` binary.
         #[arg(long)]
         gateway_bin: PathBuf,
+        /// The gateway's `runtime.mode`.
+        #[arg(long, value_enum, default_value_t = RuntimeArg::WorkStealing)]
+        runtime: RuntimeArg,
         /// Where INSTRUCTIONS.md and instructions.json go.
         #[arg(long)]
         out: PathBuf,
@@ -74,6 +80,23 @@ enum Command {
 }
 
 #[derive(Clone, Copy, ValueEnum)]
+enum RuntimeArg {
+    WorkStealing,
+    ThreadPerCore,
+}
+
+impl RuntimeArg {
+    fn gateway(self, path: PathBuf) -> GatewayBin {
+        let mut gateway = GatewayBin::new(path);
+        gateway.runtime = match self {
+            Self::WorkStealing => RuntimeMode::WorkStealing,
+            Self::ThreadPerCore => RuntimeMode::ThreadPerCore,
+        };
+        gateway
+    }
+}
+
+#[derive(Clone, Copy, ValueEnum)]
 enum EraArg {
     Modern,
     Legacy,
@@ -84,6 +107,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run {
             gateway_bin,
+            runtime,
             out,
             quick,
             profile,
@@ -91,7 +115,7 @@ fn main() -> ExitCode {
             git_rev,
         } => run(
             Options {
-                gateway_bin,
+                gateway: runtime.gateway(gateway_bin),
                 git_rev,
                 quick,
                 profile,
@@ -102,10 +126,16 @@ fn main() -> ExitCode {
         ),
         Command::Instructions {
             gateway_bin,
+            runtime,
             out,
             baseline,
             git_rev,
-        } => instructions(&gateway_bin, &out, baseline.as_deref(), git_rev),
+        } => instructions(
+            &runtime.gateway(gateway_bin),
+            &out,
+            baseline.as_deref(),
+            git_rev,
+        ),
         Command::Echo { era, tools, listen } => echo(era, tools, listen),
     };
     match result {
@@ -178,7 +208,7 @@ fn write_reports(
 }
 
 fn instructions(
-    gateway_bin: &std::path::Path,
+    gateway_bin: &GatewayBin,
     out: &std::path::Path,
     baseline: Option<&std::path::Path>,
     git_rev: Option<String>,

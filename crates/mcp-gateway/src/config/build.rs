@@ -14,8 +14,8 @@ use super::error::{ConfigError, Problems, Source};
 use super::layers::{EffectiveConfig, Value};
 use super::{
     AuthConfig, BackendsConfig, GatewayConfig, JwtConfig, LimitsConfig, ListenConfig, LogFormat,
-    PluginSource, PluginsConfig, RouterConfig, SecurityConfig, SessionsConfig, SessionsKind,
-    StoreKind, TelemetryConfig, TlsFiles, UserStoreConfig,
+    PluginSource, PluginsConfig, RouterConfig, RuntimeConfig, RuntimeMode, SecurityConfig,
+    SessionsConfig, SessionsKind, StoreKind, TelemetryConfig, TlsFiles, UserStoreConfig,
 };
 
 /// Reads typed values out of an [`EffectiveConfig`], collecting problems.
@@ -231,6 +231,30 @@ impl EffectiveConfig {
             addr,
             admin_addr,
             tls,
+        };
+
+        // [runtime]
+        let mode = match r.str("runtime.mode") {
+            "work-stealing" => RuntimeMode::WorkStealing,
+            "thread-per-core" if cfg!(unix) => RuntimeMode::ThreadPerCore,
+            "thread-per-core" => {
+                r.fail(
+                    "runtime.mode",
+                    "\"thread-per-core\" needs SO_REUSEPORT, which this platform does not have",
+                );
+                RuntimeMode::WorkStealing
+            }
+            other => {
+                r.fail(
+                    "runtime.mode",
+                    format!("unknown mode `{other}` (\"work-stealing\" or \"thread-per-core\")"),
+                );
+                RuntimeMode::WorkStealing
+            }
+        };
+        let runtime = RuntimeConfig {
+            mode,
+            threads: r.usize("runtime.threads", 0),
         };
 
         // [limits]
@@ -684,6 +708,7 @@ impl EffectiveConfig {
         r.problems.into_result()?;
         Ok(GatewayConfig {
             listen,
+            runtime,
             limits,
             auth,
             config_store,
@@ -843,6 +868,29 @@ mod tests {
         ] {
             GatewayConfig::from_toml_str(toml).expect("valid");
         }
+    }
+
+    #[test]
+    fn runtime_mode_and_threads() {
+        let c = GatewayConfig::default();
+        assert_eq!(c.runtime.mode, RuntimeMode::WorkStealing);
+        assert_eq!(c.runtime.threads, 0);
+        assert_eq!(
+            c.runtime.threads(),
+            std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+        );
+        let c =
+            GatewayConfig::from_toml_str("[runtime]\nmode = \"thread-per-core\"\nthreads = 3\n")
+                .expect("valid");
+        assert_eq!(c.runtime.mode, RuntimeMode::ThreadPerCore);
+        assert_eq!(c.runtime.threads(), 3);
+        let e = errors("[runtime]\nmode = \"per-core\"\n").join("\n");
+        assert!(
+            e.contains(
+                "runtime.mode: unknown mode `per-core` (\"work-stealing\" or \"thread-per-core\")"
+            ),
+            "{e}"
+        );
     }
 
     #[test]

@@ -274,7 +274,7 @@ pub static KEYS: &[KeySpec] = &[
         "limits.max_connections",
         I,
         Int(10_000),
-        "most open client connections on listen.addr; further clients wait in the accept backlog",
+        "most open client connections on listen.addr; further clients wait unread (in the accept backlog, and one accepted per serving thread)",
     ),
     key(
         "limits.max_sse_sessions",
@@ -735,6 +735,19 @@ pub static KEYS: &[KeySpec] = &[
         S,
         Unset,
         "the ratio of the traceidratio samplers, 0.0 to 1.0 (OTEL_TRACES_SAMPLER_ARG overrides)",
+    ),
+    // [runtime]
+    key(
+        "runtime.mode",
+        S,
+        Str("work-stealing"),
+        "\"work-stealing\": one tokio runtime whose worker threads share every connection; \"thread-per-core\": one single-threaded runtime per thread, each accepting on its own SO_REUSEPORT socket of listen.addr and keeping its connections and their upstream keep-alive connections on that thread (Unix only)",
+    ),
+    key(
+        "runtime.threads",
+        I,
+        Int(0),
+        "worker threads (work-stealing) or serving threads (thread-per-core); 0: one per core the process may use",
     ),
 ];
 

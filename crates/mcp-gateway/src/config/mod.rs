@@ -66,6 +66,9 @@ pub use layers::{EffectiveConfig, InvalidAssignment, Override, Value};
 pub struct GatewayConfig {
     /// `[listen]`.
     pub listen: ListenConfig,
+    /// `[runtime]`: how the `mcp-gateway` binary runs its tasks, and whether
+    /// [`Gateway::bind`](crate::Gateway::bind) binds one listener or one per serving thread.
+    pub runtime: RuntimeConfig,
     /// `[limits]`.
     pub limits: LimitsConfig,
     /// `[auth]` and `[auth.jwt]`.
@@ -103,6 +106,43 @@ pub struct ListenConfig {
     pub admin_addr: Option<SocketAddr>,
     /// `tls_cert` + `tls_key`: serve TLS on `addr`.
     pub tls: Option<TlsFiles>,
+}
+
+/// `[runtime]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RuntimeConfig {
+    /// `mode`.
+    pub mode: RuntimeMode,
+    /// `threads`: worker threads (work-stealing) or serving threads (thread-per-core); 0 is one
+    /// per core the process may use (see [`threads`](Self::threads)).
+    pub threads: usize,
+}
+
+impl RuntimeConfig {
+    /// The number of threads `threads` stands for: itself, or when 0 the parallelism the
+    /// process may use (its CPU affinity and cgroup quota; 1 when unknown).
+    pub fn threads(&self) -> usize {
+        match self.threads {
+            0 => std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get),
+            n => n,
+        }
+    }
+}
+
+/// `runtime.mode`: how requests are spread over threads (book: docs/src/performance.md,
+/// "Thread per core").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RuntimeMode {
+    /// `"work-stealing"`: one multi-threaded tokio runtime; any worker runs any connection's
+    /// task, idle workers steal queued tasks.
+    #[default]
+    WorkStealing,
+    /// `"thread-per-core"`: one single-threaded runtime per serving thread, each accepting on its
+    /// own `SO_REUSEPORT` socket bound to `listen.addr` (the kernel spreads new connections over
+    /// them); a connection, and the tasks it spawns, stay on the thread that accepted it.
+    ThreadPerCore,
 }
 
 /// PEM files of the TLS listener.

@@ -179,6 +179,7 @@ mod tests {
             ),
             1,
             1,
+            1,
             std::time::Duration::from_secs(1),
         );
         let sse = super::sse::SsePool::new(std::sync::Arc::new(pools), caps.clone());

@@ -76,7 +76,7 @@ pub use stack::BackendService;
 pub use stdio::catalog::{Refusal, StdioRules, StdioServer, is_loader_variable};
 pub(crate) use target::Target;
 pub(crate) use transport::MessageStream;
-pub use transport::{DEFAULT_DENIED, DestinationError, DestinationPolicy};
+pub use transport::{DEFAULT_DENIED, DestinationError, DestinationPolicy, set_pool_lane};
 
 use request::Outgoing;
 use scope::digest_of as capability_digest;
@@ -112,6 +112,10 @@ pub struct UpstreamOptions {
     /// ([`ClientTls::client_certificate_pem`]) for backends behind a private PKI or requiring
     /// mutual TLS. Settings rustls refuses make every `https` backend fail (logged at startup).
     pub tls: ClientTls,
+    /// Lanes of each credential scope's keep-alive pool (default 1): with one single-threaded
+    /// runtime per thread, one lane per thread keeps a call's upstream connection on its own
+    /// thread (see [`set_pool_lane`](crate::set_pool_lane)).
+    pub pool_lanes: usize,
 }
 
 impl Default for UpstreamOptions {
@@ -126,6 +130,7 @@ impl Default for UpstreamOptions {
             destinations: DestinationPolicy::default(),
             max_stdio_processes: 64,
             tls: ClientTls::new(),
+            pool_lanes: 1,
         }
     }
 }
@@ -333,6 +338,7 @@ impl Client {
                 options.destinations.clone(),
                 &options.tls,
             ),
+            options.pool_lanes,
             options.max_sessions_per_principal,
             MAX_SCOPED_ENTRIES,
             SCOPED_IDLE,

@@ -9,7 +9,6 @@ use futures_util::Stream;
 use http::{HeaderMap, Request, StatusCode};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
-use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use mcp_core::media::{MediaKind, media_kind};
 use mcp_core::sse::SseDecoder;
@@ -24,10 +23,11 @@ use destinations::Guarded;
 pub(crate) use destinations::is_denied;
 pub use destinations::{DEFAULT_DENIED, DestinationError, DestinationPolicy};
 pub(crate) use pools::ScopedPools;
+pub use pools::set_pool_lane;
 
 /// A pooled HTTP client: one credential scope's (see [`ScopedPools`]), for streamable HTTP, GET
 /// streams and HTTP+SSE alike.
-pub(crate) type HttpClient = Client<HttpsConnector<Guarded>, Full<Bytes>>;
+pub(crate) use pools::HttpClient;
 
 /// Largest single JSON answer or SSE event read from a backend.
 pub(crate) const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;

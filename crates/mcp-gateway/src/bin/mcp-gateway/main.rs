@@ -21,7 +21,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use mcp_gateway::config::{EffectiveConfig, GatewayConfig};
+use mcp_gateway::config::{EffectiveConfig, GatewayConfig, RuntimeConfig, RuntimeMode};
 use mcp_gateway::token::{TokenRequest, mint};
 use mcp_gateway::{Gateway, GatewayError, check_config, hs256_secret};
 
@@ -175,13 +175,33 @@ fn failure(error: &GatewayError) -> u8 {
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, u8> {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| {
-            eprintln!("mcp-gateway: cannot start the async runtime: {e}");
-            EXIT_RUNTIME
-        })
+    built(tokio::runtime::Builder::new_multi_thread().enable_all())
+}
+
+/// The runtime `serve` runs on. Work-stealing: `runtime.threads` workers (0 leaves tokio's
+/// default: `TOKIO_WORKER_THREADS`, else one per core). Thread-per-core: the serving threads have
+/// runtimes of their own (started by `BoundGateway::serve`), and this one, on the main thread,
+/// runs only the background work (admin listener, monitors, reloads, the shutdown signal).
+fn serving_runtime(runtime: &RuntimeConfig) -> Result<tokio::runtime::Runtime, u8> {
+    match runtime.mode {
+        RuntimeMode::ThreadPerCore => {
+            built(tokio::runtime::Builder::new_current_thread().enable_all())
+        }
+        _ => {
+            let mut builder = tokio::runtime::Builder::new_multi_thread();
+            if runtime.threads > 0 {
+                builder.worker_threads(runtime.threads);
+            }
+            built(builder.enable_all())
+        }
+    }
+}
+
+fn built(builder: &mut tokio::runtime::Builder) -> Result<tokio::runtime::Runtime, u8> {
+    builder.build().map_err(|e| {
+        eprintln!("mcp-gateway: cannot start the async runtime: {e}");
+        EXIT_RUNTIME
+    })
 }
 
 fn serve(config: GatewayConfig, file: Option<PathBuf>) -> Result<(), u8> {
@@ -202,7 +222,7 @@ fn serve(config: GatewayConfig, file: Option<PathBuf>) -> Result<(), u8> {
             "starting with the built-in defaults (no configuration file)"
         ),
     }
-    runtime()?.block_on(async move {
+    serving_runtime(&config.runtime)?.block_on(async move {
         let gateway = Gateway::from_config(config)
             .await
             .map_err(|e| failure(&e))?;

@@ -102,7 +102,13 @@
 //!   request head, the TLS handshake and a connection's first request (an h2 client that sends
 //!   only the preface), `limits.idle_connection_timeout_ms` for a connection with no request in
 //!   flight (also the h2 keep-alive PING interval), at most `limits.max_connections` open
-//!   connections (further clients wait in the backlog).
+//!   connections (further clients wait unread: in the backlog, and one accepted per accept loop).
+//! - `runtime.mode = "thread-per-core"`: [`Gateway::bind`] binds `listen.addr` once per serving
+//!   thread (`runtime.threads`) with `SO_REUSEPORT`, and [`BoundGateway::serve`] runs each
+//!   socket's accept loop and connections on a single-threaded runtime of its own thread, with
+//!   its own lane of every upstream keep-alive pool; the future awaiting `serve` runs only the
+//!   admin listener and the shutdown. The default, `"work-stealing"`, serves on the caller's
+//!   runtime.
 //! - `listen.admin_addr`: plain HTTP, [`AdminService`].
 //! - Shutdown ([`BoundGateway::serve`]): stop accepting, `/readyz` turns unready, in-flight
 //!   requests and streams get `shutdown_drain_s` to finish (hyper-util `GracefulShutdown`: idle

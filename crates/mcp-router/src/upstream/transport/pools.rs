@@ -18,7 +18,7 @@
 //! two scopes.
 
 use std::cell::Cell;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -56,22 +56,50 @@ pub fn set_pool_lane(lane: usize) {
     LANE.with(|current| current.set(lane));
 }
 
-/// One credential scope's keep-alive pool: hyper-util's pooled client, one per lane.
+/// One credential scope's keep-alive pool: hyper-util's pooled client, one per lane, each built
+/// when its lane first sends (a scope only one thread calls holds one).
 #[derive(Clone)]
 pub(crate) struct HttpClient {
-    lanes: Arc<[Pooled]>,
+    inner: Arc<Lanes>,
+}
+
+struct Lanes {
+    connector: HttpsConnector<Guarded>,
+    /// Boxed: a lane never used costs a pointer, not a whole client (many scopes times one lane
+    /// per core adds up).
+    lanes: Box<[OnceLock<Box<Pooled>>]>,
 }
 
 type Pooled = Client<HttpsConnector<Guarded>, Full<Bytes>>;
 
 impl HttpClient {
+    fn new(connector: HttpsConnector<Guarded>, lanes: usize) -> Self {
+        Self {
+            inner: Arc::new(Lanes {
+                connector,
+                lanes: (0..lanes.max(1)).map(|_| OnceLock::new()).collect(),
+            }),
+        }
+    }
+
     /// Sends `request` on a keep-alive connection of the calling thread's lane.
     pub(crate) fn request(&self, request: Request<Full<Bytes>>) -> ResponseFuture {
-        let lane = match self.lanes.len() {
+        let Lanes { connector, lanes } = &*self.inner;
+        let lane = match lanes.len() {
             1 => 0,
-            lanes => LANE.with(Cell::get) % lanes,
+            count => LANE.with(Cell::get) % count,
         };
-        self.lanes[lane].request(request)
+        lanes[lane]
+            .get_or_init(|| {
+                Box::new(
+                    Client::builder(TokioExecutor::new())
+                        .pool_timer(TokioTimer::new())
+                        .pool_idle_timeout(IDLE_TIMEOUT)
+                        .pool_max_idle_per_host(MAX_IDLE_PER_SCOPE)
+                        .build(connector.clone()),
+                )
+            })
+            .request(request)
     }
 }
 
@@ -116,16 +144,7 @@ impl ScopedPools {
     }
 
     fn build(&self) -> HttpClient {
-        let lanes = (0..self.lanes)
-            .map(|_| {
-                Client::builder(TokioExecutor::new())
-                    .pool_timer(TokioTimer::new())
-                    .pool_idle_timeout(IDLE_TIMEOUT)
-                    .pool_max_idle_per_host(MAX_IDLE_PER_SCOPE)
-                    .build::<_, Full<Bytes>>(self.connector.clone())
-            })
-            .collect();
-        HttpClient { lanes }
+        HttpClient::new(self.connector.clone(), self.lanes)
     }
 }
 

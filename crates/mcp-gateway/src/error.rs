@@ -22,6 +22,9 @@ pub enum GatewayError {
         #[source]
         source: std::io::Error,
     },
+    /// The serving threads of `runtime.mode = "thread-per-core"` could not be started.
+    #[error("cannot start the serving threads: {0}")]
+    ServingThreads(#[source] std::io::Error),
     /// The user configuration store could not be reached or read.
     #[error("user configuration store: {0}")]
     Store(String),

@@ -622,9 +622,13 @@ impl BoundGateway {
     /// in-flight requests and streams finish for at most `shutdown_drain_s`, close what is left,
     /// stop the admin listener, return `Ok`.
     ///
+    /// With `runtime.mode = "thread-per-core"` the listener's serving threads start here, each
+    /// with a single-threaded runtime of its own, and end before `serve` returns.
+    ///
     /// # Errors
     ///
-    /// None today; the `Result` leaves room for listener failures.
+    /// [`GatewayError::ServingThreads`] when a serving thread or its runtime cannot be started
+    /// (the threads already started are stopped).
     pub async fn serve(
         self,
         shutdown: impl Future<Output = ()> + Send,
@@ -633,7 +637,6 @@ impl BoundGateway {
             gateway,
             mcp,
             admin,
-            local: self_local,
             ..
         } = self;
         let config = Arc::clone(&gateway.config);
@@ -668,13 +671,9 @@ impl BoundGateway {
                 Serving::Shared(tokio::spawn(accepting.run(stop_mcp_rx)))
             }
             McpListeners::PerCore(listeners) => Serving::PerCore(
-                Cores::start("mcp", listeners, accept_loop, &stop_mcp_rx).map_err(|source| {
-                    GatewayError::Bind {
-                        listener: "mcp",
-                        addr: self_local,
-                        source,
-                    }
-                })?,
+                Cores::start("mcp", listeners, accept_loop, &stop_mcp_rx)
+                    .await
+                    .map_err(GatewayError::ServingThreads)?,
             ),
         };
 

@@ -8,7 +8,9 @@
 //! connection, the tasks it spawns and the upstream connections they open stay on the thread that
 //! accepted it. What the threads share (caches, session tables, breakers, the credential-scope
 //! tables) is the same thread-safe state as on the work-stealing runtime, so isolation is
-//! unchanged.
+//! unchanged. Shared tasks started lazily by a request (the session sweeper, Redis connection
+//! drivers and the node bus, stdio processes' I/O, the JWKS refresh) run on the thread whose
+//! request started them, serving every thread from there.
 //!
 //! Shutdown keeps the work-stealing runtime's contract: every accept loop stops, the connections
 //! drain for at most `shutdown_drain_s` while their threads keep running them, then what is left
@@ -21,7 +23,7 @@ use std::thread::JoinHandle;
 
 use http::{Request, Response};
 use hyper::body::Incoming;
-use tokio::net::{TcpListener, TcpSocket};
+use tokio::net::TcpListener;
 use tokio::sync::{oneshot, watch};
 use tower_service::Service;
 
@@ -34,7 +36,15 @@ const BACKLOG: u32 = 1024;
 /// Binds `count` listening sockets to `addr` with `SO_REUSEPORT`, so that the kernel spreads new
 /// connections over them; with port 0 the first socket picks the port and the others join it.
 /// Each socket is returned unregistered from any runtime, for the thread that will serve it.
+///
+/// A port another socket already listens on is refused, as a plain bind refuses it: without the
+/// probe, `SO_REUSEPORT` would quietly join a socket of another process of the same user that
+/// set the option too (a second gateway instance, say), and the kernel would hand it a share of
+/// the clients.
 pub(crate) fn bind(addr: SocketAddr, count: usize) -> io::Result<Vec<std::net::TcpListener>> {
+    if addr.port() != 0 {
+        drop(std::net::TcpListener::bind(addr)?);
+    }
     let mut listeners = Vec::with_capacity(count);
     let mut addr = addr;
     for _ in 0..count.max(1) {
@@ -45,12 +55,15 @@ pub(crate) fn bind(addr: SocketAddr, count: usize) -> io::Result<Vec<std::net::T
     Ok(listeners)
 }
 
-#[cfg(unix)]
+/// Linux (and Android) only: there the kernel spreads connections over the sockets of a port
+/// bound with `SO_REUSEPORT`; elsewhere that option only lets sockets share the port, and one of
+/// them would get every connection.
+#[cfg(any(target_os = "linux", target_os = "android"))]
 fn bind_one(addr: SocketAddr) -> io::Result<TcpListener> {
     let socket = if addr.is_ipv4() {
-        TcpSocket::new_v4()?
+        tokio::net::TcpSocket::new_v4()?
     } else {
-        TcpSocket::new_v6()?
+        tokio::net::TcpSocket::new_v6()?
     };
     // As `TcpListener::bind` does on Unix: a restarted gateway can bind while old connections
     // are in TIME_WAIT.
@@ -61,13 +74,13 @@ fn bind_one(addr: SocketAddr) -> io::Result<TcpListener> {
     socket.listen(BACKLOG)
 }
 
-#[cfg(not(unix))]
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
 fn bind_one(_addr: SocketAddr) -> io::Result<TcpListener> {
     // Configuration refuses the mode on such platforms; this keeps the error honest if a
     // caller builds the configuration by hand.
     Err(io::Error::new(
         io::ErrorKind::Unsupported,
-        "thread-per-core serving needs SO_REUSEPORT",
+        "thread-per-core serving needs Linux's SO_REUSEPORT",
     ))
 }
 
@@ -83,8 +96,8 @@ pub(crate) struct Cores {
 
 impl Cores {
     /// Starts one thread per listener, each serving the accept loop `accept_loop` makes for its
-    /// listener until `stop` turns true.
-    pub(crate) fn start<S, F>(
+    /// listener until `stop` turns true; returns once every thread runs its runtime.
+    pub(crate) async fn start<S, F>(
         name: &'static str,
         listeners: Vec<std::net::TcpListener>,
         accept_loop: F,
@@ -105,46 +118,44 @@ impl Cores {
             threads: Vec::with_capacity(listeners.len()),
         };
         for (index, listener) in listeners.into_iter().enumerate() {
-            // Built here so that a failure is this call's error, not a thread's panic.
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()?;
             let accept_loop = accept_loop.clone();
             let stop = stop.clone();
-            let mut drained = drained_rx.clone();
+            let drained = drained_rx.clone();
             let (stopped_tx, stopped_rx) = oneshot::channel();
+            let (started_tx, started_rx) = oneshot::channel();
+            // The runtime is built on its thread: a runtime dropped on this (async) thread,
+            // as a closure whose spawn failed would be, panics.
             let thread = std::thread::Builder::new()
                 .name(format!("{name}-core-{index}"))
                 .spawn(move || {
+                    let runtime = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                        .and_then(|runtime| {
+                            // Registered with this thread's runtime, not the caller's.
+                            let listener = {
+                                let _entered = runtime.enter();
+                                TcpListener::from_std(listener)?
+                            };
+                            Ok((runtime, listener))
+                        });
+                    let (runtime, listener) = match runtime {
+                        Ok(built) => built,
+                        Err(e) => {
+                            let _ = started_tx.send(Err(e));
+                            return;
+                        }
+                    };
+                    let _ = started_tx.send(Ok(()));
                     // Upstream keep-alive connections this thread opens stay its own.
                     mcp_router::set_pool_lane(index);
-                    runtime.block_on(async move {
-                        let listener = match TcpListener::from_std(listener) {
-                            Ok(listener) => listener,
-                            Err(e) => {
-                                tracing::error!(listener = name, core = index, error = %e, "cannot register the listener");
-                                let _ = stopped_tx.send(0);
-                                return;
-                            }
-                        };
-                        let mut connections = accept_loop(listener).run(stop).await;
-                        let _ = stopped_tx.send(connections.len());
-                        // The connections keep running on this thread while they drain.
-                        let _ = drained.wait_for(|drained| *drained).await;
-                        connections.abort_all();
-                        while connections.join_next().await.is_some() {}
-                    });
-                });
-            match thread {
-                Ok(thread) => {
-                    cores.threads.push(thread);
-                    cores.stopped.push(stopped_rx);
-                }
-                Err(e) => {
-                    // The threads already started end with `stop`; dropping `cores` ends them.
-                    return Err(e);
-                }
-            }
+                    runtime.block_on(serve(accept_loop(listener), stop, stopped_tx, drained));
+                })?;
+            cores.threads.push(thread);
+            cores.stopped.push(stopped_rx);
+            started_rx.await.unwrap_or_else(|_| {
+                Err(io::Error::other("a serving thread ended while starting"))
+            })?;
         }
         Ok(cores)
     }
@@ -173,9 +184,56 @@ impl Cores {
     }
 }
 
+/// One serving thread's work: accept until `stop`, report the connections still open, keep
+/// running them until the drain is over, then close them.
+async fn serve<S>(
+    accept_loop: AcceptLoop<S>,
+    stop: watch::Receiver<bool>,
+    stopped: oneshot::Sender<usize>,
+    mut drained: watch::Receiver<bool>,
+) where
+    S: Service<Request<Incoming>, Response = Response<GatewayBody>, Error = Infallible>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+{
+    let mut connections = accept_loop.run(stop).await;
+    let _ = stopped.send(connections.len());
+    // The connections keep running on this thread while they drain.
+    let _ = drained.wait_for(|drained| *drained).await;
+    connections.abort_all();
+    while connections.join_next().await.is_some() {}
+}
+
 impl Drop for Cores {
     fn drop(&mut self) {
         // Threads not joined by `close` (an error while starting) must still end.
         let _ = self.drained.send(true);
+    }
+}
+
+#[cfg(all(test, any(target_os = "linux", target_os = "android")))]
+mod tests {
+    use super::*;
+
+    /// A port another socket listens on is refused even when that socket set `SO_REUSEPORT`
+    /// (which would otherwise let the group join it and take a share of its clients). Control:
+    /// the group's own sockets share one port.
+    #[tokio::test]
+    async fn a_port_in_use_is_refused_even_with_so_reuseport() {
+        let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+        let other = bind_one(loopback).expect("another socket with SO_REUSEPORT");
+        let taken = other.local_addr().expect("addr");
+        let refused = bind(taken, 2).expect_err("a port in use is refused");
+        assert_eq!(refused.kind(), io::ErrorKind::AddrInUse, "{refused}");
+
+        let group = bind(loopback, 3).expect("a free port");
+        assert_eq!(group.len(), 3);
+        let ports: Vec<u16> = group
+            .iter()
+            .map(|l| l.local_addr().expect("addr").port())
+            .collect();
+        assert!(ports.iter().all(|&p| p == ports[0] && p != 0), "{ports:?}");
     }
 }

@@ -236,11 +236,13 @@ impl EffectiveConfig {
         // [runtime]
         let mode = match r.str("runtime.mode") {
             "work-stealing" => RuntimeMode::WorkStealing,
-            "thread-per-core" if cfg!(unix) => RuntimeMode::ThreadPerCore,
+            "thread-per-core" if cfg!(any(target_os = "linux", target_os = "android")) => {
+                RuntimeMode::ThreadPerCore
+            }
             "thread-per-core" => {
                 r.fail(
                     "runtime.mode",
-                    "\"thread-per-core\" needs SO_REUSEPORT, which this platform does not have",
+                    "\"thread-per-core\" needs Linux (its SO_REUSEPORT spreads connections over the threads' sockets)",
                 );
                 RuntimeMode::WorkStealing
             }
@@ -252,9 +254,16 @@ impl EffectiveConfig {
                 RuntimeMode::WorkStealing
             }
         };
+        let threads = r.usize("runtime.threads", 0);
+        if threads > MAX_THREADS {
+            r.fail(
+                "runtime.threads",
+                format!("must be at most {MAX_THREADS} (0: one per core)"),
+            );
+        }
         let runtime = RuntimeConfig {
             mode,
-            threads: r.usize("runtime.threads", 0),
+            threads: threads.min(MAX_THREADS),
         };
 
         // [limits]
@@ -725,6 +734,10 @@ impl EffectiveConfig {
     }
 }
 
+/// Most threads `runtime.threads` may ask for: each is an OS thread, a socket (thread-per-core)
+/// and a lane in every credential scope's keep-alive pool, so a typo must not make thousands.
+const MAX_THREADS: usize = 1024;
+
 /// The start of every "not a Redis URL" message (the rest says why, never repeating the URL).
 const REDIS_URL_EXPECTED: &str =
     "must be a redis:// (or rediss://, redis+sentinel://, redis+cluster://) URL";
@@ -884,7 +897,11 @@ mod tests {
                 .expect("valid");
         assert_eq!(c.runtime.mode, RuntimeMode::ThreadPerCore);
         assert_eq!(c.runtime.threads(), 3);
-        let e = errors("[runtime]\nmode = \"per-core\"\n").join("\n");
+        let e = errors("[runtime]\nmode = \"per-core\"\nthreads = 5000\n").join("\n");
+        assert!(
+            e.contains("runtime.threads: must be at most 1024 (0: one per core)"),
+            "{e}"
+        );
         assert!(
             e.contains(
                 "runtime.mode: unknown mode `per-core` (\"work-stealing\" or \"thread-per-core\")"

@@ -741,13 +741,13 @@ pub static KEYS: &[KeySpec] = &[
         "runtime.mode",
         S,
         Str("work-stealing"),
-        "\"work-stealing\": one tokio runtime whose worker threads share every connection; \"thread-per-core\": one single-threaded runtime per thread, each accepting on its own SO_REUSEPORT socket of listen.addr and keeping its connections and their upstream keep-alive connections on that thread (Unix only)",
+        "\"work-stealing\": one tokio runtime whose worker threads share every connection; \"thread-per-core\": one single-threaded runtime per thread, each accepting on its own SO_REUSEPORT socket of listen.addr and keeping its connections and their upstream keep-alive connections on that thread (Linux only)",
     ),
     key(
         "runtime.threads",
         I,
         Int(0),
-        "worker threads (work-stealing) or serving threads (thread-per-core); 0: one per core the process may use",
+        "worker threads (work-stealing) or serving threads (thread-per-core), at most 1024; 0: one per core the process may use (work-stealing: TOKIO_WORKER_THREADS when set)",
     ),
 ];
 

@@ -3,9 +3,10 @@
 //! A pooled connection is state that outlives a call, so it follows the isolation rule (book:
 //! docs/src/architecture.md): a connection opened for one scope only ever carries that scope's
 //! requests. One tenant's idle connections are never another tenant's next call, and a tenant
-//! that opens many connections fills only its own pools: each pool keeps at most
-//! [`MAX_IDLE_PER_SCOPE`] idle connections for [`IDLE_TIMEOUT`], and the pools themselves sit in
-//! a [`ScopedTable`] with the same per-principal share as the other upstream tables.
+//! that opens many connections fills only its own pools: each pool (each lane of it, below)
+//! keeps at most [`MAX_IDLE_PER_SCOPE`] idle connections for [`IDLE_TIMEOUT`], and the pools
+//! themselves sit in a [`ScopedTable`] with the same per-principal share as the other upstream
+//! tables.
 //!
 //! A backend stack keeps the pool it was built with (its calls do no lookup). Should the table
 //! drop that pool's entry meanwhile, the scope's rarer exchanges get a new pool: two pools of one
@@ -32,7 +33,7 @@ use super::destinations::Guarded;
 use crate::upstream::scope::CredentialScope;
 use crate::upstream::scoped_table::ScopedTable;
 
-/// Most idle keep-alive connections one scope keeps to its backend address; more are closed
+/// Most idle keep-alive connections one scope keeps to its backend address (per lane); more are closed
 /// when their exchange ends. A scope never holds more idle connections than it had calls in
 /// flight at once, so this only trims what a burst leaves behind (the timer closes the rest
 /// after [`IDLE_TIMEOUT`]). It is not lower because a busy scope's in-flight count swings
@@ -65,8 +66,8 @@ pub(crate) struct HttpClient {
 
 struct Lanes {
     connector: HttpsConnector<Guarded>,
-    /// Boxed: a lane never used costs a pointer, not a whole client (many scopes times one lane
-    /// per core adds up).
+    /// Boxed: a lane never used costs 16 bytes, not a whole client (many scopes times one lane
+    /// per thread adds up: 1 KiB per scope at 64 threads).
     lanes: Box<[OnceLock<Box<Pooled>>]>,
 }
 

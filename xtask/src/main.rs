@@ -13,8 +13,9 @@
 //!   real peers (see `conformance.rs`); writes `target/conformance/REPORT.md`. Also run by `test`.
 //! - `ci`: `cargo fmt --check`, `cargo clippy --workspace --all-targets -D warnings`, `cargo doc
 //!   --workspace --no-deps --all-features` with `-D warnings`, then `test`.
-//! - `bench [--quick] [--profile] [--baseline FILE]`: the gateway benchmark against direct and HAProxy (`crates/mcp-bench`, book: docs/src/performance.md),
-//!   written to `target/bench/REPORT.md` and `report.json`; never part of `ci`.
+//! - `bench [--quick] [--profile] [--instructions] [--runtime MODE] [--baseline FILE]`: the
+//!   gateway benchmark against direct and HAProxy (`crates/mcp-bench`, book:
+//!   docs/src/performance.md), written to `target/bench/REPORT.md` and `report.json`; never part of `ci`.
 //! - `book`: builds the book in `docs/` (mdBook, with its link checker) and runs its Rust snippets
 //!   (see `book.rs`). Also run by `test`. `config-reference` regenerates the book's key table.
 //! - `fuzz [--seconds N] [TARGET...]`: the cargo-fuzz targets of `fuzz/` (see `fuzz.rs`), N
@@ -51,7 +52,8 @@ Tasks:
   features  each layer crate checked alone (no default features, then each feature) and
             every publishable crate packaged (cargo package --no-verify); also run by test
   ci      fmt check + clippy -D warnings + test
-  bench   benchmark the release gateway (--quick: smoke; --profile: syscalls; --baseline FILE: compare)
+  bench   benchmark the release gateway (--quick: smoke; --profile: syscalls; --runtime MODE:
+          the gateway's runtime.mode; --baseline FILE: compare)
   book    build the book in docs/ (mdBook + link check) and run its Rust snippets
           (installs mdbook and mdbook-linkcheck into .tools/mdbook/ when missing)
   config-reference  regenerate the key table of docs/src/configuration.md

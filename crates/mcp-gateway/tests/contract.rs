@@ -1,6 +1,7 @@
 //! book: docs/src/failure-modes.md against the real `mcp-gateway` process: every HTTP row (status, headers, exact
 //! body), 403 Origin, 413, 431, RFC 9728 documents, a routed MCP call to a real backend, the admin
-//! listener (`/healthz`, `/readyz`, `/metrics` counters after traffic), and logs free of secrets.
+//! listener (`/healthz`, `/readyz`, `/metrics` counters after traffic), and logs free of secrets; on
+//! the work-stealing runtime and with one runtime per serving thread.
 
 mod support;
 
@@ -16,6 +17,17 @@ const PATH: &str = "/servers/vh1/mcp";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_http_row_over_the_socket() {
+    every_http_row("").await;
+}
+
+/// The same rows with one runtime per serving thread (each request on a new connection, so
+/// they land on either thread).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_http_row_over_the_socket_thread_per_core() {
+    every_http_row("\n[runtime]\nmode = \"thread-per-core\"\nthreads = 2\n").await;
+}
+
+async fn every_http_row(runtime: &str) {
     let alpha = TestBackend::start(BackendSpec::modern("alpha")).await;
     let dir = workdir("gw-contract");
     support::write(
@@ -23,7 +35,7 @@ async fn every_http_row_over_the_socket() {
         "users.json",
         &users_json(&[("alice", "vh1", &[("alpha", alpha.url())])]),
     );
-    let config = base_config(
+    let config = base_config(&format!(
         r#"
 [limits]
 max_body_bytes = 4096
@@ -32,8 +44,8 @@ max_mcp_header_bytes = 256
 
 [security]
 allowed_origins = ["http://localhost"]
-"#,
-    );
+{runtime}"#
+    ));
     let gw = GatewayProcess::start(dir.path(), &config, &[]).await;
     let addr = gw.addr;
     let alice = bearer("alice");

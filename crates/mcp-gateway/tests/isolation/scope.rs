@@ -455,6 +455,21 @@ fn peers_since(backend: &TestBackend, seen: &mut usize) -> Vec<SocketAddr> {
 /// connections it had opened before), so the pools are real and the calls were sequential.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keep_alive_connections_are_per_credential_scope() {
+    keep_alive_connections_follow_the_scope("").await;
+}
+
+/// The same with one runtime per serving thread, whose pools have one lane per thread: the
+/// tenants' calls arrive on new client connections spread over the threads, and the lanes
+/// still never let one tenant's connection carry the other's call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keep_alive_connections_are_per_credential_scope_thread_per_core() {
+    keep_alive_connections_follow_the_scope(
+        "\n[runtime]\nmode = \"thread-per-core\"\nthreads = 2\n",
+    )
+    .await;
+}
+
+async fn keep_alive_connections_follow_the_scope(runtime: &str) {
     let backend = TestBackend::start(BackendSpec::legacy("alpha")).await;
     let (_dir, gw) = keyed_gateway(
         "iso-pools",
@@ -463,7 +478,7 @@ async fn keep_alive_connections_are_per_credential_scope() {
             ("alice", "same-key", json!({})),
             ("bob", "same-key", json!({})),
         ],
-        "",
+        runtime,
     )
     .await;
     let mut seen = 0;

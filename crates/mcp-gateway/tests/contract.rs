@@ -24,7 +24,7 @@ async fn every_http_row_over_the_socket() {
 /// they land on either thread).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_http_row_over_the_socket_thread_per_core() {
-    every_http_row("\n[runtime]\nmode = \"thread-per-core\"\nthreads = 2\n").await;
+    every_http_row(&support::thread_per_core(2)).await;
 }
 
 async fn every_http_row(runtime: &str) {

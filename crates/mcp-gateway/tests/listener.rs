@@ -25,10 +25,7 @@ async fn h2c_connection_limit_and_header_read_timeout() {
 /// client waiting for the slot is served whichever thread's socket the kernel queued it at.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn h2c_connection_limit_and_header_read_timeout_thread_per_core() {
-    connection_limit_and_header_read_timeout(
-        "[runtime]\nmode = \"thread-per-core\"\nthreads = 4\n",
-    )
-    .await;
+    connection_limit_and_header_read_timeout(&support::thread_per_core(4)).await;
 }
 
 async fn connection_limit_and_header_read_timeout(runtime: &str) {

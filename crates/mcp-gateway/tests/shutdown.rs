@@ -24,8 +24,7 @@ async fn sigterm_drains_a_streaming_call_and_exits_zero() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_drains_a_streaming_call_and_exits_zero_thread_per_core() {
-    let runtime = "\n[runtime]\nmode = \"thread-per-core\"\nthreads = 3\n";
-    drains_a_streaming_call_and_exits_zero(runtime, 3).await;
+    drains_a_streaming_call_and_exits_zero(&support::thread_per_core(3), 3).await;
 }
 
 /// `serving_threads`: the threads of their own the listener is served by (0: the runtime's

@@ -463,10 +463,7 @@ async fn keep_alive_connections_are_per_credential_scope() {
 /// still never let one tenant's connection carry the other's call.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keep_alive_connections_are_per_credential_scope_thread_per_core() {
-    keep_alive_connections_follow_the_scope(
-        "\n[runtime]\nmode = \"thread-per-core\"\nthreads = 2\n",
-    )
-    .await;
+    keep_alive_connections_follow_the_scope(&crate::support::thread_per_core(2)).await;
 }
 
 async fn keep_alive_connections_follow_the_scope(runtime: &str) {

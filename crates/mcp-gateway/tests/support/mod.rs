@@ -48,6 +48,12 @@ pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
 /// default variable alone no longer counts next to another key); replace it to configure others.
 pub const HS256_LINE: &str = "hs256_secret_env = \"MCP_GATEWAY_JWT_SECRET\"\n";
 
+/// The `[runtime]` section of a gateway serving on `threads` threads of its own, one
+/// single-threaded runtime each (`runtime.mode = "thread-per-core"`), for [`base_config`]'s `extra`.
+pub fn thread_per_core(threads: usize) -> String {
+    format!("\n[runtime]\nmode = \"thread-per-core\"\nthreads = {threads}\n")
+}
+
 /// The gateway.toml every process test starts from; `extra` is appended (more sections).
 pub fn base_config(extra: &str) -> String {
     format!(

@@ -1,7 +1,8 @@
 //! The operator contract of the binary (book: docs/src/gateway.md): `check-config` (exit codes, messages naming
 //! the file and key, unsupported features), `token` (accepted by the same gateway; another
 //! secret's token rejected), `--print-config` (precedence, redaction), `config-keys` (the book's
-//! reference is its output), serve refusing a broken configuration before binding.
+//! reference is its output), serve refusing a broken configuration before binding and exiting 1
+//! on a port in use (on either runtime).
 
 mod support;
 
@@ -459,4 +460,42 @@ fn shared_session_stores_are_accepted_when_complete() {
         ),
         "{err}"
     );
+}
+
+/// A port another socket listens on: `serve` exits 1 naming the listener, the address and the
+/// reason, on either runtime. With `thread-per-core` the other socket has set `SO_REUSEPORT`
+/// itself, the case where the gateway's own `SO_REUSEPORT` sockets could otherwise join it and
+/// take a share of its clients.
+#[test]
+fn serve_exits_1_on_a_port_in_use_in_both_runtime_modes() {
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let _entered = runtime.enter();
+    for mode in ["work-stealing", "thread-per-core"] {
+        let holder = tokio::net::TcpSocket::new_v4().expect("socket");
+        holder.set_reuseport(true).expect("SO_REUSEPORT");
+        holder
+            .bind(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+            .expect("bind");
+        let holder = holder.listen(16).expect("listen");
+        let taken = holder.local_addr().expect("addr");
+        let dir = workdir("cli-port-in-use");
+        write(dir.path(), "users.json", &alice_users());
+        let config = base_config(&format!("\n[runtime]\nmode = \"{mode}\"\nthreads = 2\n"))
+            .replace(
+                "addr = \"127.0.0.1:0\"\nadmin_addr",
+                &format!("addr = \"{taken}\"\nadmin_addr"),
+            );
+        let config = write(dir.path(), "gateway.toml", &config);
+        let (code, _, err) = run_cli(
+            &["serve", "--config", config.to_str().expect("path")],
+            &[("MCP_GATEWAY_JWT_SECRET", SECRET)],
+        );
+        assert_eq!(code, 1, "{mode}: {err}");
+        assert!(
+            err.contains(&format!("mcp-gateway: cannot listen on {taken} (mcp): ")),
+            "{mode}: {err}"
+        );
+        assert!(err.contains("in use"), "{mode}: {err}");
+        assert!(!err.contains("\"listening\""), "{mode}: {err}");
+    }
 }

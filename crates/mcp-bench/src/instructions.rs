@@ -20,6 +20,7 @@ use futures_util::future::join_all;
 use serde::{Deserialize, Serialize};
 use tokio::runtime::Handle;
 
+use crate::breakdown;
 use crate::client::McpClient;
 use crate::gateway::{GatewayBin, GatewayProcess, RuntimeMode, SessionStoreKind};
 use crate::load::{self, Operation};
@@ -64,6 +65,10 @@ pub struct InstructionCount {
     /// strace's table of the system call count (in the output directory), when strace ran.
     #[serde(default)]
     pub syscall_table: Option<String>,
+    /// Instructions per operation by part of the stack ([`breakdown::PARTS`]; reports from
+    /// before it was recorded: empty).
+    #[serde(default)]
+    pub parts: BTreeMap<String, f64>,
 }
 
 /// One scenario: what a client does, where, how often.
@@ -197,7 +202,11 @@ pub async fn run(
         callgrind_control(&control, "--zero", gateway.pid())?;
         case.run(&mut clients).await?;
         callgrind_control(&control, "--dump", gateway.pid())?;
-        let (total, dump) = latest_total(&out_file)?;
+        let (total, dump, text) = latest_total(&out_file)?;
+        let parts = breakdown::by_part(&text)
+            .into_iter()
+            .map(|(part, n)| (part.to_owned(), n as f64 / case.ops as f64))
+            .collect();
         report.scenarios.insert(
             case.name.clone(),
             InstructionCount {
@@ -206,6 +215,7 @@ pub async fn run(
                 syscalls_per_op: None,
                 dump,
                 syscall_table: None,
+                parts,
             },
         );
     }
@@ -293,9 +303,9 @@ fn callgrind_control(control: &Path, action: &str, pid: u32) -> Result<(), Strin
     }
 }
 
-/// The `totals:` and file name of the newest dump `<out_file>.<n>` (callgrind numbers its dumps
-/// from 1).
-fn latest_total(out_file: &Path) -> Result<(u64, String), String> {
+/// The `totals:`, file name and text of the newest dump `<out_file>.<n>` (callgrind numbers its
+/// dumps from 1).
+fn latest_total(out_file: &Path) -> Result<(u64, String, String), String> {
     let dir = out_file.parent().ok_or("a dump file has a directory")?;
     let prefix = format!(
         "{}.",
@@ -318,7 +328,7 @@ fn latest_total(out_file: &Path) -> Result<(u64, String), String> {
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     let total =
         parse_total(&text).ok_or_else(|| format!("no `totals:` line in {}", path.display()))?;
-    Ok((total, format!("{prefix}{n}")))
+    Ok((total, format!("{prefix}{n}"), text))
 }
 
 /// The first event (instructions, `Ir`) of a callgrind dump's `totals:` line (`summary:` in
@@ -385,6 +395,40 @@ impl InstructionReport {
                 }
             }
         }
+        out.push_str(&self.parts_markdown());
+        out
+    }
+
+    /// Where each scenario's instructions went ([`breakdown`]): thousands per operation and
+    /// the share of the total, by part; empty when no scenario has a breakdown.
+    fn parts_markdown(&self) -> String {
+        if self.scenarios.values().all(|c| c.parts.is_empty()) {
+            return String::new();
+        }
+        let mut out = String::from(
+            "\n## Where the instructions go\n\nEach function's own instructions, summed by the \
+             part of the stack it belongs to; thousands per operation (share of the total).\n\n| scenario |",
+        );
+        for (part, _) in breakdown::PARTS {
+            out.push_str(&format!(" {part} |"));
+        }
+        out.push_str("\n|---|");
+        out.push_str(&"---:|".repeat(breakdown::PARTS.len()));
+        out.push('\n');
+        for (name, count) in self.scenarios.iter().filter(|(_, c)| !c.parts.is_empty()) {
+            let total: f64 = count.parts.values().sum();
+            out.push_str(&format!("| {name} |"));
+            for (part, _) in breakdown::PARTS {
+                let n = count.parts.get(part).copied().unwrap_or(0.0);
+                let share = if total > 0.0 { 100.0 * n / total } else { 0.0 };
+                out.push_str(&format!(" {:.1} ({share:.0} %) |", n / 1000.0));
+            }
+            out.push('\n');
+        }
+        out.push('\n');
+        for (part, holds) in breakdown::PARTS {
+            out.push_str(&format!("- {part}: {holds}\n"));
+        }
         out
     }
 }
@@ -413,7 +457,14 @@ mod tests {
         std::fs::write(dir.path().join("callgrind.out.2"), "totals: 20\n").expect("write");
         std::fs::write(dir.path().join("callgrind.out.10"), "totals: 100\n").expect("write");
         std::fs::write(dir.path().join("callgrind.out"), "totals: 1\n").expect("write");
-        assert_eq!(latest_total(&out), Ok((100, "callgrind.out.10".to_owned())));
+        assert_eq!(
+            latest_total(&out),
+            Ok((
+                100,
+                "callgrind.out.10".to_owned(),
+                "totals: 100\n".to_owned()
+            ))
+        );
         let empty = mcp_test_support::TempDir::new("mcp-bench-no-dumps").expect("temp dir");
         let missing = latest_total(&empty.path().join("callgrind.out"));
         assert!(missing.is_err_and(|e| e.starts_with("no callgrind dump")));
@@ -433,6 +484,10 @@ mod tests {
                     syscalls_per_op: Some(12.5),
                     dump: "callgrind.out.1".into(),
                     syscall_table: Some("strace.1.txt".into()),
+                    parts: BTreeMap::from([
+                        ("HTTP/1".into(), per_op * 0.25),
+                        ("JSON".into(), per_op * 0.75),
+                    ]),
                 },
             )]),
         };
@@ -442,6 +497,10 @@ mod tests {
             alone.contains(
                 "| tools/call modern | 10 | 150000 | 12.5 | callgrind.out.1 | strace.1.txt |"
             ),
+            "{alone}"
+        );
+        assert!(
+            alone.contains("| tools/call modern | 37.5 (25 %) | 112.5 (75 %) | 0.0 (0 %) |"),
             "{alone}"
         );
         let compared = now.markdown(Some(&report(200_000.0)));

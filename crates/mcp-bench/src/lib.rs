@@ -46,6 +46,7 @@
 //! # }
 //! ```
 
+pub mod breakdown;
 pub mod client;
 pub mod curves;
 pub mod echo;

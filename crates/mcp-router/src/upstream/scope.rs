@@ -23,7 +23,7 @@ use mcp_config_store::HeaderPolicy;
 use mcp_core::Principal;
 
 /// Who the gateway is towards one backend: address, credentials, principal.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct CredentialScope {
     /// The backend's address: a URL, or `stdio:<command>`.
     pub(crate) address: Arc<str>,
@@ -59,6 +59,15 @@ impl CredentialScope {
     /// Appends [`opaque_id`](Self::opaque_id) to `out` (a key being built, without a temporary).
     pub(crate) fn push_opaque_id(&self, out: &mut String) {
         push_hex(out, &self.digest[..16]);
+    }
+}
+
+/// Hashes the digest alone: it covers the address and the principal, so equal scopes hash
+/// equally, and every table lookup of a scope (several per call) hashes 32 bytes instead of the
+/// address, issuer and subject as well.
+impl std::hash::Hash for CredentialScope {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.digest.hash(state);
     }
 }
 

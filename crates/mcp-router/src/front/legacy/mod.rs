@@ -202,6 +202,21 @@ async fn initialize(
     res
 }
 
+/// The upstream URL a session record names for the backend configured as `config`: the
+/// configured URL itself when the record names that one (nearly always; no parse per request),
+/// else the recorded text parsed (a URL changed since the session began). `None` when nothing
+/// is recorded or it does not parse.
+pub(crate) fn recorded_url(
+    config: &mcp_config_store::BackendConfig,
+    recorded: Option<&str>,
+) -> Option<url::Url> {
+    let recorded = recorded?;
+    match &config.url {
+        Some(url) if url.as_str() == recorded => Some(url.clone()),
+        _ => url::Url::parse(recorded).ok(),
+    }
+}
+
 fn empty_object() -> Box<RawValue> {
     RawValue::from_string("{}".to_owned()).unwrap_or_else(|_| RawValue::NULL.to_owned())
 }
@@ -215,10 +230,9 @@ async fn clean_up_backends(front: &Front, scope: &Scope<'_>, session_id: &str) {
     };
     let mut cleaned = (*record).clone();
     for entry in &mut cleaned.backends {
-        if let (Some(url), Some(config)) = (
-            entry.url.as_deref().and_then(|u| url::Url::parse(u).ok()),
-            scope.ctx.vhost.backends.get(&entry.name),
-        ) {
+        if let Some(config) = scope.ctx.vhost.backends.get(&entry.name)
+            && let Some(url) = recorded_url(config, entry.url.as_deref())
+        {
             scope
                 .ops
                 .upstream
@@ -273,8 +287,8 @@ async fn end_session(
         let caps = RawValue::from_string(record.client_capabilities.clone())
             .unwrap_or_else(|_| empty_object());
         let releases = record.backends.iter().filter_map(|entry| {
-            let url = url::Url::parse(entry.url.as_deref()?).ok()?;
             let config = ctx.vhost.backends.get(&entry.name)?;
+            let url = recorded_url(config, entry.url.as_deref())?;
             let caps = &caps;
             Some(async move {
                 let target = crate::upstream::Target::of_session(
@@ -453,20 +467,21 @@ async fn routed(
 fn adopt_recorded(scope: &Scope<'_>, record: &SessionRecord) -> bool {
     let mut complete = true;
     for entry in &record.backends {
-        let (Some(crate::session::BackendEra::Legacy), Some(id), Some(version), Some(url)) = (
+        let (Some(crate::session::BackendEra::Legacy), Some(id), Some(version), Some(recorded)) = (
             entry.era,
             entry.upstream_session_id.as_deref(),
             entry.version.as_deref(),
-            entry.url.as_deref().and_then(|u| url::Url::parse(u).ok()),
+            entry.url.as_deref(),
         ) else {
             continue;
         };
-        match scope.ctx.vhost.backends.get(&entry.name) {
-            Some(config) => {
-                let target = scope.target(&entry.name, config);
-                scope.ops.upstream.adopt(&target, &url, id, version);
-            }
-            None => complete = false,
+        let Some(config) = scope.ctx.vhost.backends.get(&entry.name) else {
+            complete = false;
+            continue;
+        };
+        if let Some(url) = recorded_url(config, Some(recorded)) {
+            let target = scope.target(&entry.name, config);
+            scope.ops.upstream.adopt(&target, &url, id, version);
         }
     }
     complete
@@ -541,4 +556,31 @@ async fn set_level(
     });
     futures_util::future::join_all(sends).await;
     respond::json(StatusCode::OK, encode_result(id, &empty_object()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::recorded_url;
+    use mcp_config_store::BackendConfig;
+
+    #[test]
+    fn a_recorded_url_is_the_configured_one_or_parsed() {
+        let configured = url::Url::parse("http://127.0.0.1:9/mcp").expect("url");
+        let config = BackendConfig::http(configured.clone());
+        assert_eq!(
+            recorded_url(&config, Some("http://127.0.0.1:9/mcp")),
+            Some(configured)
+        );
+        // A replica's (or a since-changed) URL is parsed from the record.
+        assert_eq!(
+            recorded_url(&config, Some("http://127.0.0.1:10/mcp")).map(String::from),
+            Some("http://127.0.0.1:10/mcp".to_owned())
+        );
+        assert_eq!(recorded_url(&config, Some("not a url")), None);
+        assert_eq!(recorded_url(&config, None), None);
+        assert_eq!(
+            recorded_url(&BackendConfig::default(), Some("http://h/")).map(String::from),
+            Some("http://h/".to_owned())
+        );
+    }
 }

@@ -70,10 +70,10 @@ pub(crate) async fn get_stream(
         .iter()
         .filter(|b| b.era == Some(BackendEra::Legacy))
     {
-        let (Some(url), Some(config)) = (
-            entry.url.as_deref().and_then(|u| url::Url::parse(u).ok()),
-            ctx.vhost.backends.get(&entry.name),
-        ) else {
+        let Some(config) = ctx.vhost.backends.get(&entry.name) else {
+            continue;
+        };
+        let Some(url) = super::recorded_url(config, entry.url.as_deref()) else {
             continue;
         };
         let target = Target::of_session(&entry.name, config, &parts.headers, &ctx.principal, &caps);

@@ -37,7 +37,7 @@ use crate::json_posts::JsonPosts;
 use crate::limits::{RequestLimits, origin_policy};
 use crate::metadata::ResourceMetadata;
 use crate::metrics;
-use crate::per_core::{self, Cores};
+use crate::per_core::{self, Cores, Owed};
 use crate::plugins::Plugins;
 use crate::routed::Routed;
 use crate::server::{AcceptLoop, Builders};
@@ -51,6 +51,9 @@ const MONITOR_INTERVAL: Duration = Duration::from_secs(5);
 const STALE_ENTRIES: usize = 10_000;
 /// How long admin connections get to finish after the drain.
 const ADMIN_DRAIN: Duration = Duration::from_secs(1);
+/// After the drain, the longest a shutdown waits for the messages the closed connections' calls
+/// owe their backends (a 2025 backend's `notifications/cancelled`, see [`McpRouter::settle`]).
+const OWED_GRACE: Duration = Duration::from_secs(3);
 
 /// A gateway built from its configuration, not yet listening.
 ///
@@ -62,6 +65,8 @@ pub struct Gateway {
     tls: Option<TlsAcceptor>,
     /// The router's destination policy, told the listeners' addresses once they are bound.
     destinations: DestinationPolicy,
+    /// The router, for the messages it owes backends at shutdown ([`McpRouter::settle`]).
+    router: McpRouter,
 }
 
 impl std::fmt::Debug for Gateway {
@@ -201,6 +206,7 @@ impl GatewayBuilder {
         let breakers = router.breakers().clone();
         let parked = router.clone();
         let held = router.clone();
+        let owed = router.clone();
         let metadata = Arc::new(ResourceMetadata::from_config(&config));
         let sse = SseBridgeLayer::new()
             .max_body_bytes(config.limits.max_body_bytes)
@@ -244,6 +250,7 @@ impl GatewayBuilder {
             admin,
             tls,
             destinations,
+            router: owed,
         })
     }
 }
@@ -566,9 +573,14 @@ impl OpenConnections {
         }
     }
 
+    /// Closes them and waits until they are gone: their calls' owed messages are then in the
+    /// router's hands (see [`McpRouter::settle`]).
     async fn close(self) {
         match self {
-            Self::Shared(mut connections) => connections.abort_all(),
+            Self::Shared(mut connections) => {
+                connections.abort_all();
+                while connections.join_next().await.is_some() {}
+            }
             Self::PerCore(cores, _) => cores.close().await,
         }
     }
@@ -620,7 +632,9 @@ impl BoundGateway {
 
     /// Serves until `shutdown` completes. Then: stop accepting, mark `/readyz` unready, let
     /// in-flight requests and streams finish for at most `shutdown_drain_s`, close what is left,
-    /// stop the admin listener, return `Ok`.
+    /// give the messages the closed calls owe their backends (a 2025 backend's
+    /// `notifications/cancelled`) up to 3 s more to go out, stop the admin listener, return
+    /// `Ok`.
     ///
     /// With `runtime.mode = "thread-per-core"` the listener's serving threads start here, each
     /// with a single-threaded runtime of its own, and end before `serve` returns.
@@ -645,6 +659,10 @@ impl BoundGateway {
             config.limits.idle_connection_timeout,
         ));
 
+        let owed = Owed {
+            router: gateway.router.clone(),
+            within: OWED_GRACE,
+        };
         let graceful = Arc::new(GracefulShutdown::new());
         let (stop_mcp, stop_mcp_rx) = watch::channel(false);
         let accept_loop = {
@@ -671,7 +689,7 @@ impl BoundGateway {
                 Serving::Shared(tokio::spawn(accepting.run(stop_mcp_rx)))
             }
             McpListeners::PerCore(listeners) => Serving::PerCore(
-                Cores::start("mcp", listeners, accept_loop, &stop_mcp_rx)
+                Cores::start("mcp", listeners, accept_loop, &stop_mcp_rx, owed.clone())
                     .await
                     .map_err(GatewayError::ServingThreads)?,
             ),
@@ -733,6 +751,8 @@ impl BoundGateway {
             None => tracing::warn!("connection watchers still shared; skipping the drain"),
         }
         connections.close().await;
+        // With serving threads, each let its own calls' messages go out before it ended.
+        owed.settle().await;
 
         let _ = stop_admin.send(true);
         if let Some(task) = admin_task {

@@ -20,9 +20,11 @@ use std::convert::Infallible;
 use std::io;
 use std::net::SocketAddr;
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use http::{Request, Response};
 use hyper::body::Incoming;
+use mcp_router::McpRouter;
 use tokio::net::TcpListener;
 use tokio::sync::{oneshot, watch};
 use tower_service::Service;
@@ -102,6 +104,7 @@ impl Cores {
         listeners: Vec<std::net::TcpListener>,
         accept_loop: F,
         stop: &watch::Receiver<bool>,
+        owed: Owed,
     ) -> io::Result<Self>
     where
         F: FnOnce(TcpListener) -> AcceptLoop<S> + Clone + Send + 'static,
@@ -121,6 +124,7 @@ impl Cores {
             let accept_loop = accept_loop.clone();
             let stop = stop.clone();
             let drained = drained_rx.clone();
+            let owed = owed.clone();
             let (stopped_tx, stopped_rx) = oneshot::channel();
             let (started_tx, started_rx) = oneshot::channel();
             // The runtime is built on its thread: a runtime dropped on this (async) thread,
@@ -149,7 +153,12 @@ impl Cores {
                     let _ = started_tx.send(Ok(()));
                     // Upstream keep-alive connections this thread opens stay its own.
                     mcp_router::set_pool_lane(index);
-                    runtime.block_on(serve(accept_loop(listener), stop, stopped_tx, drained));
+                    runtime.block_on(async move {
+                        serve(accept_loop(listener), stop, stopped_tx, drained).await;
+                        // The closed connections' calls may owe their backends a message, sent
+                        // on this runtime: it must run until they went out.
+                        owed.settle().await;
+                    });
                 })?;
             cores.threads.push(thread);
             cores.stopped.push(stopped_rx);
@@ -204,6 +213,26 @@ async fn serve<S>(
     let _ = drained.wait_for(|drained| *drained).await;
     connections.abort_all();
     while connections.join_next().await.is_some() {}
+}
+
+/// The router whose owed messages (see [`McpRouter::settle`]) a serving thread lets go out
+/// before its runtime ends, and for how long at most.
+#[derive(Clone)]
+pub(crate) struct Owed {
+    pub(crate) router: McpRouter,
+    pub(crate) within: Duration,
+}
+
+impl Owed {
+    /// Waits for the router's owed messages, at most `within`; says so when some were left.
+    pub(crate) async fn settle(&self) {
+        if !self.router.settle(self.within).await {
+            tracing::warn!(
+                within_s = self.within.as_secs(),
+                "shutdown: messages owed to backends (notifications/cancelled) not all sent"
+            );
+        }
+    }
 }
 
 impl Drop for Cores {

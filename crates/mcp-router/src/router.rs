@@ -72,6 +72,20 @@ impl McpRouter {
         self.front.ops.upstream.breakers()
     }
 
+    /// Waits, at most `within`, for the messages this router still owes backends for calls and
+    /// sessions that ended: a 2025 backend's `notifications/cancelled` for a call whose client
+    /// went away (or whose connection a shutdown closed), an upstream 2025 session's `DELETE`
+    /// once no session uses it. They go out in the background, on the runtime that ended the
+    /// call; a server shutting down awaits this after closing its connections and before its
+    /// runtimes stop, or those messages are lost with the runtime. `true` when none is left.
+    pub async fn settle(&self, within: Duration) -> bool {
+        let owed = &self.front.ops.upstream.owed;
+        // Closing only lets `wait` finish once no message is left; sending goes on as before,
+        // so settling twice (or from several threads) is harmless.
+        owed.close();
+        tokio::time::timeout(within, owed.wait()).await.is_ok()
+    }
+
     /// How many 2025 backends' calls wait for a 2026-07-28 client's `input_required` retry on
     /// this node (see the crate docs), for metrics.
     pub fn parked_calls(&self) -> usize {
@@ -518,5 +532,33 @@ where
         ResponseFuture {
             inner: Box::pin(async move { Ok(dispatch::serve(front, req).await) }),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `settle` waits for what is owed, no longer than asked, and may be called again (each
+    /// serving thread of a gateway settles on its own).
+    #[tokio::test(start_paused = true)]
+    async fn settle_waits_for_owed_messages_within_its_bound() {
+        let router = McpRouter::builder().build();
+        assert!(router.settle(Duration::ZERO).await, "nothing owed yet");
+        let owed = &router.front.ops.upstream.owed;
+        owed.spawn(tokio::time::sleep(Duration::from_secs(5)));
+        let started = tokio::time::Instant::now();
+        assert!(!router.settle(Duration::from_secs(1)).await, "still owed");
+        assert_eq!(started.elapsed(), Duration::from_secs(1));
+        assert!(router.settle(Duration::from_secs(10)).await);
+        assert_eq!(
+            started.elapsed(),
+            Duration::from_secs(5),
+            "returns when it went out"
+        );
+        // Owing again after a settle is tracked the same way.
+        owed.spawn(tokio::time::sleep(Duration::from_secs(2)));
+        assert!(!router.settle(Duration::ZERO).await);
+        assert!(router.settle(Duration::from_secs(3)).await);
     }
 }

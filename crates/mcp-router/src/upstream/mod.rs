@@ -214,6 +214,12 @@ pub(crate) struct Client {
     /// Whether `sse_urls` ever held an entry: until then no call takes its lock (every call to an
     /// HTTP backend asks).
     any_sse_url: std::sync::atomic::AtomicBool,
+    /// Messages owed to backends after their call or session ended (a 2025 backend's
+    /// `notifications/cancelled`, an upstream session's `DELETE`), sent in the background on the
+    /// runtime that ended the call; tracked so that a server shutting down can let them go out
+    /// (`McpRouter::settle`). Shared by every tenant, like the runtime: each send is bounded by
+    /// its backend's timeout, and a settle by its own bound.
+    pub(crate) owed: tokio_util::task::TaskTracker,
 }
 
 impl std::fmt::Debug for Client {
@@ -369,6 +375,7 @@ impl Client {
             breakers: BreakerRegistry::new(),
             hubs: get_stream::Hubs::default(),
             stdio,
+            owed: tokio_util::task::TaskTracker::new(),
         }
     }
 

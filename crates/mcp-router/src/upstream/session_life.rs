@@ -50,7 +50,7 @@ impl Client {
         let http = self.pools.client(&Self::scope_at(target, &session.url));
         let timeout = Self::timeout(target);
         let backend = target.name.to_owned();
-        tokio::spawn(async move {
+        self.owed.spawn(async move {
             // Calls in flight hold the session (their replies keep it); wait for them, as long as
             // the backend's own timeout at most.
             let waited = Instant::now();

@@ -219,11 +219,15 @@ impl Relay {
         let message = encode_notification("notifications/cancelled", Some(&params.to_raw()));
         let ops = Arc::clone(&self.ops);
         let target = self.target.clone();
-        runtime.spawn(async move {
-            if let Err(e) = ops.upstream.post_to_session(&target.target(), &session, message).await {
-                tracing::debug!(backend = %target.name, error = %e, "could not cancel a backend call");
-            }
-        });
+        let owed = ops.upstream.owed.clone();
+        owed.spawn_on(
+            async move {
+                if let Err(e) = ops.upstream.post_to_session(&target.target(), &session, message).await {
+                    tracing::debug!(backend = %target.name, error = %e, "could not cancel a backend call");
+                }
+            },
+            &runtime,
+        );
     }
 
     /// The next upstream message, or `None` when the client cancelled the call.

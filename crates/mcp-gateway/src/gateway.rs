@@ -436,6 +436,16 @@ impl Gateway {
         self.service.clone()
     }
 
+    /// Waits, at most `within`, for the messages the router owes backends for calls and
+    /// sessions that ended (see [`McpRouter::settle`]); `true` when none is left. [`serve`]
+    /// does this at shutdown; a server of your own mounting [`service`](Self::service) does it
+    /// after closing its connections and before its runtime stops.
+    ///
+    /// [`serve`]: BoundGateway::serve
+    pub async fn settle(&self, within: Duration) -> bool {
+        self.router.settle(within).await
+    }
+
     /// The admin endpoints (`/metrics`, `/healthz`, `/readyz`) as a tower service.
     pub fn admin_service(&self) -> AdminService {
         AdminService::new(Arc::clone(&self.admin))
@@ -574,12 +584,14 @@ impl OpenConnections {
     }
 
     /// Closes them and waits until they are gone: their calls' owed messages are then in the
-    /// router's hands (see [`McpRouter::settle`]).
-    async fn close(self) {
+    /// router's hands (see [`McpRouter::settle`]). With serving threads, each waited for its
+    /// own before it ended: whether they all went out.
+    async fn close(self) -> bool {
         match self {
             Self::Shared(mut connections) => {
                 connections.abort_all();
                 while connections.join_next().await.is_some() {}
+                true
             }
             Self::PerCore(cores, _) => cores.close().await,
         }
@@ -750,9 +762,14 @@ impl BoundGateway {
             }
             None => tracing::warn!("connection watchers still shared; skipping the drain"),
         }
-        connections.close().await;
-        // With serving threads, each let its own calls' messages go out before it ended.
-        owed.settle().await;
+        let threads_settled = connections.close().await;
+        if !(owed.settle().await && threads_settled) {
+            tracing::warn!(
+                within_s = OWED_GRACE.as_secs(),
+                "shutdown: messages owed to backends (a 2025 backend's notifications/cancelled, \
+                 an upstream session's DELETE) were not all sent"
+            );
+        }
 
         let _ = stop_admin.send(true);
         if let Some(task) = admin_task {

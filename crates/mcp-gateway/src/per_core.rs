@@ -93,7 +93,8 @@ pub(crate) struct Cores {
     stopped: Vec<oneshot::Receiver<usize>>,
     /// Turns true when the drain is over: the threads close what is left and end.
     drained: watch::Sender<bool>,
-    threads: Vec<JoinHandle<()>>,
+    /// Each thread ends saying whether what its calls owed backends went out.
+    threads: Vec<JoinHandle<bool>>,
 }
 
 impl Cores {
@@ -147,7 +148,7 @@ impl Cores {
                         Ok(built) => built,
                         Err(e) => {
                             let _ = started_tx.send(Err(e));
-                            return;
+                            return true;
                         }
                     };
                     let _ = started_tx.send(Ok(()));
@@ -157,8 +158,8 @@ impl Cores {
                         serve(accept_loop(listener), stop, stopped_tx, drained).await;
                         // The closed connections' calls may owe their backends a message, sent
                         // on this runtime: it must run until they went out.
-                        owed.settle().await;
-                    });
+                        owed.settle().await
+                    })
                 })?;
             cores.threads.push(thread);
             cores.stopped.push(stopped_rx);
@@ -178,18 +179,22 @@ impl Cores {
         open
     }
 
-    /// Closes every connection still open and waits for the threads to end.
-    pub(crate) async fn close(mut self) {
+    /// Closes every connection still open and waits for the threads to end; whether every
+    /// thread's owed messages went out (see [`Owed`]).
+    pub(crate) async fn close(mut self) -> bool {
         let _ = self.drained.send(true);
         let threads = std::mem::take(&mut self.threads);
         let joined = tokio::task::spawn_blocking(move || {
+            let mut settled = true;
             for thread in threads {
-                if thread.join().is_err() {
-                    tracing::error!("a serving thread panicked");
+                match thread.join() {
+                    Ok(done) => settled &= done,
+                    Err(_) => tracing::error!("a serving thread panicked"),
                 }
             }
+            settled
         });
-        let _ = joined.await;
+        joined.await.unwrap_or(false)
     }
 }
 
@@ -224,14 +229,9 @@ pub(crate) struct Owed {
 }
 
 impl Owed {
-    /// Waits for the router's owed messages, at most `within`; says so when some were left.
-    pub(crate) async fn settle(&self) {
-        if !self.router.settle(self.within).await {
-            tracing::warn!(
-                within_s = self.within.as_secs(),
-                "shutdown: messages owed to backends (notifications/cancelled) not all sent"
-            );
-        }
+    /// Waits for the router's owed messages, at most `within`; whether none is left.
+    pub(crate) async fn settle(&self) -> bool {
+        self.router.settle(self.within).await
     }
 }
 

@@ -476,7 +476,10 @@ fn adopt_recorded(scope: &Scope<'_>, record: &SessionRecord) -> bool {
             continue;
         };
         let Some(config) = scope.ctx.vhost.backends.get(&entry.name) else {
-            complete = false;
+            // An entry whose URL does not parse is skipped, not waited for.
+            if url::Url::parse(recorded).is_ok() {
+                complete = false;
+            }
             continue;
         };
         if let Some(url) = recorded_url(config, Some(recorded)) {

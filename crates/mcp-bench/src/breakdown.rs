@@ -6,7 +6,9 @@
 //! A function belongs to the crate its symbol names first (`<hyper::proto::h1::... as
 //! tokio::io::AsyncRead>::poll_read` is hyper's); generic code instantiated for another crate's
 //! type counts for the crate that wrote it (`serde_json` deserialising a gateway type is JSON).
-//! `Hash`/`Hasher` implementations and hash tables count as hashing whoever derived them.
+//! `Hash`/`Hasher` implementations and hash tables count as hashing, serde visitors and
+//! (de)serialisers as JSON, whoever derived them. A generic function named by its type parameter
+//! alone (`<F as Future>::poll`) cannot be placed and counts as "other".
 
 use std::collections::BTreeMap;
 
@@ -60,8 +62,23 @@ pub fn part_of(symbol: &str) -> &'static str {
         || symbol.contains(" as core::hash::Hasher>")
         || symbol.starts_with("core::hash::")
         || symbol.starts_with("std::hash::")
+        || symbol.contains("std::collections::hash::")
     {
         return "hashing";
+    }
+    // Serde's visitors and (de)serialisers, wherever they were derived or written, are JSON work.
+    if [
+        " as serde::de::Visitor>",
+        " as serde_core::de::Visitor>",
+        " as serde::de::Deserialize>",
+        " as serde_core::de::Deserialize>",
+        " as serde::ser::Serialize>",
+        " as serde_core::ser::Serialize>",
+    ]
+    .iter()
+    .any(|t| symbol.contains(t))
+    {
+        return "JSON";
     }
     let krate = first_crate(symbol);
     if krate.starts_with("mi_")
@@ -79,22 +96,32 @@ pub fn part_of(symbol: &str) -> &'static str {
     match krate {
         "hyper" | "hyper_util" | "http" | "httparse" | "http_body" | "http_body_util" => "HTTP/1",
         "serde_json" | "serde" | "serde_core" => "JSON",
-        "tokio" | "futures_util" | "futures_core" | "futures_channel" | "atomic_waker" => {
+        "tokio" | "futures_util" | "futures_core" | "futures_channel" | "atomic_waker" | "mio" => {
             "async runtime"
         }
         "hashbrown" => "hashing",
         "tracing" | "tracing_core" | "tracing_subscriber" | "metrics" | "metrics_util"
         | "opentelemetry" | "opentelemetry_sdk" => "telemetry",
         "core" | "alloc" | "std" | "__rustc" => "std/core",
+        // Methods of slices and primitive types (`<[T] as ...>`, `<str as ...>`).
+        k if k.starts_with('[') || PRIMITIVES.contains(&k) => "std/core",
         k if k.starts_with("mcp_") => "gateway crates",
         _ => "other",
     }
 }
 
+const PRIMITIVES: [&str; 17] = [
+    "str", "bool", "char", "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64",
+    "i128", "isize", "f32", "f64",
+];
+
 /// The crate a symbol names first: `<&mut serde_json::de::Deserializer<R> as ...>::f` is
 /// `serde_json`'s.
 fn first_crate(symbol: &str) -> &str {
-    let start = symbol.trim_start_matches(['<', '&', '[', '(', '*']);
+    let start = symbol.trim_start_matches(['<', '&', '(', '*']);
+    if start.starts_with('[') {
+        return "[";
+    }
     let start = start
         .strip_prefix("mut ")
         .or_else(|| start.strip_prefix("dyn "))
@@ -117,7 +144,14 @@ pub fn by_part(dump: &str) -> BTreeMap<&'static str, u64> {
     let mut parts = BTreeMap::new();
     let mut current: &'static str = "other";
     let mut after_calls = false;
+    // A cost line is its positions (`line` by default; `instr line` with `--dump-instr=yes`),
+    // then the events, instructions first.
+    let mut positions = 1;
     for line in dump.lines() {
+        if let Some(rest) = line.strip_prefix("positions:") {
+            positions = rest.split_whitespace().count().max(1);
+            continue;
+        }
         if let Some(rest) = line.strip_prefix("fn=") {
             current = part_of(name(rest, &mut names));
             continue;
@@ -143,7 +177,7 @@ pub fn by_part(dump: &str) -> BTreeMap<&'static str, u64> {
         }
         let cost = line
             .split_whitespace()
-            .nth(1)
+            .nth(positions)
             .and_then(|n| n.parse::<u64>().ok())
             .unwrap_or(0);
         *parts.entry(current).or_insert(0) += cost;
@@ -209,6 +243,17 @@ mod tests {
                 "std/core",
             ),
             ("url::parser::Parser::parse_url", "other"),
+            (
+                "std::collections::hash::map::HashMap<K,V,S>::get",
+                "hashing",
+            ),
+            (
+                "<mcp_router::session::record::_::<impl serde_core::de::Deserialize for X>::deserialize::__Visitor as serde_core::de::Visitor>::visit_map",
+                "JSON",
+            ),
+            ("<[T] as core::fmt::Debug>::fmt", "std/core"),
+            ("<str as core::fmt::Display>::fmt", "std/core"),
+            ("mio::poll::Poll::poll", "async runtime"),
             ("clock_gettime@@GLIBC_2.17", "other"),
         ];
         for (symbol, part) in cases {
@@ -231,5 +276,17 @@ mod tests {
         assert_eq!(parts.get("JSON"), Some(&100));
         assert_eq!(parts.get("allocator"), Some(&7));
         assert_eq!(parts.values().sum::<u64>(), 122, "every instruction once");
+    }
+
+    #[test]
+    fn instruction_positions_are_skipped_when_dumped() {
+        // `--dump-instr=yes`: each cost line starts with an address, then the line.
+        let dump = "positions: instr line
+events: Ir
+fn=hyper::a
+0x1000 3 10
++2 * 5
+";
+        assert_eq!(by_part(dump).get("HTTP/1"), Some(&15));
     }
 }

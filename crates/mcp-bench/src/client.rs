@@ -204,6 +204,17 @@ impl McpClient {
         self.delete_session().await
     }
 
+    /// One session cycle with a list in it: initialize + initialized + `tools/list` + DELETE.
+    ///
+    /// # Errors
+    ///
+    /// As [`session_cycle`](Self::session_cycle) and [`list_tools`](Self::list_tools).
+    pub async fn session_cycle_with_list(&mut self) -> Result<(), OpError> {
+        self.initialize().await?;
+        self.rpc("tools/list", None, "").await?;
+        self.delete_session().await
+    }
+
     fn id(&mut self) -> u64 {
         let id = self.next_id;
         self.next_id += 1;

@@ -114,7 +114,8 @@ pub async fn run(
     let wrapper = [
         valgrind.into_os_string(),
         "--tool=callgrind".into(),
-        // Only totals are read; without per-instruction data the dumps stay small.
+        // Totals and each function's own cost are read; without per-instruction data the
+        // dumps stay small.
         "--dump-instr=no".into(),
         "--compress-strings=no".into(),
         format!("--callgrind-out-file={}", out_file.display()).into(),

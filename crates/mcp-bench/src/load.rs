@@ -23,6 +23,18 @@ pub enum Operation {
     Discover,
     /// A whole legacy session: `initialize` + `notifications/initialized` + DELETE.
     SessionCycle,
+    /// A legacy session with one list in it: `initialize` + `notifications/initialized` +
+    /// `tools/list` + DELETE (the performance issue's session cycle).
+    SessionCycleWithList,
+}
+
+impl Operation {
+    /// Whether each iteration opens (and ends) a session of its own, rather than using the one
+    /// the client opened before the clock started.
+    #[must_use]
+    pub fn opens_its_own_session(self) -> bool {
+        matches!(self, Self::SessionCycle | Self::SessionCycleWithList)
+    }
 }
 
 /// How iterations are paced.
@@ -128,7 +140,7 @@ impl LoadResult {
 }
 
 /// Runs `workload` and returns its measurements. Clients connect (and legacy clients open
-/// their session, except for [`Operation::SessionCycle`]) before the clock starts.
+/// their session, except for the session cycles) before the clock starts.
 pub async fn run(workload: &Workload) -> LoadResult {
     let concurrency = workload.concurrency.max(1);
     let setups = (0..concurrency).map(|_| async {
@@ -138,7 +150,7 @@ pub async fn run(workload: &Workload) -> LoadResult {
             .map(|e| McpClient::new(e.clone(), workload.era))
             .collect();
         let mut failure = None;
-        if workload.operation != Operation::SessionCycle {
+        if !workload.operation.opens_its_own_session() {
             for client in &mut clients {
                 if let Err(e) = client.ensure_session().await {
                     failure = Some(e);
@@ -241,6 +253,7 @@ pub(crate) async fn iterate(
         (Operation::ListTools, [client, ..]) => client.list_tools().await.map(drop),
         (Operation::Discover, [client, ..]) => client.discover().await,
         (Operation::SessionCycle, [client, ..]) => client.session_cycle().await,
+        (Operation::SessionCycleWithList, [client, ..]) => client.session_cycle_with_list().await,
     }
 }
 
@@ -280,6 +293,7 @@ mod tests {
             (&modern[..], Era::Modern, Operation::ListTools),
             (&modern[..1], Era::Modern, Operation::Discover),
             (&legacy[..], Era::Legacy, Operation::SessionCycle),
+            (&legacy[..], Era::Legacy, Operation::SessionCycleWithList),
             (&legacy[..], Era::Legacy, Operation::CallTool),
         ] {
             let result = run_against(backends, era, operation).await;

@@ -255,6 +255,28 @@ pub async fn run(
         )
         .await;
     report.rates.push(setup);
+    progress("legacy session cycle with tools/list (8 clients)");
+    let with_list = bench
+        .compare(
+            "legacy session cycle with tools/list",
+            bench.workload(
+                vec![direct(legacy)],
+                Era::Legacy,
+                Operation::SessionCycleWithList,
+                8,
+            ),
+            bench.workload(
+                vec![through(&gateway, "legacy", "echo-echo")],
+                Era::Legacy,
+                Operation::SessionCycleWithList,
+                8,
+            ),
+            &gateway,
+            None,
+            false,
+        )
+        .await;
+    report.rates.push(with_list);
     progress("server/discover rate (8 clients)");
     let discover = bench
         .compare(

@@ -233,50 +233,32 @@ pub async fn run(
         report.fanout.push(comparison);
     }
 
-    progress("legacy session setup rate (8 clients)");
-    let setup = bench
-        .compare(
-            "legacy session setup",
-            bench.workload(
-                vec![direct(legacy)],
-                Era::Legacy,
-                Operation::SessionCycle,
-                8,
-            ),
-            bench.workload(
-                vec![through(&gateway, "legacy", "echo-echo")],
-                Era::Legacy,
-                Operation::SessionCycle,
-                8,
-            ),
-            &gateway,
-            None,
-            false,
-        )
-        .await;
-    report.rates.push(setup);
-    progress("legacy session cycle with tools/list (8 clients)");
-    let with_list = bench
-        .compare(
+    // The session machinery alone, and the performance issue's cycle with a list in it.
+    for (name, operation) in [
+        ("legacy session setup", Operation::SessionCycle),
+        (
             "legacy session cycle with tools/list",
-            bench.workload(
-                vec![direct(legacy)],
-                Era::Legacy,
-                Operation::SessionCycleWithList,
-                8,
-            ),
-            bench.workload(
-                vec![through(&gateway, "legacy", "echo-echo")],
-                Era::Legacy,
-                Operation::SessionCycleWithList,
-                8,
-            ),
-            &gateway,
-            None,
-            false,
-        )
-        .await;
-    report.rates.push(with_list);
+            Operation::SessionCycleWithList,
+        ),
+    ] {
+        progress(&format!("{name} rate (8 clients)"));
+        let rate = bench
+            .compare(
+                name,
+                bench.workload(vec![direct(legacy)], Era::Legacy, operation, 8),
+                bench.workload(
+                    vec![through(&gateway, "legacy", "echo-echo")],
+                    Era::Legacy,
+                    operation,
+                    8,
+                ),
+                &gateway,
+                None,
+                false,
+            )
+            .await;
+        report.rates.push(rate);
+    }
     progress("server/discover rate (8 clients)");
     let discover = bench
         .compare(

@@ -206,7 +206,7 @@ impl GatewayBuilder {
         let breakers = router.breakers().clone();
         let parked = router.clone();
         let held = router.clone();
-        let owed = router.clone();
+        let settling = router.clone();
         let metadata = Arc::new(ResourceMetadata::from_config(&config));
         let sse = SseBridgeLayer::new()
             .max_body_bytes(config.limits.max_body_bytes)
@@ -250,7 +250,7 @@ impl GatewayBuilder {
             admin,
             tls,
             destinations,
-            router: owed,
+            router: settling,
         })
     }
 }

@@ -9,7 +9,7 @@ impl Client {
     pub(super) fn session_key(target: &Target<'_>, scope: &CredentialScope) -> SessionKey {
         SessionKey {
             scope: scope.clone(),
-            capabilities: target.client_caps_digest(),
+            capabilities: capability_digest(target.client_caps.get().as_bytes()),
         }
     }
 

@@ -31,9 +31,6 @@ pub(crate) struct Target<'a> {
     /// every target starts empty from [`Target::new`] and no struct update copies a memo made
     /// for another configuration.
     primary: OnceLock<CredentialScope>,
-    /// The digest of [`client_caps`](Self::client_caps), on first use (see
-    /// [`client_caps_digest`](Self::client_caps_digest)).
-    caps_digest: OnceLock<[u8; 32]>,
 }
 
 impl<'a> Target<'a> {
@@ -57,7 +54,6 @@ impl<'a> Target<'a> {
             meta,
             era,
             primary: OnceLock::new(),
-            caps_digest: OnceLock::new(),
         }
     }
 
@@ -66,14 +62,6 @@ impl<'a> Target<'a> {
     /// SHA-256 digest, and a routed call needs it for each of those.
     pub(crate) fn primary_scope(&self) -> &CredentialScope {
         self.primary.get_or_init(|| Client::primary_scope(self))
-    }
-
-    /// SHA-256 of the client's capabilities, part of its upstream 2025 session's key. Computed
-    /// once per target: a 2025 `initialize` looks the session up and then attaches to it.
-    pub(crate) fn client_caps_digest(&self) -> [u8; 32] {
-        *self
-            .caps_digest
-            .get_or_init(|| super::capability_digest(self.client_caps.get().as_bytes()))
     }
 
     /// A backend of a downstream 2025 session, for work outside a call of the session's own

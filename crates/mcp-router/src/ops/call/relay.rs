@@ -219,8 +219,7 @@ impl Relay {
         let message = encode_notification("notifications/cancelled", Some(&params.to_raw()));
         let ops = Arc::clone(&self.ops);
         let target = self.target.clone();
-        let owed = ops.upstream.owed.clone();
-        owed.spawn_on(
+        self.ops.upstream.owed.spawn_on(
             async move {
                 if let Err(e) = ops.upstream.post_to_session(&target.target(), &session, message).await {
                     tracing::debug!(backend = %target.name, error = %e, "could not cancel a backend call");

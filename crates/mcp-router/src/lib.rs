@@ -110,6 +110,7 @@
 //! | `public_uris` | shared | backend URIs in answers made public |
 //! | `seal`, `cursor` | shared | [`Sealer`] (AES-256-GCM handles for clients), sealed list cursors |
 //! | [`session`] | shared | downstream 2025 session records and [`session::SessionStore`]s (local, Redis, sealed) |
+//! | `node_id` | shared | this node's random id, and the upstream request ids and progress tokens minted with it (unique across nodes and restarts) |
 //! | `replay`, `session_ends` | shared | a 2025 session's event buffers for `Last-Event-ID`; signals to its streams when it ends |
 //! | `principal_slots`, `inflight` | shared | per-principal stream slots; calls in progress by session and request id |
 //! | `degraded`, `log_level` | shared | the degraded marker of partial answers; log severities |
@@ -157,6 +158,7 @@ mod front;
 mod inflight;
 mod log_level;
 pub mod naming;
+mod node_id;
 mod ops;
 mod origin;
 mod principal_slots;

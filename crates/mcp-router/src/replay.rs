@@ -2,9 +2,13 @@
 //! and every POST response stream), so a client that reconnects with `Last-Event-ID` gets what
 //! that stream missed (bounded).
 //!
-//! Event ids are `<stream>:<n>`: `g` is the session's GET stream, `p<k>` its k-th POST stream.
-//! A `Last-Event-ID` replays only the events of the stream it names, as the 2025-11-25 transport
-//! requires (a message is never delivered on another stream than its own).
+//! Event ids are `<node>.<stream>:<n>`: `g` is the session's GET stream, `p<k>` its k-th POST
+//! stream on this node. A `Last-Event-ID` replays only the events of the stream it names, as the
+//! 2025-11-25 transport requires (a message is never delivered on another stream than its own).
+//! The node's random id is part of the id because a session is served by every node and each
+//! node numbers its own streams: without it, a client resuming node A's `p3` on node B would be
+//! replayed node B's `p3`, another request's answers. Another node's (or an earlier process's)
+//! id replays nothing: the client gets the live stream, as for an event too old to be kept.
 //!
 //! Bounds ([`ReplayLimits`]): events per stream, streams per session, bytes per session, bytes per
 //! principal, bytes in all, sessions in all and per principal. An event that does not fit first
@@ -169,12 +173,12 @@ impl Table {
         self.sessions.get_mut(session)
     }
 
-    fn unbuffered_id(&mut self, stream: &str) -> String {
+    fn unbuffered_number(&mut self) -> u64 {
         self.unbuffered_next += 1;
-        format!("{stream}:{}", self.unbuffered_next)
+        self.unbuffered_next
     }
 
-    /// Keeps `message` as the next event of the session's `stream` if it fits; its event id.
+    /// Keeps `message` as the next event of the session's `stream` if it fits; its event number.
     fn record(
         &mut self,
         limits: &ReplayLimits,
@@ -182,9 +186,9 @@ impl Table {
         session: &str,
         stream: &str,
         message: Bytes,
-    ) -> String {
+    ) -> u64 {
         let Some(s) = self.session(limits, principal, session) else {
-            return self.unbuffered_id(stream);
+            return self.unbuffered_number();
         };
         let owner = s.principal.clone();
         let (events, forgotten) = s.stream(stream);
@@ -200,7 +204,7 @@ impl Table {
         let len = message.len();
         if len > limits.session_bytes {
             // It could never fit: the session's kept events stay.
-            return format!("{stream}:{n}");
+            return n;
         }
         while let Some(s) = self.sessions.get_mut(session) {
             let principal_bytes = self.principals.get(&owner).map_or(0, |u| u.bytes);
@@ -226,7 +230,7 @@ impl Table {
                 None => break,
             }
         }
-        format!("{stream}:{n}")
+        n
     }
 
     fn forget(&mut self, session: &str) {
@@ -248,6 +252,8 @@ impl Table {
 pub(crate) struct ReplayBuffers {
     table: Mutex<Table>,
     limits: ReplayLimits,
+    /// This node's id, the first part of every event id (see the module docs).
+    node: Box<str>,
 }
 
 impl std::fmt::Debug for ReplayBuffers {
@@ -257,11 +263,17 @@ impl std::fmt::Debug for ReplayBuffers {
 }
 
 impl ReplayBuffers {
-    pub(crate) fn new(limits: ReplayLimits) -> Self {
+    /// Buffers of node `node` (its random id, in every event id).
+    pub(crate) fn new(limits: ReplayLimits, node: &str) -> Self {
         Self {
             table: Mutex::default(),
             limits,
+            node: node.into(),
         }
+    }
+
+    fn event_id(&self, stream: &str, n: u64) -> String {
+        format!("{}.{stream}:{n}", self.node)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Table> {
@@ -293,28 +305,35 @@ impl ReplayBuffers {
         stream: &str,
         message: Bytes,
     ) -> String {
-        self.lock()
-            .record(&self.limits, principal, session, stream, message)
+        let n = self
+            .lock()
+            .record(&self.limits, principal, session, stream, message);
+        self.event_id(stream, n)
     }
 
     /// A fresh event id of `stream` without a message (a priming event).
     pub(crate) fn next_id(&self, principal: &Principal, session: &str, stream: &str) -> String {
         let mut table = self.lock();
         let Some(s) = table.session(&self.limits, principal, session) else {
-            return table.unbuffered_id(stream);
+            let n = table.unbuffered_number();
+            return self.event_id(stream, n);
         };
         let (events, freed) = s.stream(stream);
         events.next += 1;
-        let id = format!("{stream}:{}", events.next);
+        let n = events.next;
         let owner = s.principal.clone();
         table.release(&owner, freed);
-        id
+        drop(table);
+        self.event_id(stream, n)
     }
 
-    /// The kept events of the stream `last_event_id` names, after it, in order.
+    /// The kept events of the stream `last_event_id` names, after it, in order; nothing for an
+    /// id another node (or an earlier process) minted.
     pub(crate) fn since(&self, session: &str, last_event_id: &str) -> Vec<(String, Bytes)> {
         let Some((stream, n)) = last_event_id
-            .split_once(':')
+            .strip_prefix(&*self.node)
+            .and_then(|rest| rest.strip_prefix('.'))
+            .and_then(|rest| rest.split_once(':'))
             .and_then(|(stream, n)| Some((stream, n.parse::<u64>().ok()?)))
         else {
             return Vec::new();
@@ -329,7 +348,7 @@ impl ReplayBuffers {
                     .events
                     .iter()
                     .filter(|(_, id, _)| *id > n)
-                    .map(|(_, id, message)| (format!("{stream}:{id}"), message.clone()))
+                    .map(|(_, id, message)| (self.event_id(stream, *id), message.clone()))
                     .collect()
             })
             .unwrap_or_default()
@@ -355,6 +374,8 @@ impl ReplayBuffers {
 mod tests {
     use super::*;
 
+    const NODE: &str = "n";
+
     fn alice() -> Principal {
         Principal::new("iss", "alice")
     }
@@ -368,7 +389,7 @@ mod tests {
 
     #[test]
     fn replays_only_the_named_stream_after_the_id() {
-        let buffers = ReplayBuffers::new(limits(4));
+        let buffers = ReplayBuffers::new(limits(4), NODE);
         let a = alice();
         let post = buffers.open_post_stream(&a, "s");
         let g1 = buffers.record(&a, "s", GET_STREAM, Bytes::from_static(b"g1"));
@@ -378,28 +399,62 @@ mod tests {
         buffers.record(&a, "s", &post, Bytes::from_static(b"p2"));
         assert_eq!(
             (g1.as_str(), primed.as_str(), g2.as_str()),
-            ("g:1", "g:2", "g:3")
+            ("n.g:1", "n.g:2", "n.g:3")
         );
         assert_eq!(
             buffers.since("s", &g1),
-            vec![("g:3".to_owned(), Bytes::from_static(b"g2"))]
+            vec![("n.g:3".to_owned(), Bytes::from_static(b"g2"))]
         );
         assert_eq!(
             buffers.since("s", &p1),
-            vec![(format!("{post}:2"), Bytes::from_static(b"p2"))]
+            vec![(format!("n.{post}:2"), Bytes::from_static(b"p2"))]
         );
         assert!(buffers.since("s", "nonsense").is_empty());
         assert!(buffers.since("other", &g1).is_empty());
     }
 
     #[test]
+    fn another_nodes_event_ids_replay_nothing() {
+        // One session served by two nodes: each numbers its own streams from p1, so node B
+        // must not answer node A's "p1" with its own p1 (another request's answers).
+        let (a_node, b_node) = (
+            ReplayBuffers::new(limits(4), "a"),
+            ReplayBuffers::new(limits(4), "b"),
+        );
+        let a = alice();
+        let (on_a, on_b) = (
+            a_node.open_post_stream(&a, "s"),
+            b_node.open_post_stream(&a, "s"),
+        );
+        assert_eq!(on_a, on_b, "both nodes number their streams alike");
+        let first = a_node.record(&a, "s", &on_a, Bytes::from_static(b"a1"));
+        b_node.record(&a, "s", &on_b, Bytes::from_static(b"b1"));
+        b_node.record(&a, "s", &on_b, Bytes::from_static(b"b2"));
+        assert_eq!(first, format!("a.{on_a}:1"));
+        assert!(
+            b_node.since("s", &first).is_empty(),
+            "B replays none of its own events"
+        );
+        assert!(
+            b_node.since("s", &format!("{on_a}:0")).is_empty(),
+            "an id naming no node either"
+        );
+        a_node.record(&a, "s", &on_a, Bytes::from_static(b"a2"));
+        assert_eq!(
+            a_node.since("s", &first),
+            vec![(format!("a.{on_a}:2"), Bytes::from_static(b"a2"))],
+            "the node that minted the id replays"
+        );
+    }
+
+    #[test]
     fn bounded_per_stream_per_session_and_in_sessions() {
-        let buffers = ReplayBuffers::new(limits(2));
+        let buffers = ReplayBuffers::new(limits(2), NODE);
         let a = alice();
         for _ in 0..300 {
             buffers.record(&a, "s", GET_STREAM, Bytes::from_static(b"x"));
         }
-        assert_eq!(buffers.since("s", "g:0").len(), PER_STREAM);
+        assert_eq!(buffers.since("s", "n.g:0").len(), PER_STREAM);
         let first = buffers.open_post_stream(&a, "s");
         buffers.record(&a, "s", &first, Bytes::from_static(b"x"));
         for _ in 0..STREAMS_PER_SESSION {
@@ -407,11 +462,11 @@ mod tests {
             buffers.record(&a, "s", &post, Bytes::from_static(b"x"));
         }
         assert!(
-            buffers.since("s", &format!("{first}:0")).is_empty(),
+            buffers.since("s", &format!("n.{first}:0")).is_empty(),
             "the oldest POST stream is forgotten"
         );
         assert_eq!(
-            buffers.since("s", "g:0").len(),
+            buffers.since("s", "n.g:0").len(),
             PER_STREAM,
             "the GET stream is kept"
         );
@@ -419,21 +474,21 @@ mod tests {
         buffers.record(&a, "t", GET_STREAM, Bytes::from_static(b"t"));
         let refused = buffers.record(&a, "u", GET_STREAM, Bytes::from_static(b"u"));
         assert!(
-            buffers.since("u", "g:0").is_empty(),
+            buffers.since("u", "n.g:0").is_empty(),
             "a full table keeps no new session"
         );
-        assert!(refused.starts_with("g:"), "{refused}");
+        assert!(refused.starts_with("n.g:"), "{refused}");
         assert_eq!(
-            buffers.since("s", "g:0").len(),
+            buffers.since("s", "n.g:0").len(),
             PER_STREAM,
             "nobody was evicted"
         );
-        assert_eq!(buffers.since("t", "g:0").len(), 1);
+        assert_eq!(buffers.since("t", "n.g:0").len(), 1);
         buffers.forget("t");
-        assert!(buffers.since("t", "g:0").is_empty());
+        assert!(buffers.since("t", "n.g:0").is_empty());
         buffers.record(&a, "u", GET_STREAM, Bytes::from_static(b"u"));
         assert_eq!(
-            buffers.since("u", "g:0").len(),
+            buffers.since("u", "n.g:0").len(),
             1,
             "a forgotten session freed room"
         );
@@ -441,10 +496,13 @@ mod tests {
 
     #[test]
     fn a_session_over_its_bytes_drops_its_own_oldest_events() {
-        let buffers = ReplayBuffers::new(ReplayLimits {
-            session_bytes: 10,
-            ..ReplayLimits::default()
-        });
+        let buffers = ReplayBuffers::new(
+            ReplayLimits {
+                session_bytes: 10,
+                ..ReplayLimits::default()
+            },
+            NODE,
+        );
         let a = alice();
         let post = buffers.open_post_stream(&a, "s");
         buffers.record(&a, "s", GET_STREAM, Bytes::from_static(b"1234"));
@@ -452,28 +510,31 @@ mod tests {
         buffers.record(&a, "s", GET_STREAM, Bytes::from_static(b"9abc"));
         // The oldest event of the session (the GET stream's first) made room.
         assert_eq!(
-            buffers.since("s", "g:0"),
-            vec![("g:2".to_owned(), Bytes::from_static(b"9abc"))]
+            buffers.since("s", "n.g:0"),
+            vec![("n.g:2".to_owned(), Bytes::from_static(b"9abc"))]
         );
-        assert_eq!(buffers.since("s", &format!("{post}:0")).len(), 1);
+        assert_eq!(buffers.since("s", &format!("n.{post}:0")).len(), 1);
         assert_eq!(buffers.bytes(), 8);
         let id = buffers.record(&a, "s", GET_STREAM, Bytes::from(vec![b'x'; 11]));
         assert_eq!(
-            id, "g:3",
+            id, "n.g:3",
             "an event larger than the budget is sent with an id"
         );
-        assert!(buffers.since("s", "g:2").is_empty(), "but not kept");
+        assert!(buffers.since("s", "n.g:2").is_empty(), "but not kept");
         assert_eq!(buffers.bytes(), 8, "and the kept events stay");
     }
 
     #[test]
     fn a_principal_over_its_share_never_evicts_another_principals_events() {
-        let buffers = ReplayBuffers::new(ReplayLimits {
-            session_bytes: 8,
-            principal_bytes: 12,
-            total_bytes: 20,
-            ..ReplayLimits::default()
-        });
+        let buffers = ReplayBuffers::new(
+            ReplayLimits {
+                session_bytes: 8,
+                principal_bytes: 12,
+                total_bytes: 20,
+                ..ReplayLimits::default()
+            },
+            NODE,
+        );
         let (a, b) = (alice(), Principal::new("iss", "bob"));
         buffers.record(&b, "b1", GET_STREAM, Bytes::from_static(b"bbbb"));
         for session in ["a1", "a2", "a3"] {
@@ -482,18 +543,18 @@ mod tests {
             }
         }
         // alice holds her share (12) in a1 and a2; a3 keeps nothing.
-        assert_eq!(buffers.since("a3", "g:0").len(), 0);
-        assert_eq!(buffers.since("b1", "g:0").len(), 1, "bob's event is kept");
+        assert_eq!(buffers.since("a3", "n.g:0").len(), 0);
+        assert_eq!(buffers.since("b1", "n.g:0").len(), 1, "bob's event is kept");
         buffers.record(&b, "b2", GET_STREAM, Bytes::from_static(b"bbbb"));
-        assert_eq!(buffers.since("b2", "g:0").len(), 1);
+        assert_eq!(buffers.since("b2", "n.g:0").len(), 1);
         assert_eq!(buffers.bytes(), 20);
         // The whole budget is full: a third principal's event is sent but not kept.
         let carol = Principal::new("iss", "carol");
         buffers.record(&carol, "c1", GET_STREAM, Bytes::from_static(b"cccc"));
-        assert!(buffers.since("c1", "g:0").is_empty());
-        assert_eq!(buffers.since("b1", "g:0").len(), 1, "still kept");
+        assert!(buffers.since("c1", "n.g:0").is_empty());
+        assert_eq!(buffers.since("b1", "n.g:0").len(), 1, "still kept");
         buffers.forget("a1");
         buffers.record(&carol, "c1", GET_STREAM, Bytes::from_static(b"cccc"));
-        assert_eq!(buffers.since("c1", "g:0").len(), 1, "room again");
+        assert_eq!(buffers.since("c1", "n.g:0").len(), 1, "room again");
     }
 }

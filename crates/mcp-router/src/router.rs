@@ -436,7 +436,7 @@ impl McpRouterBuilder {
         if let Some(bus) = &self.bus {
             return bus.node_id().to_owned();
         }
-        crate::ops::pending::new_node_id()
+        crate::node_id::new_node_id()
     }
 
     /// Builds the router. Needs a tokio runtime when it serves, not when it is built.
@@ -450,10 +450,10 @@ impl McpRouterBuilder {
             .unwrap_or_else(Sealer::random)
             .with_clock(self.wall_clock);
         let ops = Ops {
-            upstream: Upstream::new(self.upstream, info.clone(), self.backend_layer),
+            upstream: Upstream::new(self.upstream, info.clone(), self.backend_layer, &node_id),
             pending: PendingRequests::new(
                 sealer.clone(),
-                node_id,
+                node_id.clone(),
                 Duration::from_secs(600),
                 100_000,
             ),
@@ -482,7 +482,7 @@ impl McpRouterBuilder {
                 sessions: self
                     .sessions
                     .unwrap_or_else(|| Arc::new(LocalSessionStore::default())),
-                replay: ReplayBuffers::new(self.replay),
+                replay: ReplayBuffers::new(self.replay, &node_id),
                 streams: PrincipalSlots::new(self.max_streams_per_principal),
                 relays: PrincipalSlots::new(self.max_relays_per_principal),
                 ends: SessionEnds::default(),

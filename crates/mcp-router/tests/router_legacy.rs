@@ -18,6 +18,12 @@ use serde_json::{Value, json};
 const ACCEPT: (&str, &str) = ("accept", "application/json, text/event-stream");
 const JSON: (&str, &str) = ("content-type", "application/json");
 
+/// Whether `id` is a POST stream's event id, `<node>.p<k>:<n>` (book: docs/src/several-nodes.md).
+fn post_stream_id(id: &str) -> bool {
+    id.split_once('.')
+        .is_some_and(|(node, rest)| node.len() == 12 && rest.starts_with('p') && rest.contains(':'))
+}
+
 async fn setup() -> (TestBackend, TestBackend, Gateway) {
     let alpha = TestBackend::start(BackendSpec::modern("alpha")).await;
     let beta = TestBackend::start(BackendSpec::legacy("beta")).await;
@@ -681,7 +687,9 @@ async fn the_get_stream_merges_backend_messages_with_event_ids_and_resumes() {
         }
     }
     let number = |id: &str| -> u64 {
-        let (stream, n) = id.split_once(':').expect("<stream>:<n> ids");
+        let (stream, n) = id.split_once(':').expect("<node>.<stream>:<n> ids");
+        let (node, stream) = stream.split_once('.').expect("<node>.<stream>:<n> ids");
+        assert_eq!(node.len(), 12, "the node's id: {id}");
         assert_eq!(stream, "g", "GET stream ids");
         n.parse().expect("numeric")
     };
@@ -957,7 +965,7 @@ async fn a_broken_post_stream_is_resumed_with_last_event_id_and_the_call_still_f
         .await
         .expect("first progress event");
     let first_id = first.id.clone().expect("POST stream events carry ids");
-    assert!(first_id.starts_with('p'), "{first_id}");
+    assert!(post_stream_id(&first_id), "{first_id}");
     drop(post); // the connection breaks mid-call
 
     // A 2025 disconnect is not a cancellation: the call goes on and the rest is kept.
@@ -1088,7 +1096,7 @@ async fn a_2025_11_25_post_stream_starts_with_a_priming_event_and_resumes_from_i
         "the first event carries no message: {events:?}"
     );
     let primed = priming.id.clone().expect("the priming event has an id");
-    assert!(primed.starts_with('p'), "a POST stream id: {primed}");
+    assert!(post_stream_id(&primed), "a POST stream id: {primed}");
     let messages: Vec<Value> = events[1..]
         .iter()
         .map(|e| serde_json::from_str(&e.data).expect("JSON message"))

@@ -131,7 +131,7 @@ impl NodeBus {
     /// An invalid URL or key prefix.
     pub fn redis(config: &RedisSessionStoreConfig) -> Result<Self, RedisSessionStoreError> {
         let (topology, pool) = crate::session::redis::pool(config, 4)?;
-        let node = crate::ops::pending::new_node_id();
+        let node = crate::node_id::new_node_id();
         Ok(Self {
             node,
             topology,

@@ -426,26 +426,6 @@ fn show_under(request: &mut mcp_core::RawObject<'_>, id: &str, has_token: bool) 
     request.set_raw("params", params.to_raw());
 }
 
-/// A random node id: 12 lowercase hex digits (no `-`, which separates it in request ids).
-pub(crate) fn new_node_id() -> String {
-    use aws_lc_rs::rand::SecureRandom;
-    let mut bytes = [0u8; 6];
-    if aws_lc_rs::rand::SystemRandom::new()
-        .fill(&mut bytes)
-        .is_err()
-    {
-        // No system randomness is not worth failing a router over: ids only need to differ
-        // between the nodes of one deployment.
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or_default();
-        bytes[..4].copy_from_slice(&nanos.to_be_bytes());
-        bytes[4..].copy_from_slice(&(std::process::id() as u16).to_be_bytes());
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

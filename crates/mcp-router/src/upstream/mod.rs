@@ -36,7 +36,7 @@ mod transport;
 
 use std::fmt::Write as _;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -57,6 +57,7 @@ use tokio::sync::OnceCell;
 use tower_service::Service;
 use url::Url;
 
+use crate::node_id::IdMint;
 use crate::telemetry::{self, ClientOp};
 use era::{EraSlot, Route};
 pub(crate) use outcome::Recorder;
@@ -198,7 +199,9 @@ pub(crate) struct Client {
     /// failures (which forget the era) only ever touch its own entries.
     eras: ScopedTable<CredentialScope, EraSlot>,
     sessions: SessionTable,
-    ids: AtomicU64,
+    /// Upstream request ids and progress tokens, unique across nodes and restarts: several nodes
+    /// send on one shared upstream 2025 session (see `crate::node_id`).
+    ids: IdMint,
     client_info: Box<RawValue>,
     breakers: BreakerRegistry,
     hubs: get_stream::Hubs,
@@ -233,10 +236,13 @@ impl std::fmt::Debug for Client {
 const LEGACY_PROTOCOL: ProtocolVersion = ProtocolVersion::LATEST_LEGACY;
 
 impl Upstream {
+    /// The upstream side of a router on node `node` (its random id, in every request id and
+    /// progress token it mints).
     pub(crate) fn new(
         options: UpstreamOptions,
         client_info: Box<RawValue>,
         layer: Option<BackendLayer>,
+        node: &str,
     ) -> Self {
         let stacks = ScopedTable::new(
             options.max_sessions_per_principal,
@@ -244,7 +250,7 @@ impl Upstream {
             SCOPED_IDLE,
         );
         Self {
-            client: Arc::new(Client::new(options, client_info)),
+            client: Arc::new(Client::new(options, client_info, node)),
             stacks,
             layer,
         }
@@ -332,7 +338,7 @@ impl Upstream {
 }
 
 impl Client {
-    fn new(options: UpstreamOptions, client_info: Box<RawValue>) -> Self {
+    fn new(options: UpstreamOptions, client_info: Box<RawValue>, node: &str) -> Self {
         let stdio = stdio::StdioPool::new(
             options.stdio.clone(),
             options.max_stdio_processes,
@@ -370,7 +376,7 @@ impl Client {
                 SCOPED_IDLE,
             ),
             options,
-            ids: AtomicU64::new(1),
+            ids: IdMint::new(node),
             client_info,
             breakers: BreakerRegistry::new(),
             hubs: get_stream::Hubs::default(),
@@ -379,15 +385,15 @@ impl Client {
         }
     }
 
-    /// A fresh upstream request id, unique in this process so concurrent calls never collide.
+    /// A fresh upstream request id, unique across this deployment's nodes and restarts, so
+    /// concurrent calls on one upstream session never collide, whichever node sends them.
     pub(crate) fn next_id(&self) -> RequestId {
-        let n = self.ids.fetch_add(1, Ordering::Relaxed);
-        RequestId::from(i64::try_from(n).unwrap_or(i64::MAX))
+        self.ids.request_id()
     }
 
-    /// A fresh progress token for one upstream call.
+    /// A fresh progress token for one upstream call (unique like [`next_id`](Self::next_id)).
     pub(crate) fn next_progress_token(&self) -> String {
-        format!("gw-{}", self.ids.fetch_add(1, Ordering::Relaxed))
+        self.ids.progress_token()
     }
 
     fn url<'a>(target: &Target<'a>) -> Result<&'a Url, UpstreamError> {

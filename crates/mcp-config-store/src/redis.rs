@@ -550,24 +550,42 @@ fn classify(err: RedisError) -> StoreError {
     }
 }
 
-/// Whether a Redis error means "unreachable right now" (connection refused, dropped or timed
-/// out, server loading, cluster down) rather than a problem with the request (wrong type,
-/// authentication, ACL, unknown command). Shared by every Redis-backed store of the gateway, so
-/// they agree on when to answer 503.
+/// Whether a Redis error means "unreachable right now" rather than a problem with the request
+/// (wrong type, authentication, ACL, unknown command). Everything a failover or a restart
+/// produces is unreachable-right-now: a connection refused, reset, dropped or timed out; a
+/// server still `LOADING` its data; `READONLY` from a primary demoted to replica (alone or
+/// inside a transaction or pipeline); `MASTERDOWN`; `TRYAGAIN` and `CLUSTERDOWN` in a Cluster; no
+/// primary known to the sentinels yet (the old one is down and none is promoted). Shared by every
+/// Redis-backed store of the gateway, so they agree on when to answer 503.
 pub fn is_transient(err: &RedisError) -> bool {
     err.is_io_error()
         || err.is_timeout()
         || err.is_connection_refusal()
         || err.is_connection_dropped()
-        || matches!(
-            err.kind(),
-            ErrorKind::Server(
-                ServerErrorKind::BusyLoading
-                    | ServerErrorKind::TryAgain
-                    | ServerErrorKind::ClusterDown
-                    | ServerErrorKind::MasterDown
-            ) | ErrorKind::ClusterConnectionNotFound
-        )
+        || match err.kind() {
+            ErrorKind::Server(kind) => transient_server_error(kind),
+            ErrorKind::ClusterConnectionNotFound
+            | ErrorKind::MasterNameNotFoundBySentinel
+            | ErrorKind::NoValidReplicasFoundBySentinel => true,
+            _ => false,
+        }
+        || err.clone().into_server_errors().is_some_and(|errors| {
+            errors
+                .iter()
+                .any(|(_, e)| e.kind().is_some_and(transient_server_error))
+        })
+}
+
+/// The server error codes a failover or a restart answers with.
+fn transient_server_error(kind: ServerErrorKind) -> bool {
+    matches!(
+        kind,
+        ServerErrorKind::BusyLoading
+            | ServerErrorKind::TryAgain
+            | ServerErrorKind::ClusterDown
+            | ServerErrorKind::MasterDown
+            | ServerErrorKind::ReadOnly
+    )
 }
 
 /// Whether a pool error means "unreachable right now" (wait timeout, closed pool, or a transient
@@ -717,5 +735,38 @@ mod tests {
         assert!(
             classify_pool(PoolError::Timeout(deadpool_redis::TimeoutType::Wait)).is_unavailable()
         );
+    }
+
+    #[test]
+    fn every_failover_error_is_transient() {
+        let reset = RedisError::from(std::io::Error::from(std::io::ErrorKind::ConnectionReset));
+        let no_master = RedisError::from((
+            ErrorKind::MasterNameNotFoundBySentinel,
+            "Master with given name not found in sentinel",
+        ));
+        assert!(is_transient(&reset));
+        assert!(is_transient(&no_master));
+        for code in [
+            "READONLY",
+            "LOADING",
+            "MASTERDOWN",
+            "TRYAGAIN",
+            "CLUSTERDOWN",
+        ] {
+            let err = parsed_error(&format!("-{code} failing over\r\n"));
+            assert!(is_transient(&err), "{code}: {err}");
+        }
+        for code in ["WRONGTYPE", "NOPERM", "ERR"] {
+            let err = parsed_error(&format!("-{code} no\r\n"));
+            assert!(!is_transient(&err), "{code}: {err}");
+        }
+    }
+
+    /// The error a server's reply `wire` parses to.
+    fn parsed_error(wire: &str) -> RedisError {
+        match redis::parse_redis_value(wire.as_bytes()).and_then(|v| v.extract_error()) {
+            Err(e) => e,
+            Ok(v) => panic!("{wire:?} parsed to {v:?}"),
+        }
     }
 }

@@ -456,12 +456,9 @@ impl RedisPool {
     ///
     /// Pool wait or create timeouts, or Redis failing to connect.
     pub async fn get(&self) -> Result<RedisConnection, PoolError> {
-        match &*self.inner {
-            Inner::Standalone(pool) => pool.get().await.map(RedisConnection::Standalone),
-            Inner::Sentinel(pool) => pool
-                .get()
-                .await
-                .map(|c| RedisConnection::Sentinel(Box::new(c))),
+        let conn = match &*self.inner {
+            Inner::Standalone(pool) => pool.get().await.map(Conn::Standalone),
+            Inner::Sentinel(pool) => pool.get().await.map(|c| Conn::Sentinel(Box::new(c))),
             Inner::Cluster {
                 client,
                 connection,
@@ -482,40 +479,131 @@ impl RedisPool {
                 connection
                     .get_or_try_init(|| connect)
                     .await
-                    .map(|c| RedisConnection::Cluster(c.clone()))
+                    .map(|c| Conn::Cluster(c.clone()))
                     .map_err(PoolError::Backend)
             }
-        }
+        }?;
+        Ok(RedisConnection {
+            conn: Some(conn),
+            demoted: false,
+        })
     }
 }
 
 /// One connection from a [`RedisPool`]; runs commands like any redis-rs connection.
-pub enum RedisConnection {
+///
+/// A connection that is answered `READONLY` reaches a server that is no longer the primary (a
+/// failover demoted it while the connection stayed open, as `SENTINEL FAILOVER` does): it is
+/// closed instead of going back to the pool when dropped, so the next connection asks the
+/// sentinels again. Without that, a pooled connection to the demoted server would answer every
+/// write with `READONLY` for as long as it lives (the pool's recycle check is a `PING`, which a
+/// replica answers).
+pub struct RedisConnection {
+    /// `None` only while being dropped.
+    conn: Option<Conn>,
+    /// Answered `READONLY`: discard rather than return to the pool.
+    demoted: bool,
+}
+
+enum Conn {
     /// From the one-server pool.
     Standalone(deadpool_redis::Connection),
     /// From the Sentinel pool (to the primary at the time it was made).
     Sentinel(Box<deadpool_redis::sentinel::Connection>),
-    /// The shared Cluster connection.
+    /// The shared Cluster connection (it follows the cluster's topology itself).
     Cluster(ClusterConnection),
 }
 
 impl fmt::Debug for RedisConnection {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Standalone(_) => "RedisConnection::Standalone",
-            Self::Sentinel(_) => "RedisConnection::Sentinel",
-            Self::Cluster(_) => "RedisConnection::Cluster",
-        })
+        let kind = match &self.conn {
+            Some(Conn::Standalone(_)) => "standalone",
+            Some(Conn::Sentinel(_)) => "sentinel",
+            Some(Conn::Cluster(_)) => "cluster",
+            None => "dropped",
+        };
+        f.debug_struct("RedisConnection")
+            .field("topology", &kind)
+            .field("demoted", &self.demoted)
+            .finish()
     }
+}
+
+impl RedisConnection {
+    /// The connection (only `drop` takes it out, so this is `Err` for nobody in practice).
+    fn conn(&mut self) -> redis::RedisResult<&mut (dyn ConnectionLike + Send)> {
+        match self.conn.as_mut() {
+            Some(Conn::Standalone(c)) => Ok(c),
+            Some(Conn::Sentinel(c)) => Ok(c.as_mut()),
+            Some(Conn::Cluster(c)) => Ok(c),
+            None => Err(RedisError::from((ErrorKind::Client, "connection closed"))),
+        }
+    }
+
+    /// Whether this connection was answered `READONLY` (it will be closed, not pooled, when
+    /// dropped).
+    pub fn is_demoted(&self) -> bool {
+        self.demoted
+    }
+
+    /// Marks the connection demoted when `result` carries `READONLY`: as an error, or as a
+    /// server error value (redis-rs turns those into errors only when a reply is converted).
+    fn note(&mut self, result: &redis::RedisResult<redis::Value>) {
+        self.demoted |= match result {
+            Err(e) => reached_a_replica(e),
+            Ok(value) => readonly_value(value),
+        };
+    }
+
+    fn note_all(&mut self, result: &redis::RedisResult<Vec<redis::Value>>) {
+        self.demoted |= match result {
+            Err(e) => reached_a_replica(e),
+            Ok(values) => values.iter().any(readonly_value),
+        };
+    }
+}
+
+/// Whether a reply is (or, for a transaction's `EXEC`, holds) a `READONLY` server error.
+fn readonly_value(value: &redis::Value) -> bool {
+    match value {
+        redis::Value::ServerError(e) => e.kind() == Some(redis::ServerErrorKind::ReadOnly),
+        redis::Value::Array(items) => items.iter().any(readonly_value),
+        _ => false,
+    }
+}
+
+impl Drop for RedisConnection {
+    fn drop(&mut self) {
+        if !self.demoted {
+            return;
+        }
+        // Taking the connection out of its pool object detaches it: it is closed here.
+        match self.conn.take() {
+            Some(Conn::Standalone(c)) => drop(deadpool_redis::Connection::take(c)),
+            Some(Conn::Sentinel(c)) => drop(deadpool_redis::sentinel::Connection::take(*c)),
+            Some(Conn::Cluster(_)) | None => {}
+        }
+    }
+}
+
+/// Whether `err` says the server is not the primary (any more): `READONLY`, alone or inside a
+/// transaction or pipeline.
+fn reached_a_replica(err: &RedisError) -> bool {
+    err.kind() == ErrorKind::Server(redis::ServerErrorKind::ReadOnly)
+        || err.clone().into_server_errors().is_some_and(|errors| {
+            errors
+                .iter()
+                .any(|(_, e)| e.kind() == Some(redis::ServerErrorKind::ReadOnly))
+        })
 }
 
 impl ConnectionLike for RedisConnection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a redis::Cmd) -> RedisFuture<'a, redis::Value> {
-        match self {
-            Self::Standalone(c) => c.req_packed_command(cmd),
-            Self::Sentinel(c) => c.req_packed_command(cmd),
-            Self::Cluster(c) => c.req_packed_command(cmd),
-        }
+        Box::pin(async move {
+            let result = self.conn()?.req_packed_command(cmd).await;
+            self.note(&result);
+            result
+        })
     }
 
     fn req_packed_commands<'a>(
@@ -524,18 +612,19 @@ impl ConnectionLike for RedisConnection {
         offset: usize,
         count: usize,
     ) -> RedisFuture<'a, Vec<redis::Value>> {
-        match self {
-            Self::Standalone(c) => c.req_packed_commands(cmd, offset, count),
-            Self::Sentinel(c) => c.req_packed_commands(cmd, offset, count),
-            Self::Cluster(c) => c.req_packed_commands(cmd, offset, count),
-        }
+        Box::pin(async move {
+            let result = self.conn()?.req_packed_commands(cmd, offset, count).await;
+            self.note_all(&result);
+            result
+        })
     }
 
     fn get_db(&self) -> i64 {
-        match self {
-            Self::Standalone(c) => c.get_db(),
-            Self::Sentinel(c) => c.get_db(),
-            Self::Cluster(c) => c.get_db(),
+        match &self.conn {
+            Some(Conn::Standalone(c)) => c.get_db(),
+            Some(Conn::Sentinel(c)) => c.get_db(),
+            Some(Conn::Cluster(c)) => c.get_db(),
+            None => 0,
         }
     }
 }

@@ -152,3 +152,60 @@ async fn cluster_store_spreads_keys_announces_everywhere_and_survives_a_node_res
     store.delete("user-1").await.unwrap();
     assert!(store.load(Arc::from("user-1")).await.unwrap().is_none());
 }
+
+/// A connection answered `READONLY` (its server was demoted to replica while the connection
+/// stayed open) is closed when dropped instead of going back to the pool, so the next one is
+/// made anew (through the sentinels, in a Sentinel deployment); any other connection is reused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_answered_readonly_is_not_pooled_again() {
+    use deadpool_redis::redis;
+    use mcp_config_store::{PoolSettings, RedisTopology};
+
+    let Some(replica) = mcp_test_support::RedisReplica::start().await else {
+        return;
+    };
+    let second = Duration::from_secs(2);
+    let pool = RedisTopology::parse(&replica.replica_url())
+        .unwrap()
+        .pool(&PoolSettings::new(1, second, second, second))
+        .unwrap();
+    // The control: a connection that only read goes back to the pool and is handed out again.
+    let mut conn = pool.get().await.unwrap();
+    let first = client_id(&mut conn).await;
+    drop(conn);
+    let mut conn = pool.get().await.unwrap();
+    assert_eq!(
+        client_id(&mut conn).await,
+        first,
+        "a healthy connection is reused"
+    );
+
+    let write = redis::cmd("SET")
+        .arg("k")
+        .arg("v")
+        .query_async::<()>(&mut conn)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        write.kind(),
+        redis::ErrorKind::Server(redis::ServerErrorKind::ReadOnly)
+    );
+    assert!(conn.is_demoted());
+    drop(conn);
+    let mut conn = pool.get().await.unwrap();
+    assert!(!conn.is_demoted());
+    assert_ne!(
+        client_id(&mut conn).await,
+        first,
+        "the demoted connection was closed"
+    );
+}
+
+/// The server's id of the connection `conn`.
+async fn client_id(conn: &mut mcp_config_store::RedisConnection) -> i64 {
+    deadpool_redis::redis::cmd("CLIENT")
+        .arg("ID")
+        .query_async::<i64>(conn)
+        .await
+        .unwrap()
+}

@@ -8,6 +8,7 @@
 //! |---|---|
 //! | [`RedisServer`] | a private `redis-server` on a free loopback port, which tests can stop and restart to simulate outages |
 //! | [`RedisSentinelSet`], [`RedisClusterSet`] | a primary, a replica and three sentinels; a three-master cluster: kill, promote, restart |
+//! | [`RedisLoading`], [`RedisReplica`] | a server still loading its data set (`-LOADING`); a read-only replica (`-READONLY` to writes) |
 //! | [`TempDir`] | a unique temporary directory removed on drop (no extra dependency) |
 //! | [`exchange`], [`EventStream`] | one plain-HTTP request: the response with its body unread, or its SSE answer read event by event while it stays open |
 //! | [`PortedChild`] | a test server child process that reports `PORT <n>` on stdout, killed on drop |
@@ -46,6 +47,7 @@ pub mod peers;
 mod poll;
 mod ported_child;
 mod redis_server;
+mod redis_states;
 mod redis_topologies;
 mod reply;
 mod serve;
@@ -62,6 +64,7 @@ pub use mcp::{
 pub use poll::poll_until;
 pub use ported_child::PortedChild;
 pub use redis_server::RedisServer;
+pub use redis_states::{RedisLoading, RedisReplica};
 pub use redis_topologies::{RedisClusterSet, RedisSentinelSet, SENTINEL_MASTER};
 pub use reply::{Reply, rpc_error, rpc_error_200, send, send_body, sse_messages};
 pub use serve::serve;

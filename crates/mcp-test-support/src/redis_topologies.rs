@@ -26,14 +26,14 @@ const START_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// One `redis-server` child on a fixed port with a fixed command line.
 #[derive(Debug)]
-struct Node {
-    port: u16,
+pub(crate) struct Node {
+    pub(crate) port: u16,
     args: Vec<String>,
     child: Option<Child>,
 }
 
 impl Node {
-    async fn start(bin: &Path, port: u16, args: Vec<String>) -> Result<Self, String> {
+    pub(crate) async fn start(bin: &Path, port: u16, args: Vec<String>) -> Result<Self, String> {
         let mut node = Self {
             port,
             args,
@@ -72,7 +72,7 @@ impl Node {
         }
     }
 
-    async fn kill(&mut self) {
+    pub(crate) async fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill().await;
         }
@@ -88,7 +88,7 @@ impl Drop for Node {
 }
 
 /// `redis-server` and `redis-cli`, or `None` after the usual skip message.
-fn binaries() -> Option<(PathBuf, PathBuf)> {
+pub(crate) fn binaries() -> Option<(PathBuf, PathBuf)> {
     let Some(server) = find_binary() else {
         report_missing_binary();
         return None;
@@ -118,7 +118,7 @@ fn binaries() -> Option<(PathBuf, PathBuf)> {
 }
 
 /// Runs `redis-cli -p port args...` and returns its stdout (`None` when it fails).
-async fn cli(cli: &Path, port: u16, args: &[&str]) -> Option<String> {
+pub(crate) async fn cli(cli: &Path, port: u16, args: &[&str]) -> Option<String> {
     let run = Command::new(cli)
         .arg("-h")
         .arg("127.0.0.1")
@@ -136,7 +136,7 @@ async fn cli(cli: &Path, port: u16, args: &[&str]) -> Option<String> {
         .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-fn base_args(port: u16, dir: &Path) -> Vec<String> {
+pub(crate) fn base_args(port: u16, dir: &Path) -> Vec<String> {
     [
         "--port",
         &port.to_string(),
@@ -160,7 +160,7 @@ fn base_args(port: u16, dir: &Path) -> Vec<String> {
     .collect()
 }
 
-async fn free_ports(n: usize) -> Vec<u16> {
+pub(crate) async fn free_ports(n: usize) -> Vec<u16> {
     let mut ports = Vec::with_capacity(n);
     while ports.len() < n {
         if let Ok(port) = free_port().await
@@ -328,6 +328,30 @@ impl RedisSentinelSet {
             info.contains("role:master").then_some(port)
         })
         .await
+    }
+
+    /// Kills every data node (SIGKILL), so that no replica is left to promote, and waits until
+    /// every sentinel flags the primary down (`s_down`): from then on the sentinels know no usable
+    /// primary, which clients report as "master not found", until a data node comes back.
+    ///
+    /// # Panics
+    ///
+    /// When the sentinels do not flag it within a minute.
+    pub async fn kill_every_data_node(&mut self) {
+        for node in &mut self.data {
+            node.kill().await;
+        }
+        self.wait_for("every sentinel to flag the primary down", || async {
+            for s in &self.sentinels {
+                let out = cli(&self.cli, s.port, &["SENTINEL", "master", SENTINEL_MASTER]).await?;
+                let flags = out.lines().skip_while(|l| l.trim() != "flags").nth(1)?;
+                if !flags.contains("s_down") {
+                    return None;
+                }
+            }
+            Some(())
+        })
+        .await;
     }
 
     /// Starts a killed data node again on its port (Sentinel turns it into a replica).

@@ -363,6 +363,9 @@ pub(crate) fn pool(
 
 fn classify_pool(err: PoolError) -> SessionStoreError {
     if is_transient_pool_error(&err) {
+        // The caller only learns "unavailable": the cause (which a failover shows as a reset
+        // connection, LOADING, READONLY or no primary known to the sentinels) is logged here.
+        tracing::warn!(error = %err, "Redis session store unavailable");
         SessionStoreError::Unavailable
     } else {
         SessionStoreError::Other(err.to_string())
@@ -373,6 +376,7 @@ fn classify_pool(err: PoolError) -> SessionStoreError {
 /// anything else (wrong type, authentication, ACL, unknown command on an old Redis) is `Other`.
 fn classify(err: RedisError) -> SessionStoreError {
     if is_transient(&err) {
+        tracing::warn!(error = %err, "Redis session store unavailable");
         SessionStoreError::Unavailable
     } else {
         SessionStoreError::Other(err.to_string())

@@ -492,14 +492,16 @@ impl RedisPool {
 
 /// One connection from a [`RedisPool`]; runs commands like any redis-rs connection.
 ///
-/// A connection that is answered `READONLY` reaches a server that is no longer the primary (a
-/// failover demoted it while the connection stayed open, as `SENTINEL FAILOVER` does): it is
-/// closed instead of going back to the pool when dropped, so the next connection asks the
-/// sentinels again. Without that, a pooled connection to the demoted server would answer every
-/// write with `READONLY` for as long as it lives (the pool's recycle check is a `PING`, which a
-/// replica answers).
+/// A connection answered `READONLY` reaches a server that is no longer the primary. Sentinel
+/// closes a demoted server's client connections when it reconfigures it, but one that outlives
+/// that (a write racing the reconfiguration, a `REPLICAOF` by hand) would answer every write with
+/// `READONLY` for as long as it lives, since the pool's recycle check is a `PING`, which a replica
+/// answers. So it is closed instead of going back to the pool when dropped, and the next
+/// connection asks the sentinels again (a one-server URL connects to the same server again). A
+/// replica refuses no read and no `PUBLISH`: a connection that only does those is moved by
+/// Sentinel's disconnection alone.
 pub struct RedisConnection {
-    /// `None` only while being dropped.
+    /// Always `Some` but in `drop`, which takes it out to close a demoted connection.
     conn: Option<Conn>,
     /// Answered `READONLY`: discard rather than return to the pool.
     demoted: bool,
@@ -516,11 +518,10 @@ enum Conn {
 
 impl fmt::Debug for RedisConnection {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let kind = match &self.conn {
-            Some(Conn::Standalone(_)) => "standalone",
-            Some(Conn::Sentinel(_)) => "sentinel",
-            Some(Conn::Cluster(_)) => "cluster",
-            None => "dropped",
+        let kind = match self.inner() {
+            Conn::Standalone(_) => "standalone",
+            Conn::Sentinel(_) => "sentinel",
+            Conn::Cluster(_) => "cluster",
         };
         f.debug_struct("RedisConnection")
             .field("topology", &kind)
@@ -530,25 +531,33 @@ impl fmt::Debug for RedisConnection {
 }
 
 impl RedisConnection {
-    /// The connection (only `drop` takes it out, so this is `Err` for nobody in practice).
-    fn conn(&mut self) -> redis::RedisResult<&mut (dyn ConnectionLike + Send)> {
-        match self.conn.as_mut() {
-            Some(Conn::Standalone(c)) => Ok(c),
-            Some(Conn::Sentinel(c)) => Ok(c.as_mut()),
-            Some(Conn::Cluster(c)) => Ok(c),
-            None => Err(RedisError::from((ErrorKind::Client, "connection closed"))),
+    const PRESENT: &'static str = "a RedisConnection holds its connection until dropped";
+
+    fn inner(&self) -> &Conn {
+        self.conn.as_ref().expect(Self::PRESENT)
+    }
+
+    fn conn(&mut self) -> &mut (dyn ConnectionLike + Send) {
+        match self.conn.as_mut().expect(Self::PRESENT) {
+            Conn::Standalone(c) => c,
+            Conn::Sentinel(c) => c.as_mut(),
+            Conn::Cluster(c) => c,
         }
     }
 
-    /// Whether this connection was answered `READONLY` (it will be closed, not pooled, when
-    /// dropped).
+    /// Whether this connection (to one server, or through Sentinel) was answered `READONLY`: it
+    /// will be closed, not pooled, when dropped.
     pub fn is_demoted(&self) -> bool {
         self.demoted
     }
 
     /// Marks the connection demoted when `result` carries `READONLY`: as an error, or as a
-    /// server error value (redis-rs turns those into errors only when a reply is converted).
+    /// server error value (redis-rs turns those into errors only when a reply is converted). A
+    /// Cluster connection never is: the cluster client follows the topology itself.
     fn note(&mut self, result: &redis::RedisResult<redis::Value>) {
+        if matches!(self.inner(), Conn::Cluster(_)) {
+            return;
+        }
         self.demoted |= match result {
             Err(e) => reached_a_replica(e),
             Ok(value) => readonly_value(value),
@@ -556,6 +565,9 @@ impl RedisConnection {
     }
 
     fn note_all(&mut self, result: &redis::RedisResult<Vec<redis::Value>>) {
+        if matches!(self.inner(), Conn::Cluster(_)) {
+            return;
+        }
         self.demoted |= match result {
             Err(e) => reached_a_replica(e),
             Ok(values) => values.iter().any(readonly_value),
@@ -600,7 +612,7 @@ fn reached_a_replica(err: &RedisError) -> bool {
 impl ConnectionLike for RedisConnection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a redis::Cmd) -> RedisFuture<'a, redis::Value> {
         Box::pin(async move {
-            let result = self.conn()?.req_packed_command(cmd).await;
+            let result = self.conn().req_packed_command(cmd).await;
             self.note(&result);
             result
         })
@@ -613,18 +625,17 @@ impl ConnectionLike for RedisConnection {
         count: usize,
     ) -> RedisFuture<'a, Vec<redis::Value>> {
         Box::pin(async move {
-            let result = self.conn()?.req_packed_commands(cmd, offset, count).await;
+            let result = self.conn().req_packed_commands(cmd, offset, count).await;
             self.note_all(&result);
             result
         })
     }
 
     fn get_db(&self) -> i64 {
-        match &self.conn {
-            Some(Conn::Standalone(c)) => c.get_db(),
-            Some(Conn::Sentinel(c)) => c.get_db(),
-            Some(Conn::Cluster(c)) => c.get_db(),
-            None => 0,
+        match self.inner() {
+            Conn::Standalone(c) => c.get_db(),
+            Conn::Sentinel(c) => c.get_db(),
+            Conn::Cluster(c) => c.get_db(),
         }
     }
 }
@@ -681,6 +692,19 @@ mod tests {
             assert!(err.contains(expect), "{url}: {err}");
             assert!(!err.contains("pw"), "{url}: {err}");
         }
+    }
+
+    #[test]
+    fn readonly_is_found_alone_and_inside_a_transactions_reply() {
+        let readonly =
+            |wire: &str| redis::parse_redis_value(wire.as_bytes()).map(|v| readonly_value(&v));
+        assert_eq!(readonly("-READONLY You can't write\r\n"), Ok(true));
+        assert_eq!(
+            readonly("*2\r\n+OK\r\n-READONLY You can't write\r\n"),
+            Ok(true)
+        );
+        assert_eq!(readonly("*2\r\n+OK\r\n-WRONGTYPE no\r\n"), Ok(false));
+        assert_eq!(readonly("+OK\r\n"), Ok(false));
     }
 
     #[test]

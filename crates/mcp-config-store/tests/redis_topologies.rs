@@ -194,10 +194,27 @@ async fn a_connection_answered_readonly_is_not_pooled_again() {
     drop(conn);
     let mut conn = pool.get().await.unwrap();
     assert!(!conn.is_demoted());
+    let second = client_id(&mut conn).await;
+    assert_ne!(second, first, "the demoted connection was closed");
+
+    // The same for a write inside a transaction (MULTI ... EXEC), which Redis aborts.
+    let transaction = redis::pipe()
+        .atomic()
+        .set("k", "v")
+        .query_async::<()>(&mut conn)
+        .await
+        .unwrap_err();
+    assert!(
+        mcp_config_store::is_transient(&transaction),
+        "{transaction}"
+    );
+    assert!(conn.is_demoted(), "{transaction}");
+    drop(conn);
+    let mut conn = pool.get().await.unwrap();
     assert_ne!(
         client_id(&mut conn).await,
-        first,
-        "the demoted connection was closed"
+        second,
+        "closed after the transaction too"
     );
 }
 

@@ -86,6 +86,7 @@ async fn assert_session_store_outage(gw: &Gateway, sub: &str) {
     );
 }
 
+/// A regression guard: `LOADING` was an outage before the failover errors were completed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_redis_still_loading_its_data_is_an_outage_for_both_stores() {
     let Some(loading) = RedisLoading::start().await else {
@@ -163,15 +164,17 @@ async fn a_sentinel_deployment_with_no_primary_is_an_outage_for_both_stores() {
         .expect("connect through the sentinels");
     let user = UserConfig::from_json_str(&alice(&backend).to_string()).expect("alice");
     store.put("alice", &user).await.expect("put alice");
+    let config_store = format!("{}\ncache_ttl_s = 3600", redis_store(&set.url()));
     let gw = gateway(
         "sentinel-down",
-        &redis_store(&set.url()),
+        &config_store,
         &redis_store(&set.url()),
         "{}",
     )
     .await;
-    // Alice's configuration is cached before the outage, so her initialize reaches the session
-    // store; carol's is not, so her requests reach the config store.
+    // Alice's configuration is cached before the outage (for an hour: however long the
+    // sentinels take to flag the primary down), so her initialize reaches the session store;
+    // carol's is not, so her requests reach the config store.
     let warm = modern(gw.process.addr, "alice", "vh", "tools/list", json!({}), &[]).await;
     assert_eq!(warm.status, 200, "{}", warm.text());
 

@@ -8,7 +8,8 @@
 //! The node's random id is part of the id because a session is served by every node and each
 //! node numbers its own streams: without it, a client resuming node A's `p3` on node B would be
 //! replayed node B's `p3`, another request's answers. Another node's (or an earlier process's)
-//! id replays nothing: the client gets the live stream, as for an event too old to be kept.
+//! id replays nothing: the client gets the live GET stream, and the rest of a broken POST
+//! stream's call stays on the node that ran it (book: "Which ids are unique where").
 //!
 //! Bounds ([`ReplayLimits`]): events per stream, streams per session, bytes per session, bytes per
 //! principal, bytes in all, sessions in all and per principal. An event that does not fit first

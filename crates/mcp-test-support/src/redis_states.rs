@@ -15,15 +15,15 @@ use crate::TempDir;
 use crate::redis_topologies::{Node, base_args, binaries, cli, free_ports};
 
 /// Keys in the data set a [`RedisLoading`] server loads, their size, and the delay per key: about
-/// a minute of loading, with the server answering between two keys (each key is more than
-/// `loading-process-events-interval-bytes`).
-const LOADING_KEYS: usize = 1200;
+/// two minutes of loading (a test's margin on a loaded machine), with the server answering
+/// between two keys (each key is more than `loading-process-events-interval-bytes`).
+const LOADING_KEYS: usize = 2400;
 const LOADING_VALUE_BYTES: usize = 2048;
 const LOADING_DELAY_MICROS: u32 = 50_000;
 /// Deadline of a server reaching the state a helper waits for.
 const STATE_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// A `redis-server` that is loading its data set (for about a minute from its start) and answers
+/// A `redis-server` that is loading its data set (for about two minutes from its start) and answers
 /// every command with `-LOADING`, as a restarted server does until its data is back. Killed when
 /// dropped.
 #[derive(Debug)]

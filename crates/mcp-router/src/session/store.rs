@@ -16,7 +16,9 @@ pub type StoreFuture<'a, T> =
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum SessionStoreError {
-    /// The store cannot be reached.
+    /// The store cannot be reached (an outage or a failover: the engine answers 503 with
+    /// `Retry-After`). It carries no cause: a store that returns it logs the cause at warn, as
+    /// the Redis store does, and the engine logs the failed operation only at debug.
     #[error("session store unavailable")]
     Unavailable,
     /// The store refused the record (e.g. a per-principal or total session limit).

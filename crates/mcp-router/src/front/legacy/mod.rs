@@ -87,7 +87,7 @@ pub(crate) async fn serve(
         Ok(Some(record)) if record.belongs_to(&ctx.principal, &ctx.vhost_id) => record,
         Ok(_) => return session_not_found(id),
         Err(e) => {
-            tracing::warn!(error = %e, "session store failure");
+            log_store_failure(&e, "session store failure");
             return respond::store_unavailable(id, "Session store unavailable".to_owned());
         }
     };
@@ -126,6 +126,16 @@ pub(crate) async fn serve(
 /// never saw one and some would take an empty `data` for a malformed message.
 pub(crate) fn primes_streams(version: &str) -> bool {
     version >= "2025-11-25"
+}
+
+/// Logs a session store failure: at warn, except an outage, whose cause the store logged at
+/// warn already (the Redis store names the Redis error) and which repeats on every request.
+fn log_store_failure(e: &crate::session::SessionStoreError, what: &'static str) {
+    if matches!(e, crate::session::SessionStoreError::Unavailable) {
+        tracing::debug!(error = %e, "{what}");
+    } else {
+        tracing::warn!(error = %e, "{what}");
+    }
 }
 
 fn session_not_found(id: Option<&RequestId>) -> Response<McpBody> {
@@ -185,7 +195,7 @@ async fn initialize(
     let session_id = match front.sessions.create(initialized.record).await {
         Ok(session_id) => session_id,
         Err(e) => {
-            tracing::warn!(error = %e, "cannot create a session");
+            log_store_failure(&e, "cannot create a session");
             return respond::store_unavailable(
                 Some(id),
                 format!("Cannot create a session: {}", e.client_message()),
@@ -268,7 +278,7 @@ async fn end_session(
             );
         }
         Err(e) => {
-            tracing::warn!(error = %e, "session store failure on DELETE");
+            log_store_failure(&e, "session store failure on DELETE");
             return respond::store_unavailable(None, "Session store unavailable".to_owned());
         }
     };

@@ -52,6 +52,7 @@ fn record(text: &str) -> SessionRecord {
         log_level,
         backends,
         subscriptions,
+        created_at_ms: None,
     }
 }
 

@@ -86,10 +86,10 @@ pub fn modern_call(method: &str, name: Option<&str>, params: serde_json::Value) 
     ext.insert(VirtualHostId::new(VHOST));
     ext.insert(Principal::new(ISSUER, SUBJECT));
     ext.insert(Arc::clone(&h.config));
-    ext.insert(VirtualHost {
-        id: VirtualHostId::new(VHOST),
-        config: Arc::clone(h.config.virtual_hosts.get(VHOST).expect("vh")),
-    });
+    ext.insert(VirtualHost::new(
+        VirtualHostId::new(VHOST),
+        Arc::clone(h.config.virtual_hosts.get(VHOST).expect("vh")),
+    ));
     let router = h.router.clone();
     let bytes = h.runtime.block_on(async move {
         let res = router.oneshot(req).await.expect("infallible");

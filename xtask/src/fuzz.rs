@@ -79,6 +79,26 @@ pub(crate) fn fuzz(args: &[String]) -> Result<(), String> {
     }
 }
 
+/// Type-checks every fuzz target (`cargo xtask test` runs it): the fuzz workspace is not a
+/// member of the main one, so nothing else notices an API change that breaks a target. A check
+/// needs neither cargo-fuzz nor libFuzzer's unstable flags (libfuzzer-sys' build script compiles
+/// libFuzzer with the machine's C++ compiler). `--locked`: the fuzz workspace's own Cargo.lock
+/// must be current, as the main one must.
+pub(crate) fn check_builds() -> Result<(), String> {
+    let target_dir =
+        std::env::var("MCP_FUZZ_TARGET_DIR").unwrap_or_else(|_| DEFAULT_TARGET_DIR.to_owned());
+    let check_dir = format!("{target_dir}/check");
+    run::cargo(&[
+        "check",
+        "--manifest-path",
+        "fuzz/Cargo.toml",
+        "--bins",
+        "--locked",
+        "--target-dir",
+        &check_dir,
+    ])
+}
+
 fn parse_args(args: &[String]) -> Result<(u64, Vec<String>), String> {
     let mut seconds = DEFAULT_SECONDS;
     let mut targets = Vec::new();

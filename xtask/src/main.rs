@@ -6,7 +6,7 @@
 //!   from Debian's packages when running as root; the interop peers: Python MCP SDK 1.x and 2.x
 //!   venvs in `.venv/`, the TypeScript SDK and server-everything in `tests/interop/node/`), then
 //!   runs cargo-nextest (or `cargo test` when nextest is not installed) and the doc tests.
-//!   First runs `features`.
+//!   First runs `features`, and type-checks every fuzz target (`fuzz.rs`).
 //! - `features`: each layer crate checked alone with no default features and with each feature,
 //!   and every publishable crate packaged (see `features.rs`). Also run by `test`.
 //! - `conformance`: the `mcp-gateway` binary against the official MCP conformance suite and
@@ -90,6 +90,7 @@ fn main() -> ExitCode {
 /// Runs the whole test suite; extra arguments go to nextest / cargo test as a filter.
 fn test(extra: &[String]) -> Result<(), String> {
     features::features()?;
+    fuzz::check_builds()?;
     prerequisites::ensure_redis_server()?;
     prerequisites::ensure_haproxy()?;
     interop::ensure_interop_peers()?;

@@ -2,7 +2,8 @@
 
 Tools: echo (text back), slow (progress per step), crash (the process exits mid-call), pid (its
 process id), sample_with_progress (asks the client to sample, asking for progress on that request,
-and says which progress values came back). Extra command-line arguments are ignored (tests pass a marker to find the process).
+and says which progress values came back), ask_many (asks the client for `count` samples at once),
+ping_many (pings the client `count` times). Extra command-line arguments are ignored (tests pass a marker to find the process).
 `build` is also the tool set of `py_sse_server.py`.
 """
 
@@ -11,6 +12,19 @@ import os
 
 from mcp import types
 from mcp.server.fastmcp import Context, FastMCP
+
+
+def sampling_request(text: str) -> types.ServerRequest:
+    """A `sampling/createMessage` request asking the client to complete `text`."""
+    return types.ServerRequest(
+        types.CreateMessageRequest(
+            method="sampling/createMessage",
+            params=types.CreateMessageRequestParams(
+                messages=[types.SamplingMessage(role="user", content=types.TextContent(type="text", text=text))],
+                maxTokens=5,
+            ),
+        )
+    )
 
 
 def build(name: str, prefix: str, **settings) -> FastMCP:
@@ -43,23 +57,28 @@ def build(name: str, prefix: str, **settings) -> FastMCP:
         async def on_progress(progress, total, message):
             seen.append(progress)
 
-        request = types.ServerRequest(
-            types.CreateMessageRequest(
-                method="sampling/createMessage",
-                params=types.CreateMessageRequestParams(
-                    messages=[
-                        types.SamplingMessage(
-                            role="user", content=types.TextContent(type="text", text="hi")
-                        )
-                    ],
-                    maxTokens=5,
-                ),
-            )
-        )
         result = await ctx.session.send_request(
-            request, types.CreateMessageResult, progress_callback=on_progress
+            sampling_request("hi"), types.CreateMessageResult, progress_callback=on_progress
         )
         return f"{prefix}: sampled {result.content.text}; progress {seen}"
+
+    @mcp.tool()
+    async def ask_many(count: int, ctx: Context) -> str:
+        """Asks the client for `count` samples at once; says how many were answered."""
+
+        async def one(n: int) -> str:
+            result = await ctx.session.send_request(sampling_request(f"question {n}"), types.CreateMessageResult)
+            return result.content.text
+
+        answers = await asyncio.gather(*(one(n) for n in range(count)))
+        return f"{prefix}: answered {len(answers)}"
+
+    @mcp.tool()
+    async def ping_many(count: int, ctx: Context) -> str:
+        """Pings the client `count` times, one after another; says so once every ping was answered."""
+        for _ in range(count):
+            await ctx.session.send_ping()
+        return f"{prefix}: pinged {count}"
 
     @mcp.tool()
     def pid() -> str:

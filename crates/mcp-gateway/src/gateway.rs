@@ -242,6 +242,7 @@ impl GatewayBuilder {
                 replay_bytes: held.replay_bytes(),
                 notification_streams: held.notification_streams(),
                 background_relays: held.background_relays(),
+                relayed_requests: held.relayed_requests_waiting(),
             }),
         });
         Ok(Gateway {
@@ -349,6 +350,7 @@ fn build_router(
         )
         .max_streams_per_principal(l.max_streams_per_principal)
         .max_background_relays_per_principal(l.max_background_relays_per_principal)
+        .max_relayed_requests(l.max_relayed_requests, l.max_relayed_requests_per_principal)
         .max_subscriptions(l.max_resource_subscriptions)
         .session_check_interval(session_check_interval(config.sessions.idle_timeout))
         .session_store(sessions);

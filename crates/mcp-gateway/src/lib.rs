@@ -145,6 +145,7 @@
 //! | `mcp_gateway_replay_bytes` | gauge, read at each scrape: bytes of events kept for 2025 sessions' `Last-Event-ID` replay | |
 //! | `mcp_gateway_notification_streams_open` | gauge, read at each scrape: open 2025 GET streams and 2026-07-28 `subscriptions/listen` streams | |
 //! | `mcp_gateway_background_relays` | gauge, read at each scrape: 2025 POST response streams being relayed | |
+//! | `mcp_gateway_relayed_requests_waiting` | gauge, read at each scrape: requests of the gateway's own (a linked backend's, or a bridged input request) waiting for a 2025 client's answer | |
 //! | `mcp_server_operation_duration_seconds` | histogram, `mcp.server.operation.duration` of the MCP semantic conventions: MCP messages the router served, to the answer's head | `mcp_method_name`, `mcp_protocol_version`, `error_type` |
 //! | `mcp_client_operation_duration_seconds` | histogram, `mcp.client.operation.duration`: upstream MCP requests, to the backend's answer | `mcp_method_name`, `error_type` |
 //! | `mcp_client_session_duration_seconds` | histogram, `mcp.client.session.duration`: upstream 2025 sessions this node opened, until it let go of them (ended with the last downstream session using it, forgotten after a 404, evicted) | `mcp_protocol_version` |

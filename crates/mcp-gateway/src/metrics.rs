@@ -24,6 +24,7 @@ pub(crate) const PARKED_CALLS: &str = "mcp_gateway_parked_calls";
 pub(crate) const REPLAY_BYTES: &str = "mcp_gateway_replay_bytes";
 pub(crate) const NOTIFICATION_STREAMS: &str = "mcp_gateway_notification_streams_open";
 pub(crate) const BACKGROUND_RELAYS: &str = "mcp_gateway_background_relays";
+pub(crate) const RELAYED_REQUESTS: &str = "mcp_gateway_relayed_requests_waiting";
 
 /// Latency buckets in seconds: sub-millisecond gateway overhead up to long streamed calls.
 const BUCKETS: &[f64] = &[
@@ -269,6 +270,7 @@ pub(crate) struct Held {
     pub(crate) replay_bytes: usize,
     pub(crate) notification_streams: usize,
     pub(crate) background_relays: usize,
+    pub(crate) relayed_requests: usize,
 }
 
 /// Records [`Held`].
@@ -276,6 +278,7 @@ pub(crate) fn record_held(held: &Held) {
     metrics::gauge!(REPLAY_BYTES).set(held.replay_bytes as f64);
     metrics::gauge!(NOTIFICATION_STREAMS).set(held.notification_streams as f64);
     metrics::gauge!(BACKGROUND_RELAYS).set(held.background_relays as f64);
+    metrics::gauge!(RELAYED_REQUESTS).set(held.relayed_requests as f64);
 }
 
 /// Records the store's readiness.

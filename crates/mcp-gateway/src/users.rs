@@ -2,8 +2,10 @@
 //! settings ([`OperatorRules`]): stdio backends the operator's rules do not allow
 //! (`[stdio_servers]`, `backends.stdio_allowed_commands`, `backends.trust_user_commands`),
 //! `headers.passthrough` of `Authorization` without `backends.allow_authorization_passthrough`,
-//! backend `breaker` overrides that do not apply, and overlapping backend names (a warning when
-//! serving, an error for `mcp-gateway check-config`, book: docs/src/architecture.md).
+//! backend `breaker` overrides that do not apply, more backends in one virtual host than
+//! `limits.max_backends_per_vhost` (each is one more upstream request per fan-out), and
+//! overlapping backend names (a warning when serving, an error for `mcp-gateway check-config`,
+//! book: docs/src/architecture.md).
 
 use mcp_breaker::BreakerConfig;
 use mcp_config_store::{BackendConfig, UserConfig, UsersDocument};
@@ -12,7 +14,7 @@ use mcp_router::StdioRules;
 use crate::config::GatewayConfig;
 
 /// What the operator lets user configurations do.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct OperatorRules {
     /// The process's `[breaker]` defaults (a backend's overrides must apply over them).
@@ -21,6 +23,22 @@ pub struct OperatorRules {
     pub stdio: StdioRules,
     /// `backends.allow_authorization_passthrough`.
     pub allow_authorization_passthrough: bool,
+    /// `limits.max_backends_per_vhost`: most backends of one virtual host.
+    pub max_backends_per_vhost: usize,
+}
+
+/// The default of `limits.max_backends_per_vhost`.
+pub const DEFAULT_MAX_BACKENDS_PER_VHOST: usize = 64;
+
+impl Default for OperatorRules {
+    fn default() -> Self {
+        Self {
+            breaker: BreakerConfig::default(),
+            stdio: StdioRules::default(),
+            allow_authorization_passthrough: false,
+            max_backends_per_vhost: DEFAULT_MAX_BACKENDS_PER_VHOST,
+        }
+    }
 }
 
 impl OperatorRules {
@@ -30,6 +48,7 @@ impl OperatorRules {
             breaker: config.breaker.clone(),
             stdio: config.backends.stdio_rules(),
             allow_authorization_passthrough: config.backends.allow_authorization_passthrough,
+            max_backends_per_vhost: config.limits.max_backends_per_vhost,
         }
     }
 }
@@ -60,6 +79,19 @@ pub fn unsupported_features(
     rules: &OperatorRules,
 ) -> Vec<UserConfigFinding> {
     let mut out = Vec::new();
+    for (id, vhost) in &config.virtual_hosts {
+        if vhost.backends.len() > rules.max_backends_per_vhost {
+            out.push(UserConfigFinding {
+                path: join(&join(&join(prefix, "virtual_hosts"), id), "backends"),
+                message: format!(
+                    "{} backends; the operator allows at most {} in one virtual host \
+                     (limits.max_backends_per_vhost)",
+                    vhost.backends.len(),
+                    rules.max_backends_per_vhost
+                ),
+            });
+        }
+    }
     for (path, backend) in backends(prefix, config) {
         if is_stdio(backend) {
             for refusal in rules.stdio.check(backend) {
@@ -180,6 +212,30 @@ fn join(prefix: &str, key: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn more_backends_than_the_operator_allows_in_one_vhost_is_an_error() {
+        let doc = UsersDocument::from_json_str(
+            r#"{"users":{"alice":{"virtual_hosts":{
+                "few":{"backends":{"a":{"url":"http://127.0.0.1:1/mcp"},"b":{"url":"http://127.0.0.1:2/mcp"}}},
+                "many":{"backends":{"a":{"url":"http://127.0.0.1:1/mcp"},"b":{"url":"http://127.0.0.1:2/mcp"},
+                    "c":{"url":"http://127.0.0.1:3/mcp"}}}}}}}"#,
+        )
+        .expect("valid document");
+        let rules = OperatorRules {
+            max_backends_per_vhost: 2,
+            ..OperatorRules::default()
+        };
+        let (errors, _) = check_document(&doc, &rules);
+        let text: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            text,
+            [
+                "users.alice.virtual_hosts.many.backends: 3 backends; the operator allows at most 2 in one virtual host (limits.max_backends_per_vhost)"
+            ]
+        );
+        assert!(check_document(&doc, &OperatorRules::default()).0.is_empty());
+    }
 
     #[test]
     fn flags_unsupported_features_with_paths() {

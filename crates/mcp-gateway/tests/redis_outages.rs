@@ -14,7 +14,7 @@ use mcp_config_store::{RedisStore, RedisStoreConfig, UserConfig};
 use mcp_test_backends::{BackendSpec, TestBackend};
 use mcp_test_support::{RedisLoading, RedisReplica, RedisSentinelSet};
 use serde_json::{Value, json};
-use support::{GatewayProcess, Reply, base_config, legacy_post, modern, workdir, write};
+use support::{GatewayProcess, Reply, base_config, modern, workdir, write};
 
 const SEALING: &str = "redis-outages-sealing-secret-redis-outages";
 
@@ -65,16 +65,7 @@ fn assert_config_store_outage(reply: &Reply) {
 
 /// A 2025 `initialize` of `sub`, asserting the session store's outage answer.
 async fn assert_session_store_outage(gw: &Gateway, sub: &str) {
-    let reply = legacy_post(
-        gw.process.addr,
-        sub,
-        "vh",
-        None,
-        &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "redis-outages", "version": "0"}}}),
-    )
-    .await;
+    let reply = support::legacy_initialize_reply(gw.process.addr, sub, "vh", json!({})).await;
     assert_eq!(reply.status, 503, "{}", reply.text());
     assert_eq!(reply.header("retry-after"), Some("1"), "{}", reply.text());
     let body = reply.json();

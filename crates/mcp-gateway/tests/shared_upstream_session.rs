@@ -84,30 +84,7 @@ async fn post(node: &Node, session: Option<&str>, body: Value) -> Reply {
 }
 
 async fn initialize(node: &Node) -> String {
-    let init = post(
-        node,
-        None,
-        rpc_request(
-            0,
-            "initialize",
-            json!({"protocolVersion": "2025-11-25", "capabilities": {},
-                   "clientInfo": {"name": "shared-upstream-session", "version": "1"}}),
-        ),
-    )
-    .await;
-    assert_eq!(init.status, 200, "{}", init.text());
-    let session = init
-        .header("mcp-session-id")
-        .expect("session id")
-        .to_owned();
-    let initialized = post(
-        node,
-        Some(&session),
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-    )
-    .await;
-    assert_eq!(initialized.status, 202, "{}", initialized.text());
-    session
+    support::legacy_initialize_with(node.process.addr, "alice", "vh", json!({})).await
 }
 
 /// What the backend said it saw for one call: `(text, upstream session, upstream request id)`.

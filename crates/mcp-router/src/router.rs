@@ -97,6 +97,12 @@ impl McpRouter {
         self.front.replay.bytes()
     }
 
+    /// How many requests of the gateway's own wait for a 2025 client's answer on this node
+    /// (see [`McpRouterBuilder::max_relayed_requests`]).
+    pub fn relayed_requests_waiting(&self) -> usize {
+        self.front.ops.pending.waiting()
+    }
+
     /// Open 2025 GET streams and 2026-07-28 `subscriptions/listen` streams on this node, for
     /// metrics.
     pub fn notification_streams(&self) -> usize {
@@ -136,6 +142,8 @@ pub struct McpRouterBuilder {
     replay: ReplayLimits,
     max_streams_per_principal: usize,
     max_relays_per_principal: usize,
+    max_relayed_requests: usize,
+    max_relayed_requests_per_principal: usize,
     max_subscriptions: usize,
     session_check_interval: Duration,
 }
@@ -178,6 +186,8 @@ impl Default for McpRouterBuilder {
             replay: ReplayLimits::default(),
             max_streams_per_principal: 256,
             max_relays_per_principal: 64,
+            max_relayed_requests: 100_000,
+            max_relayed_requests_per_principal: 1_000,
             max_subscriptions: 256,
             session_check_interval: Duration::from_secs(30),
         }
@@ -414,6 +424,19 @@ impl McpRouterBuilder {
         self
     }
 
+    /// The most requests of the gateway's own that wait for a 2025 client's answer on this node
+    /// (default 100,000), and the most of one principal (default 1,000): a linked (stdio,
+    /// HTTP+SSE) backend's sampling, elicitation or roots request shown to the client, and a
+    /// modern backend's input request bridged for a 2025 client. A call whose backend asks past
+    /// its principal's share fails with JSON-RPC `-32603` naming the limit (and is cancelled
+    /// upstream); other principals' requests are never refused for it. A legacy HTTP backend's
+    /// requests need no entry: their ids carry their route.
+    pub fn max_relayed_requests(mut self, max: usize, per_principal: usize) -> Self {
+        self.max_relayed_requests = max.max(1);
+        self.max_relayed_requests_per_principal = per_principal.max(1);
+        self
+    }
+
     /// The most resource subscriptions of one 2025 session (`resources/subscribe`) and of one
     /// 2026-07-28 `subscriptions/listen` (`resourceSubscriptions`) (default 256); more get
     /// JSON-RPC error `-32600`.
@@ -455,7 +478,8 @@ impl McpRouterBuilder {
                 sealer.clone(),
                 node_id.clone(),
                 Duration::from_secs(600),
-                100_000,
+                self.max_relayed_requests,
+                self.max_relayed_requests_per_principal,
             ),
             sealer,
             server_info: info,

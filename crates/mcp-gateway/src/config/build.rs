@@ -282,6 +282,10 @@ impl EffectiveConfig {
             max_streams_per_principal: r.usize("limits.max_streams_per_principal", 1),
             max_background_relays_per_principal: r
                 .usize("limits.max_background_relays_per_principal", 1),
+            max_backends_per_vhost: r.usize("limits.max_backends_per_vhost", 1),
+            max_relayed_requests: r.usize("limits.max_relayed_requests", 1),
+            max_relayed_requests_per_principal: r
+                .usize("limits.max_relayed_requests_per_principal", 1),
             max_resource_subscriptions: r.usize("limits.max_resource_subscriptions", 1),
             replay_bytes_per_session: r.usize("limits.replay_bytes_per_session", 0),
             replay_bytes_per_principal: r.usize("limits.replay_bytes_per_principal", 0),

@@ -307,6 +307,24 @@ pub static KEYS: &[KeySpec] = &[
         "most 2025 POST response streams of one principal relayed at once (they outlive a disconnect for Last-Event-ID); a call over it gets -32600 and is cancelled upstream",
     ),
     key(
+        "limits.max_backends_per_vhost",
+        I,
+        Int(64),
+        "most backends one virtual host of a user configuration may have (each is one more upstream request per list call); a configuration with more is refused at load (500, the finding logged) and by check-config and users put, naming this key",
+    ),
+    key(
+        "limits.max_relayed_requests",
+        I,
+        Int(100_000),
+        "most requests of the gateway's own waiting for a 2025 client's answer on a node (a stdio or HTTP+SSE backend's sampling, elicitation or roots request, a modern backend's input request bridged for a 2025 client); a call whose backend asks past it fails with -32603 naming the limit",
+    ),
+    key(
+        "limits.max_relayed_requests_per_principal",
+        I,
+        Int(1000),
+        "the same for one principal: its backends asking past it fail its own call (-32603 naming the limit), never another principal's",
+    ),
+    key(
         "limits.max_resource_subscriptions",
         I,
         Int(256),

@@ -185,6 +185,13 @@ pub struct LimitsConfig {
     /// `max_background_relays_per_principal`: most 2025 POST streams of one principal relayed at
     /// once.
     pub max_background_relays_per_principal: usize,
+    /// `max_backends_per_vhost`: most backends of one virtual host in a user configuration.
+    pub max_backends_per_vhost: usize,
+    /// `max_relayed_requests`: most requests of the gateway's own waiting for a 2025 client's
+    /// answer on this node.
+    pub max_relayed_requests: usize,
+    /// `max_relayed_requests_per_principal`: the same, for one principal.
+    pub max_relayed_requests_per_principal: usize,
     /// `max_resource_subscriptions`: most resource subscriptions of one 2025 session or listen.
     pub max_resource_subscriptions: usize,
     /// `replay_bytes_per_session`: replay budget of one 2025 session.

@@ -449,16 +449,7 @@ pub async fn legacy_initialize_with(
     vhost: &str,
     capabilities: Value,
 ) -> String {
-    let init = legacy_post(
-        addr,
-        sub,
-        vhost,
-        None,
-        &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": capabilities,
-            "clientInfo": {"name": "gateway-tests", "version": "0"}}}),
-    )
-    .await;
+    let init = legacy_initialize_reply(addr, sub, vhost, capabilities).await;
     assert_eq!(init.status, 200, "{}", init.text());
     let session = init
         .header("mcp-session-id")
@@ -474,6 +465,25 @@ pub async fn legacy_initialize_with(
     .await;
     assert_eq!(initialized.status, 202, "{}", initialized.text());
     session
+}
+
+/// The reply to a 2025-11-25 `initialize` (id 0) of `sub` on `vhost`, whatever it is.
+pub async fn legacy_initialize_reply(
+    addr: SocketAddr,
+    sub: &str,
+    vhost: &str,
+    capabilities: Value,
+) -> Reply {
+    legacy_post(
+        addr,
+        sub,
+        vhost,
+        None,
+        &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": capabilities,
+            "clientInfo": {"name": "gateway-tests", "version": "0"}}}),
+    )
+    .await
 }
 
 /// Ends the 2025-11-25 session `session` of `sub` on `vhost` (HTTP DELETE).

@@ -17,15 +17,24 @@
 //! the backend's own token sealed in it: the client's progress for that token, and its
 //! `notifications/cancelled` naming the gateway id, are mapped back to the backend's token and id
 //! and posted into the backend's session ([`PendingRequests::relayed`]), again from any node.
+//!
+//! The table of the gateway's own requests is bounded on the node and per principal (the
+//! budget rule, book: docs/src/security.md): a principal at its share is refused (its call
+//! fails, or its bridged input round waits for the retry) while other principals still
+//! register, and expired entries are swept as new ones arrive, oldest first, in constant time
+//! per entry, not only when the table fills.
+//!
+//! Why this file is long: both kinds of route share one sealed id format and one answer path,
+//! and a third of the file is their unit tests.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
 use http::HeaderValue;
-use mcp_core::RequestId;
+use mcp_core::{Principal, RequestId};
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
@@ -104,6 +113,8 @@ enum Sealed {
 
 struct LocalEntry {
     downstream_session: String,
+    /// Whose request it is (the share it counts against).
+    principal: Principal,
     answer: tokio::sync::oneshot::Sender<Bytes>,
     created: Instant,
     /// A linked backend's request that asked for progress: where the client's progress goes.
@@ -119,15 +130,84 @@ pub(crate) struct LinkProgress {
     pub(crate) token: String,
 }
 
+/// Why a request of the gateway's own could not be registered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Refused {
+    /// The node's table is full of fresh entries (its size).
+    Node(usize),
+    /// The principal holds its share (the share).
+    Principal(usize),
+}
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Node(max) => write!(
+                f,
+                "too many backend requests wait for their clients' answers on this gateway node \
+                 (at most {max}: limits.max_relayed_requests)"
+            ),
+            Self::Principal(max) => write!(
+                f,
+                "too many backend requests wait for this caller's answers (at most {max}: \
+                 limits.max_relayed_requests_per_principal)"
+            ),
+        }
+    }
+}
+
+/// The gateway's own requests on this node (see the module docs).
+#[derive(Default)]
+struct LocalTable {
+    entries: HashMap<u64, LocalEntry>,
+    /// Entry numbers in the order they were registered (so by age), to sweep expired entries
+    /// from the front; a taken entry's number stays until it comes up or the queue is compacted.
+    order: VecDeque<u64>,
+    per_principal: HashMap<Principal, usize>,
+}
+
+impl LocalTable {
+    fn remove(&mut self, entry: u64) -> Option<LocalEntry> {
+        let gone = self.entries.remove(&entry)?;
+        if let Some(count) = self.per_principal.get_mut(&gone.principal) {
+            *count -= 1;
+            if *count == 0 {
+                self.per_principal.remove(&gone.principal);
+            }
+        }
+        Some(gone)
+    }
+
+    /// Drops the entries older than `ttl`, oldest first: each entry is looked at once, so this
+    /// costs constant time per registered entry.
+    fn sweep(&mut self, now: Instant, ttl: Duration) {
+        while let Some(&oldest) = self.order.front() {
+            if let Some(entry) = self.entries.get(&oldest)
+                && now.duration_since(entry.created) < ttl
+            {
+                break;
+            }
+            self.order.pop_front();
+            self.remove(oldest);
+        }
+        // Taken entries leave numbers behind; drop them once they are most of the queue.
+        if self.order.len() > 2 * self.entries.len() + 64 {
+            let entries = &self.entries;
+            self.order.retain(|n| entries.contains_key(n));
+        }
+    }
+}
+
 /// The relayed requests of one router.
 pub(crate) struct PendingRequests {
     sealer: Sealer,
     /// This node's id, in the ids of the gateway's own requests.
     node: String,
-    local: Mutex<HashMap<u64, LocalEntry>>,
+    local: Mutex<LocalTable>,
     next: AtomicU64,
     ttl: Duration,
     max: usize,
+    max_per_principal: usize,
 }
 
 impl std::fmt::Debug for PendingRequests {
@@ -139,15 +219,33 @@ impl std::fmt::Debug for PendingRequests {
 }
 
 impl PendingRequests {
-    pub(crate) fn new(sealer: Sealer, node: String, ttl: Duration, max: usize) -> Self {
+    /// A table for node `node`: the gateway's own requests wait `ttl` for their answer, at most
+    /// `max` of them at once and `max_per_principal` of one principal.
+    pub(crate) fn new(
+        sealer: Sealer,
+        node: String,
+        ttl: Duration,
+        max: usize,
+        max_per_principal: usize,
+    ) -> Self {
         Self {
             sealer,
             node,
-            local: Mutex::new(HashMap::new()),
+            local: Mutex::new(LocalTable::default()),
             next: AtomicU64::new(1),
             ttl,
             max,
+            max_per_principal,
         }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, LocalTable> {
+        self.local.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// How many of the gateway's own requests wait for an answer on this node (for metrics).
+    pub(crate) fn waiting(&self) -> usize {
+        self.lock().entries.len()
     }
 
     /// This node's id.
@@ -184,22 +282,24 @@ impl PendingRequests {
     /// A linked backend's request `request` as the client gets it, like [`relay`](Self::relay):
     /// under a gateway id, also its progress token when the backend asked for progress (the
     /// client's progress then goes to `link` under the backend's token). The client's answer
-    /// arrives on the returned receiver; `None` when the table is full (see
+    /// arrives on the returned receiver; the entry number is for [`release`](Self::release).
+    /// Refused when the table or `principal`'s share is full (see
     /// [`register_local`](Self::register_local)).
     pub(crate) fn relay_link(
         &self,
         downstream_session: &str,
+        principal: &Principal,
         link: &LinkWriter,
         request: &mut mcp_core::RawObject<'_>,
-    ) -> Option<tokio::sync::oneshot::Receiver<Bytes>> {
+    ) -> Result<(u64, tokio::sync::oneshot::Receiver<Bytes>), Refused> {
         let token = progress_token(request);
         let progress = token.clone().map(|token| LinkProgress {
             link: link.clone(),
             token,
         });
-        let (id, answer) = self.insert_local(downstream_session, progress)?;
+        let (id, entry, answer) = self.insert_local(downstream_session, principal, progress)?;
         show_under(request, &id, token.is_some());
-        Some(answer)
+        Ok((entry, answer))
     }
 
     /// Where the client's progress for the linked backend's request behind `token` (a gateway
@@ -216,8 +316,8 @@ impl PendingRequests {
         if n != self.node {
             return None;
         }
-        let local = self.local.lock().unwrap_or_else(|p| p.into_inner());
-        let entry = local.get(&i)?;
+        let local = self.lock();
+        let entry = local.entries.get(&i)?;
         (entry.downstream_session == downstream_session
             && Instant::now().duration_since(entry.created) < self.ttl)
             .then(|| entry.progress.clone())
@@ -286,23 +386,59 @@ impl PendingRequests {
         serde_json::from_slice(&payload).ok()
     }
 
-    /// Registers a request the gateway itself asks; the answer (the client's whole JSON-RPC
-    /// response) arrives on the returned receiver. `None` when the table is full of fresh
-    /// entries: the request must then not be shown to the client, whose answer would be lost.
+    /// Registers a request the gateway itself asks for `principal`: its id, its entry number
+    /// (for [`release`](Self::release)), and the receiver the answer (the client's whole JSON-RPC
+    /// response) arrives on. Refused when the table is full of fresh entries or `principal` holds
+    /// its share: the request must then not be shown to the client, whose answer would be lost.
     pub(crate) fn register_local(
         &self,
         downstream_session: &str,
-    ) -> Option<(String, tokio::sync::oneshot::Receiver<Bytes>)> {
-        self.insert_local(downstream_session, None)
+        principal: &Principal,
+    ) -> Result<(String, u64, tokio::sync::oneshot::Receiver<Bytes>), Refused> {
+        self.insert_local(downstream_session, principal, None)
+    }
+
+    /// Forgets the entries of a call that ended (answered ones are gone already): their waiters
+    /// see the sender dropped, and their places in the principal's share are free at once.
+    pub(crate) fn release(&self, entries: &[u64]) {
+        let mut local = self.lock();
+        for &entry in entries {
+            local.remove(entry);
+        }
     }
 
     fn insert_local(
         &self,
         downstream_session: &str,
+        principal: &Principal,
         progress: Option<LinkProgress>,
-    ) -> Option<(String, tokio::sync::oneshot::Receiver<Bytes>)> {
-        let (answer, receiver) = tokio::sync::oneshot::channel();
+    ) -> Result<(String, u64, tokio::sync::oneshot::Receiver<Bytes>), Refused> {
+        let now = Instant::now();
+        let mut local = self.lock();
+        local.sweep(now, self.ttl);
+        if local.entries.len() >= self.max {
+            return Err(Refused::Node(self.max));
+        }
+        let held = local.per_principal.get(principal).copied().unwrap_or(0);
+        if held >= self.max_per_principal {
+            return Err(Refused::Principal(self.max_per_principal));
+        }
         let entry = self.next.fetch_add(1, Ordering::Relaxed);
+        let (answer, receiver) = tokio::sync::oneshot::channel();
+        local.entries.insert(
+            entry,
+            LocalEntry {
+                downstream_session: downstream_session.to_owned(),
+                principal: principal.clone(),
+                answer,
+                created: now,
+                progress,
+            },
+        );
+        local.order.push_back(entry);
+        *local.per_principal.entry(principal.clone()).or_default() += 1;
+        drop(local);
+        // Sealing (AES-GCM) runs outside the lock.
         let id = self.seal(
             downstream_session,
             &Sealed::Local {
@@ -310,24 +446,7 @@ impl PendingRequests {
                 i: entry,
             },
         );
-        let mut local = self.local.lock().unwrap_or_else(|p| p.into_inner());
-        let now = Instant::now();
-        if local.len() >= self.max {
-            local.retain(|_, e| now.duration_since(e.created) < self.ttl);
-        }
-        if local.len() >= self.max {
-            return None;
-        }
-        local.insert(
-            entry,
-            LocalEntry {
-                downstream_session: downstream_session.to_owned(),
-                answer,
-                created: now,
-                progress,
-            },
-        );
-        Some((id, receiver))
+        Ok((id, entry, receiver))
     }
 
     /// Where the client's answer with `id` goes, if `id` was shown to `downstream_session` and is
@@ -382,11 +501,11 @@ impl PendingRequests {
     }
 
     fn take_local(&self, entry: u64, downstream_session: &str) -> Option<Pending> {
-        let mut local = self.local.lock().unwrap_or_else(|p| p.into_inner());
-        if local.get(&entry)?.downstream_session != downstream_session {
+        let mut local = self.lock();
+        if local.entries.get(&entry)?.downstream_session != downstream_session {
             return None;
         }
-        let entry = local.remove(&entry)?;
+        let entry = local.remove(entry)?;
         (Instant::now().duration_since(entry.created) < self.ttl).then_some(Pending {
             route: Route::Local(entry.answer),
         })
@@ -430,6 +549,10 @@ fn show_under(request: &mut mcp_core::RawObject<'_>, id: &str, has_token: bool) 
 mod tests {
     use super::*;
 
+    fn alice() -> Principal {
+        Principal::new("iss", "alice")
+    }
+
     fn session() -> Arc<LegacySession> {
         Arc::new(LegacySession {
             url: url::Url::parse("http://b/mcp").expect("url"),
@@ -443,7 +566,8 @@ mod tests {
     #[test]
     fn a_backend_request_id_carries_its_route_and_is_bound_to_the_session() {
         let sealer = Sealer::random();
-        let table = PendingRequests::new(sealer.clone(), "n1".into(), Duration::from_secs(60), 10);
+        let table =
+            PendingRequests::new(sealer.clone(), "n1".into(), Duration::from_secs(60), 10, 10);
         let id = table.register("s1", "beta", RequestId::from(7), session(), None);
         let raw = base64::Engine::decode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, &id)
             .expect("base64url");
@@ -458,7 +582,7 @@ mod tests {
             "another session cannot answer"
         );
         // Another node with the same sealing secret resolves it too.
-        let other_node = PendingRequests::new(sealer, "n2".into(), Duration::from_secs(60), 10);
+        let other_node = PendingRequests::new(sealer, "n2".into(), Duration::from_secs(60), 10, 10);
         let Some(Pending {
             route:
                 Route::Backend {
@@ -479,8 +603,13 @@ mod tests {
             session.id.as_ref().map(|v| v.to_str().ok()),
             Some(Some("up-1"))
         );
-        let foreign =
-            PendingRequests::new(Sealer::random(), "n1".into(), Duration::from_secs(60), 10);
+        let foreign = PendingRequests::new(
+            Sealer::random(),
+            "n1".into(),
+            Duration::from_secs(60),
+            10,
+            10,
+        );
         assert!(
             foreign.take(&id, "s1").is_none(),
             "another secret cannot open it"
@@ -497,12 +626,13 @@ mod tests {
             "node/1".into(),
             Duration::from_secs(60),
             10,
+            10,
         );
         assert!(
             table.take("gwl-n1-1", "s1").is_none(),
             "ids of the previous plain format are unknown"
         );
-        let (id, answer) = table.register_local("s1").expect("room");
+        let (id, _, answer) = table.register_local("s1", &alice()).expect("room");
         assert!(table.take(&id, "s2").is_none());
         let Some(Pending {
             route: Route::Local(sender),
@@ -519,12 +649,13 @@ mod tests {
         );
         assert!(table.take(&id, "s1").is_none(), "answered once");
         // Another node sees whose request it is; the owner takes an answer passed on to it.
-        let (relayed, answer) = table.register_local("s1").expect("room");
+        let (relayed, _, answer) = table.register_local("s1", &alice()).expect("room");
         assert!(!relayed.contains("node/1"), "the node is sealed: {relayed}");
         let other_node = PendingRequests::new(
             table.sealer.clone(),
             "n2".into(),
             Duration::from_secs(60),
+            10,
             10,
         );
         assert!(matches!(
@@ -545,24 +676,101 @@ mod tests {
             "answered once"
         );
 
-        let (late, _answer) = table.register_local("s1").expect("room");
+        let (late, _, _answer) = table.register_local("s1", &alice()).expect("room");
         tokio::time::advance(Duration::from_secs(61)).await;
         assert!(table.take(&late, "s1").is_none());
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_full_local_table_registers_nothing_until_entries_expire() {
-        let table = PendingRequests::new(Sealer::random(), "n1".into(), Duration::from_secs(60), 2);
-        let _first = table.register_local("s1").expect("room");
-        let _second = table.register_local("s2").expect("room");
-        assert!(
-            table.register_local("s3").is_none(),
+        let table =
+            PendingRequests::new(Sealer::random(), "n1".into(), Duration::from_secs(60), 2, 2);
+        let _first = table.register_local("s1", &alice()).expect("room");
+        let _second = table.register_local("s2", &alice()).expect("room");
+        assert_eq!(
+            table.register_local("s3", &alice()).err(),
+            Some(Refused::Node(2)),
             "a full table shows the client nothing it could not route back"
         );
         tokio::time::advance(Duration::from_secs(61)).await;
         assert!(
-            table.register_local("s3").is_some(),
+            table.register_local("s3", &alice()).is_ok(),
             "expired entries make room"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_principal_at_its_share_never_costs_another_principal_a_request() {
+        let table = PendingRequests::new(
+            Sealer::random(),
+            "n1".into(),
+            Duration::from_secs(60),
+            10,
+            3,
+        );
+        let bob = Principal::new("iss", "bob");
+        let mut held = Vec::new();
+        for _ in 0..3 {
+            held.push(
+                table
+                    .register_local("a", &alice())
+                    .expect("within alice's share"),
+            );
+        }
+        assert_eq!(
+            table.register_local("a", &alice()).err(),
+            Some(Refused::Principal(3))
+        );
+        assert!(
+            table.register_local("b", &bob).is_ok(),
+            "bob registers while alice holds her share"
+        );
+        // An answered request frees its place in its principal's share, and so does a call
+        // that ended with its requests unanswered (released).
+        let (id, _, _answer) = held.pop().expect("held");
+        assert!(table.take(&id, "a").is_some());
+        assert!(table.register_local("a", &alice()).is_ok());
+        let entries: Vec<u64> = held.iter().map(|(_, entry, _)| *entry).collect();
+        table.release(&entries);
+        assert!(
+            held.iter().all(|(id, _, _)| table.take(id, "a").is_none()),
+            "released entries are gone"
+        );
+        assert!(table.register_local("a", &alice()).is_ok());
+        assert!(table.register_local("a", &alice()).is_ok());
+        assert!(
+            Refused::Principal(3)
+                .to_string()
+                .contains("limits.max_relayed_requests_per_principal")
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn expired_requests_leave_as_new_ones_arrive_not_only_when_the_table_is_full() {
+        let table = PendingRequests::new(
+            Sealer::random(),
+            "n1".into(),
+            Duration::from_secs(60),
+            1000,
+            1000,
+        );
+        for _ in 0..5 {
+            let _ = table.register_local("a", &alice()).expect("room");
+        }
+        assert_eq!(table.waiting(), 5);
+        tokio::time::advance(Duration::from_secs(61)).await;
+        let _fresh = table.register_local("a", &alice()).expect("room");
+        assert_eq!(table.waiting(), 1, "the five expired ones were swept");
+        // Many taken entries leave no unbounded trail of numbers behind.
+        for _ in 0..10_000 {
+            let (id, _, _answer) = table.register_local("a", &alice()).expect("room");
+            assert!(table.take(&id, "a").is_some());
+        }
+        let queued = table.lock().order.len();
+        let waiting = table.waiting();
+        assert!(
+            queued <= 2 * waiting + 65,
+            "{queued} numbers queued for {waiting} entries"
         );
     }
 }

@@ -1,6 +1,6 @@
 //! [`LocalSessionStore`]: sessions in this process's memory.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -41,7 +41,9 @@ struct Entry {
 #[derive(Default)]
 struct Table {
     sessions: HashMap<String, Entry>,
-    per_principal: HashMap<(String, String), usize>,
+    /// Each principal's session ids: its count, and the sessions to look at for expiry when it
+    /// reaches its share (without scanning every principal's).
+    per_principal: HashMap<(String, String), HashSet<String>>,
 }
 
 impl Table {
@@ -52,13 +54,32 @@ impl Table {
     fn drop_entry(&mut self, id: &str) -> Option<Arc<SessionRecord>> {
         let entry = self.sessions.remove(id)?;
         let key = Self::principal_key(&entry.record);
-        if let Some(count) = self.per_principal.get_mut(&key) {
-            *count = count.saturating_sub(1);
-            if *count == 0 {
+        if let Some(ids) = self.per_principal.get_mut(&key) {
+            ids.remove(id);
+            if ids.is_empty() {
                 self.per_principal.remove(&key);
             }
         }
         Some(entry.record)
+    }
+
+    /// Forgets the idle sessions of the principal `key` (at most its share to look at).
+    fn expire_principal(&mut self, key: &(String, String), idle: Duration, now: Instant) {
+        let expired: Vec<String> = self
+            .per_principal
+            .get(key)
+            .into_iter()
+            .flatten()
+            .filter(|id| {
+                self.sessions
+                    .get(*id)
+                    .is_none_or(|e| now.duration_since(e.last_used) > idle)
+            })
+            .cloned()
+            .collect();
+        for id in expired {
+            self.drop_entry(&id);
+        }
     }
 
     fn expire(&mut self, idle: Duration, now: Instant) {
@@ -150,14 +171,23 @@ impl LocalSessionStore {
             }
         }
         let key = Table::principal_key(&record);
-        let count = table.per_principal.get(&key).copied().unwrap_or(0);
-        if count >= self.limits.max_per_principal {
-            return Err(SessionStoreError::Limit(
-                "too many sessions for this principal",
-            ));
+        let held = |table: &Table| table.per_principal.get(&key).map_or(0, HashSet::len);
+        if held(&table) >= self.limits.max_per_principal {
+            // Sessions past their idle timeout stop counting at once: most clients never DELETE
+            // theirs, and a principal must not be locked out until the whole table fills.
+            table.expire_principal(&key, self.limits.idle_timeout, now);
+            if held(&table) >= self.limits.max_per_principal {
+                return Err(SessionStoreError::Limit(
+                    "too many sessions for this principal",
+                ));
+            }
         }
         let id = new_session_id()?;
-        table.per_principal.insert(key, count + 1);
+        table
+            .per_principal
+            .entry(key)
+            .or_default()
+            .insert(id.clone());
         table.sessions.insert(
             id.clone(),
             Entry {
@@ -275,6 +305,40 @@ mod tests {
         tokio::time::advance(Duration::from_secs(11)).await;
         assert!(store.get(&id).await.expect("get").is_none());
         assert!(store.is_empty());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_principals_idle_sessions_stop_counting_at_once() {
+        let store = LocalSessionStore::new(LocalSessionLimits {
+            idle_timeout: Duration::from_secs(10),
+            max_sessions: 1000,
+            max_per_principal: 2,
+        });
+        store.create(record("a")).await.expect("a1");
+        store.create(record("a")).await.expect("a2");
+        let b = store.create(record("b")).await.expect("b1");
+        assert_eq!(
+            store.create(record("a")).await,
+            Err(SessionStoreError::Limit(
+                "too many sessions for this principal"
+            )),
+            "the control: a's live sessions count"
+        );
+        tokio::time::advance(Duration::from_secs(11)).await;
+        // The table is nowhere near full: a's idle sessions stop counting all the same.
+        store
+            .create(record("a"))
+            .await
+            .expect("a's idle sessions no longer count");
+        store
+            .create(record("a"))
+            .await
+            .expect("both were forgotten");
+        assert_eq!(store.len(), 3, "a's two new ones and b's");
+        assert!(
+            store.get(&b).await.expect("get").is_none(),
+            "b's idle session expired on its own schedule"
+        );
     }
 
     #[tokio::test]

@@ -101,6 +101,13 @@ async fn read(opening: Opening, sender: broadcast::Sender<Bytes>) {
             Ok(Some(mut messages)) => {
                 failures = 0;
                 while let Some(Ok(message)) = messages.next().await {
+                    if let Some(id) = ping_id(&message) {
+                        // A backend's ping is answered by the gateway, never relayed: it only
+                        // asks whether the session's peer is there, and a flood of them would
+                        // otherwise reach every listening client.
+                        answer_ping(&opening, &id).await;
+                        continue;
+                    }
                     // No listener right now is fine: the hub ends when the last one drops it.
                     let _ = sender.send(message);
                 }
@@ -113,6 +120,31 @@ async fn read(opening: Opening, sender: broadcast::Sender<Bytes>) {
         }
         let delay = BACKOFF[failures.min(BACKOFF.len() - 1)];
         tokio::time::sleep(delay).await;
+    }
+}
+
+/// The id of `message` when it is a `ping` request.
+fn ping_id(message: &[u8]) -> Option<mcp_core::RequestId> {
+    let env = mcp_core::Envelope::parse(message).ok()?;
+    (env.kind() == mcp_core::MessageKind::Request && env.method() == Some("ping"))
+        .then(|| env.id().cloned())
+        .flatten()
+}
+
+/// Posts the empty result of `ping` `id` into the session (best effort: a backend that wants
+/// an answer and gets none ends the session or pings again).
+async fn answer_ping(opening: &Opening, id: &mcp_core::RequestId) {
+    let empty = serde_json::value::RawValue::from_string("{}".into())
+        .unwrap_or_else(|_| serde_json::value::RawValue::NULL.to_owned());
+    let out = Outgoing {
+        url: &opening.session.url,
+        body: mcp_core::encode_result(id, &empty),
+        mcp_headers: legacy_headers(&opening.session),
+        forward_param_headers: false,
+    };
+    let request = request::build(out, &opening.downstream, &opening.policy);
+    if let Err(e) = transport::exchange(&opening.client, request, opening.timeout).await {
+        tracing::debug!(backend = %opening.backend, error = %e, "could not answer a backend's ping");
     }
 }
 

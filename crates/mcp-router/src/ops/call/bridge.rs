@@ -71,11 +71,16 @@ impl Relay {
             let Some(method) = request.get_str("method") else {
                 continue;
             };
-            // A full table: the request is not asked now (the retry without its answer makes
-            // the backend ask again).
-            let Some((id, answer)) = self.ops.pending.register_local(&session) else {
+            // A full table or share: the request is not asked now (the retry without its
+            // answer makes the backend ask again).
+            let Ok((id, entry, answer)) = self
+                .ops
+                .pending
+                .register_local(&session, &self.target.caller.principal)
+            else {
                 continue;
             };
+            self.asked.push(entry);
             let params = request.get("params").map(|p| p.to_owned());
             let mut out = RawObject::new();
             out.set_str("jsonrpc", "2.0");

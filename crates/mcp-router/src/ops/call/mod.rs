@@ -263,6 +263,7 @@ async fn relay_call(
         post,
         final_error: None,
         saw_invalid: false,
+        asked: Vec::new(),
     });
     answer(relay).await
 }

@@ -3,6 +3,11 @@
 //! backend's requests relayed, parked or declined, the final response rewritten (id, task ids,
 //! `requestState`, public URIs, fields a 2026-07-28 client needs), and the upstream call
 //! cancelled when the relay goes away unanswered.
+//!
+//! Why this file is long: every kind of message a backend sends in a call's course is decided
+//! in one loop over the call's state (its ids, session or link, the requests it holds in the
+//! relayed-request table), and splitting the loop from the rewriting would pass that state
+//! around field by field.
 
 use std::sync::Arc;
 
@@ -22,6 +27,7 @@ use crate::log_level;
 use crate::naming::Namer;
 use crate::ops::Ops;
 use crate::ops::backchannel::{Back, forward_answer, input_capability};
+use crate::ops::pending::Refused;
 use crate::ops::plugins::PostHook;
 use crate::ops::request_state;
 use crate::ops::scope::{Incoming, OwnedCaller, classify};
@@ -108,6 +114,10 @@ pub(crate) struct Relay {
     pub(super) final_error: Option<i64>,
     /// The backend sent a message that is not JSON-RPC (named if no response follows).
     pub(super) saw_invalid: bool,
+    /// The entries this call's backend holds in the table of relayed requests (a link's
+    /// requests, bridged input requests): released when the call ends, answered or not, so a
+    /// failed or cancelled call leaves nothing counted against its principal.
+    pub(super) asked: Vec<u64>,
 }
 
 pub(super) enum Relayed {
@@ -164,6 +174,16 @@ async fn decline(ops: &Ops, target: &OwnedTarget, back: Back<'_>, id: RequestId,
     }
 }
 
+/// What became of a backend's request to its client in the course of a call.
+enum Asked {
+    /// Shown to the client (this message, under a gateway id).
+    Shown(Vec<u8>),
+    /// The caller's share of waiting requests (or the node's table) is full: the call fails.
+    Refused(Refused),
+    /// The client cannot be asked: the request is parked for a 2026-07-28 client, or declined.
+    NotAskable,
+}
+
 /// A 2026-07-28 client cancels a call by closing its response stream; dropping the relay drops
 /// `messages`, which closes the upstream stream, and that is cancellation for a modern backend. A
 /// legacy (2025) backend does not take a closed stream as cancellation (its transport says a
@@ -176,6 +196,11 @@ impl Drop for Relay {
     fn drop(&mut self) {
         if let Some(key) = self.inflight_key.take() {
             self.ops.inflight.remove(&key);
+        }
+        if !self.asked.is_empty() {
+            // A request still unanswered gets the backend an error answer (see
+            // `backchannel::forward_answer`).
+            self.ops.pending.release(&self.asked);
         }
         if !self.answered && self.finish.era == Era::Modern {
             self.cancel_upstream(
@@ -310,22 +335,25 @@ impl Relay {
                     }));
                 }
                 Incoming::ServerRequest(id) => {
-                    if let Some(request) = self.relay_request(&message, id.clone()) {
-                        return Some(Relayed::Notification(request));
+                    let method = env.as_ref().and_then(Envelope::method).unwrap_or("");
+                    if method == "ping" {
+                        // Only whether the gateway is there is asked, and it is: a backend's
+                        // ping is answered here, never relayed (a backend's flood of pings would
+                        // otherwise fill the client's stream and the tables of relayed requests).
+                        let empty = RawValue::from_string("{}".into())
+                            .unwrap_or_else(|_| RawValue::NULL.to_owned());
+                        if let Err(e) = Box::pin(self.answer_upstream(&id, &empty)).await {
+                            tracing::debug!(backend = %self.finish.backend, error = %e, "could not answer a backend's ping");
+                        }
+                        continue;
+                    }
+                    match self.relay_request(&message, id.clone()) {
+                        Asked::Shown(request) => return Some(Relayed::Notification(request)),
+                        Asked::Refused(why) => return Some(self.refuse(why)),
+                        Asked::NotAskable => {}
                     }
                     if let Some(input_required) = self.park(&message, &id) {
                         return Some(Relayed::Final(input_required));
-                    }
-                    let method = env.as_ref().and_then(Envelope::method).unwrap_or("");
-                    if let (Some(link), "ping") = (&self.link, method) {
-                        // Only whether the link is alive is asked, and it is (as the link
-                        // answers a ping of no call).
-                        link.send(encode_result(
-                            &id,
-                            &RawValue::from_string("{}".into())
-                                .unwrap_or_else(|_| RawValue::NULL.to_owned()),
-                        ));
-                        continue;
                     }
                     let reason = self.decline_reason(method);
                     let back = Back {
@@ -349,6 +377,15 @@ impl Relay {
         self.done = true;
         tracing::info!(backend = %self.finish.backend, error = %e, "routed call failed mid-stream");
         let error = ErrorObject::internal(format!("Backend {} failed: {e}", self.finish.backend));
+        Relayed::Final(encode_error(Some(&self.downstream_id), &error))
+    }
+
+    /// Fails the call whose backend asked its client more than the caller's share allows; the
+    /// call is cancelled upstream when the relay is dropped, as for any call that ends early.
+    fn refuse(&mut self, why: Refused) -> Relayed {
+        self.done = true;
+        tracing::warn!(backend = %self.finish.backend, reason = %why, "a backend's request to its client refused; failing its call");
+        let error = ErrorObject::internal(format!("Backend {} failed: {why}", self.finish.backend));
         Relayed::Final(encode_error(Some(&self.downstream_id), &error))
     }
 }
@@ -381,6 +418,7 @@ impl Relay {
             post: self.post.take(),
             final_error: None,
             saw_invalid: self.saw_invalid,
+            asked: std::mem::take(&mut self.asked),
         };
         self.done = true;
         self.answered = true;
@@ -406,12 +444,20 @@ impl Relay {
     }
 
     /// A backend request for a 2025 client, under a gateway id the client answers with (see
-    /// [`crate::ops::pending`]); `None` when the client cannot be asked (a 2026-07-28 client, a
-    /// backend without an upstream session or link, or a link's request for a capability this
-    /// client did not declare).
-    fn relay_request(&self, message: &Bytes, upstream_id: RequestId) -> Option<Vec<u8>> {
-        let downstream = self.downstream_session.as_deref()?;
-        let mut request = RawObject::parse(std::str::from_utf8(message).ok()?).ok()?;
+    /// [`crate::ops::pending`]); not askable when the client cannot be asked (a 2026-07-28
+    /// client, a backend without an upstream session or link, or a link's request for a
+    /// capability this client did not declare); refused when the caller's share of relayed
+    /// requests (or the node's table) is full.
+    fn relay_request(&mut self, message: &Bytes, upstream_id: RequestId) -> Asked {
+        let Some(downstream) = self.downstream_session.as_deref() else {
+            return Asked::NotAskable;
+        };
+        let Some(mut request) = std::str::from_utf8(message)
+            .ok()
+            .and_then(|text| RawObject::parse(text).ok())
+        else {
+            return Asked::NotAskable;
+        };
         match (&self.session, &self.link) {
             (Some(session), _) => self.ops.pending.relay(
                 downstream,
@@ -423,23 +469,30 @@ impl Relay {
             (None, Some(link)) => {
                 // The link declared every relayed capability for all its callers (see
                 // `upstream::link`): whether this client can be asked is decided here.
-                let method = request.get_str("method")?;
-                if method != "ping"
-                    && !input_capability(&method).is_some_and(|c| self.client_declares(c))
-                {
-                    return None;
+                let askable = request
+                    .get_str("method")
+                    .and_then(|method| input_capability(&method))
+                    .is_some_and(|c| self.client_declares(c));
+                if !askable {
+                    return Asked::NotAskable;
                 }
                 // The answer comes back to this node's table (or over the node bus to it): the
                 // link lives here.
-                let answer = self
-                    .ops
-                    .pending
-                    .relay_link(downstream, link, &mut request)?;
+                let (entry, answer) = match self.ops.pending.relay_link(
+                    downstream,
+                    &self.target.caller.principal,
+                    link,
+                    &mut request,
+                ) {
+                    Ok(registered) => registered,
+                    Err(why) => return Asked::Refused(why),
+                };
                 forward_answer(link.clone(), upstream_id, answer, self.ops.pending.ttl());
+                self.asked.push(entry);
             }
-            (None, None) => return None,
+            (None, None) => return Asked::NotAskable,
         }
-        Some(request.to_json().into_bytes())
+        Asked::Shown(request.to_json().into_bytes())
     }
 
     /// Whether this call's client declared `capability`.

@@ -144,8 +144,18 @@ async fn a_backend_asking_past_its_principals_share_fails_its_own_call_only() {
         format!("py: answered {SHARE}")
     );
 
-    // Ten questions at once: the share's worth is shown, then the call fails, naming the limit.
-    let mut flood = call(&gw, "alice", &alice, 4, "io-ask_many", json!({"count": 10})).await;
+    // One question more than the share at once: the share's worth is shown, then the call fails,
+    // naming the limit. (Exactly one more: a stdio backend's requests name no call, and what it
+    // had written past the refused one would reach the principal's next call on that process.)
+    let mut flood = call(
+        &gw,
+        "alice",
+        &alice,
+        4,
+        "io-ask_many",
+        json!({"count": SHARE + 1}),
+    )
+    .await;
     let mut shown = 0;
     let end = loop {
         let message = flood
@@ -222,7 +232,8 @@ async fn idle_sessions_stop_counting_against_their_principals_share() {
         "bob": {"virtual_hosts": {"vh": {"backends": backends}}},
     }});
     support::write(dir.path(), "users.json", &users.to_string());
-    let config = base_config("\n[sessions]\nidle_timeout_s = 1\nmax_per_principal = 2\n");
+    // Five seconds: the three initializes before the refusal fit in them on a loaded machine.
+    let config = base_config("\n[sessions]\nidle_timeout_s = 5\nmax_per_principal = 2\n");
     let gw = GatewayProcess::start(dir.path(), &config, &[]).await;
 
     // Two sessions that the client never ends (most SDK clients never DELETE).
@@ -343,4 +354,79 @@ async fn a_virtual_host_with_more_backends_than_the_operator_allows_is_refused()
     );
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("limits.max_backends_per_vhost"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bridged_input_past_the_callers_share_fails_that_call_only() {
+    use mcp_test_backends::{BackendSpec, TestBackend};
+    // A 2026-07-28 backend's input_required rounds become real elicitation requests for a 2025
+    // client: each waits in the relayed-request table, one place for alice here.
+    let alpha = TestBackend::start(BackendSpec::modern("alpha")).await;
+    let dir = workdir("gw-budgets-bridged");
+    let users = json!({"users": {"alice": {"virtual_hosts": {"vh": {"backends": {
+        "alpha": {"url": alpha.url()}}}}}}});
+    support::write(dir.path(), "users.json", &users.to_string());
+    let config = base_config("\n[limits]\nmax_relayed_requests_per_principal = 1\n");
+    let gw = GatewayProcess::start(dir.path(), &config, &[]).await;
+    let alice = legacy_initialize_with(gw.addr, "alice", "vh", json!({"elicitation": {}})).await;
+
+    // The first call's question holds alice's one place ...
+    let mut first = call(&gw, "alice", &alice, 1, "alpha-ask", json!({})).await;
+    let name = first
+        .next_message_where(WAIT, |m| m["method"] == "elicitation/create")
+        .await;
+    // ... so a second call's question does not fit: that call fails, naming the limit.
+    let second = legacy_post(
+        gw.addr,
+        "alice",
+        "vh",
+        Some(&alice),
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                "params": {"name": "alpha-ask", "arguments": {}}}),
+    )
+    .await;
+    let refused = second
+        .messages()
+        .into_iter()
+        .find(|m| m["id"] == 2)
+        .unwrap_or_else(|| panic!("no answer: {}", second.text()));
+    assert_eq!(refused["error"]["code"], -32603, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("limits.max_relayed_requests_per_principal")),
+        "{refused}"
+    );
+
+    // The control: the first call, asking one question at a time, goes on to its answer.
+    let accept = |question: &Value, key: &str, value: &str| {
+        json!({"jsonrpc": "2.0", "id": question["id"],
+               "result": {"action": "accept", "content": {key: value}}})
+    };
+    let delivered = legacy_post(
+        gw.addr,
+        "alice",
+        "vh",
+        Some(&alice),
+        &accept(&name, "name", "Ada"),
+    )
+    .await;
+    assert_eq!(delivered.status, 202, "{}", delivered.text());
+    let color = first
+        .next_message_where(WAIT, |m| m["method"] == "elicitation/create")
+        .await;
+    let delivered = legacy_post(
+        gw.addr,
+        "alice",
+        "vh",
+        Some(&alice),
+        &accept(&color, "color", "teal"),
+    )
+    .await;
+    assert_eq!(delivered.status, 202, "{}", delivered.text());
+    let done = first.next_message_where(WAIT, |m| m["id"] == 1).await;
+    assert_eq!(
+        done["result"]["content"][0]["text"], "alpha: Ada likes teal",
+        "{done}"
+    );
 }

@@ -430,10 +430,11 @@ impl McpRouterBuilder {
     /// modern backend's input request bridged for a 2025 client. A call whose backend asks past
     /// its principal's share fails with JSON-RPC `-32603` naming the limit (and is cancelled
     /// upstream); other principals' requests are never refused for it. A legacy HTTP backend's
-    /// requests need no entry: their ids carry their route.
+    /// requests need no entry: their ids carry their route. A share over the node's table is
+    /// taken as the table's size.
     pub fn max_relayed_requests(mut self, max: usize, per_principal: usize) -> Self {
         self.max_relayed_requests = max.max(1);
-        self.max_relayed_requests_per_principal = per_principal.max(1);
+        self.max_relayed_requests_per_principal = per_principal.clamp(1, self.max_relayed_requests);
         self
     }
 

@@ -39,14 +39,15 @@ pub(super) fn forward_answer(
             answered = tokio::time::timeout(ttl, answer) => answered,
             () = link.closed() => return,
         };
+        let why = match &answered {
+            Ok(Err(_)) => "the call this request belongs to ended before its client answered",
+            _ => "the client did not answer this request in time",
+        };
         let message = answered
             .ok()
             .and_then(Result::ok)
             .and_then(|answer| response_to(&upstream_id, &answer))
-            .unwrap_or_else(|| {
-                let error = ErrorObject::internal("the client did not answer this request in time");
-                encode_error(Some(&upstream_id), &error)
-            });
+            .unwrap_or_else(|| encode_error(Some(&upstream_id), &ErrorObject::internal(why)));
         link.send(message);
     });
 }

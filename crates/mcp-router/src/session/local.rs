@@ -78,7 +78,16 @@ impl Table {
             .cloned()
             .collect();
         for id in expired {
-            self.drop_entry(&id);
+            if self.drop_entry(&id).is_none()
+                && let Some(ids) = self.per_principal.get_mut(key)
+            {
+                // Not in the table (its record was replaced by another principal's): the id
+                // must not count against this principal either.
+                ids.remove(&id);
+                if ids.is_empty() {
+                    self.per_principal.remove(key);
+                }
+            }
         }
     }
 

@@ -212,7 +212,7 @@ pub(super) const MAX_SESSION_ID_BYTES: usize = 1024;
 
 /// The negotiated version of a backend's `InitializeResult`, once what the gateway keeps of it
 /// (the result, the session id, the version copied into every downstream session record) is
-/// checked: a known 2025 revision, and bounded sizes. A backend cannot make the gateway hold
+/// checked: a known revision of the 2025 era (2024-11-05 to 2025-11-25), and bounded sizes. A backend cannot make the gateway hold
 /// more for a caller than these bounds, whatever it answers.
 pub(super) fn checked_identity(
     result: &[u8],
@@ -237,7 +237,7 @@ pub(super) fn checked_identity(
     match version.parse::<ProtocolVersion>() {
         Ok(known) if known.era() == mcp_core::Era::Legacy => Ok(version),
         _ => Err(UpstreamError::Malformed(
-            "initialize result names no known 2025 protocol version",
+            "initialize result names no known protocol version of the 2025 era",
         )),
     }
 }

@@ -8,6 +8,7 @@ use mcp_fallback::ToolHints;
 use serde_json::value::RawValue;
 
 use super::relay::Relay;
+use crate::ops::pending::Refused;
 use crate::upstream::Call;
 
 /// Most MRTR rounds the gateway drives for a 2025 client before giving up.
@@ -34,24 +35,29 @@ pub(super) struct Bridge {
 
 impl Relay {
     /// When bridging and the backend answered `input_required`: queues the input requests for the
-    /// client and returns `true` (the call goes on); otherwise `false`.
-    pub(super) fn bridge_input_required(&mut self, env: Option<&Envelope<'_>>) -> bool {
+    /// client and returns `true` (the call goes on); otherwise `false`. Refused when a request
+    /// would take the caller past its share of relayed requests (the call then fails naming the
+    /// limit; the requests already queued are released with the relay).
+    pub(super) fn bridge_input_required(
+        &mut self,
+        env: Option<&Envelope<'_>>,
+    ) -> Result<bool, Refused> {
         let Some(session) = self.downstream_session.clone() else {
-            return false;
+            return Ok(false);
         };
         let Some(bridge) = self.bridge.as_mut() else {
-            return false;
+            return Ok(false);
         };
         let Some(result) = env
             .and_then(Envelope::result)
             .and_then(|r| RawObject::from_raw(r).ok())
         else {
-            return false;
+            return Ok(false);
         };
         if result.get_str("resultType").as_deref() != Some("input_required")
             || bridge.rounds >= MAX_BRIDGED_ROUNDS
         {
-            return false;
+            return Ok(false);
         }
         let requests: Vec<(String, Box<RawValue>)> = result
             .get("inputRequests")
@@ -71,15 +77,10 @@ impl Relay {
             let Some(method) = request.get_str("method") else {
                 continue;
             };
-            // A full table or share: the request is not asked now (the retry without its
-            // answer makes the backend ask again).
-            let Ok((id, entry, answer)) = self
+            let (id, entry, answer) = self
                 .ops
                 .pending
-                .register_local(&session, &self.target.caller.principal)
-            else {
-                continue;
-            };
+                .register_local(&session, &self.target.caller.principal)?;
             self.asked.push(entry);
             let params = request.get("params").map(|p| p.to_owned());
             let mut out = RawObject::new();
@@ -92,7 +93,7 @@ impl Relay {
             bridge.queue.push_back(out.to_json().into_bytes());
             bridge.awaiting.push((key, answer));
         }
-        true
+        Ok(true)
     }
 
     /// Waits for the client's answers to this round's input requests and retries the backend

@@ -198,8 +198,8 @@ impl Drop for Relay {
             self.ops.inflight.remove(&key);
         }
         if !self.asked.is_empty() {
-            // A request still unanswered gets the backend an error answer (see
-            // `backchannel::forward_answer`).
+            // A link's request still unanswered gets the backend an error answer (see
+            // `backchannel::forward_answer`); a bridged request's answer is no longer awaited.
             self.ops.pending.release(&self.asked);
         }
         if !self.answered && self.finish.era == Era::Modern {
@@ -319,8 +319,10 @@ impl Relay {
             self.saw_invalid |= env.is_none();
             match classify(env.as_ref(), &self.upstream_id) {
                 Incoming::Final => {
-                    if self.bridge_input_required(env.as_ref()) {
-                        continue;
+                    match self.bridge_input_required(env.as_ref()) {
+                        Ok(true) => continue,
+                        Ok(false) => {}
+                        Err(why) => return Some(self.refuse(why)),
                     }
                     self.done = true;
                     self.answered = true;
@@ -337,9 +339,10 @@ impl Relay {
                 Incoming::ServerRequest(id) => {
                     let method = env.as_ref().and_then(Envelope::method).unwrap_or("");
                     if method == "ping" {
-                        // Only whether the gateway is there is asked, and it is: a backend's
-                        // ping is answered here, never relayed (a backend's flood of pings would
-                        // otherwise fill the client's stream and the tables of relayed requests).
+                        // Only whether its peer is there is asked, and the gateway is that peer:
+                        // a backend's ping is answered here, never relayed (a flood of pings
+                        // would otherwise fill the client's stream and, for a link, the table of
+                        // relayed requests).
                         let empty = RawValue::from_string("{}".into())
                             .unwrap_or_else(|_| RawValue::NULL.to_owned());
                         if let Err(e) = Box::pin(self.answer_upstream(&id, &empty)).await {
@@ -349,7 +352,18 @@ impl Relay {
                     }
                     match self.relay_request(&message, id.clone()) {
                         Asked::Shown(request) => return Some(Relayed::Notification(request)),
-                        Asked::Refused(why) => return Some(self.refuse(why)),
+                        Asked::Refused(why) => {
+                            // The backend's request gets its answer (an error naming the limit)
+                            // before its call fails, so a backend that ignores cancellation does
+                            // not wait on it until its own timeout.
+                            let back = Back {
+                                session: self.session.as_deref(),
+                                link: self.link.as_ref(),
+                            };
+                            Box::pin(decline(&self.ops, &self.target, back, id, &why.to_string()))
+                                .await;
+                            return Some(self.refuse(why));
+                        }
                         Asked::NotAskable => {}
                     }
                     if let Some(input_required) = self.park(&message, &id) {

@@ -15,12 +15,11 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use futures_util::future::join_all;
-use mcp_test_support::{PortedChild, RedisServer, legacy_headers, rpc_request};
+use mcp_test_support::{PortedChild, RedisServer, rpc_request};
 use serde_json::{Value, json};
-use support::{GatewayProcess, Reply, base_config, bearer, send_body, users_json, workdir};
+use support::{GatewayProcess, Reply, base_config, workdir};
 
 const SEALING: &str = "shared-upstream-session-sealing-secret-0123";
-const PATH: &str = "/servers/vh/mcp";
 /// Concurrent `echo` calls per round (half through each node) and rounds.
 const CALLS: usize = 100;
 const ROUNDS: usize = 3;
@@ -56,7 +55,10 @@ async fn start_node(name: &str, backend: &str, redis: &str) -> Node {
     support::write(
         dir.path(),
         "users.json",
-        &users_json(&[("alice", "vh", &[("py", backend.to_owned())])]),
+        // 30 s per call: a hundred concurrent calls on a busy 2-core machine, with margin.
+        &json!({"users": {"alice": {"virtual_hosts": {"vh": {"backends": {
+            "py": {"url": backend, "timeout_ms": 30000}}}}}}})
+        .to_string(),
     );
     let config = base_config(&format!(
         "\n[router]\nsealing_secret_env = \"MCP_GATEWAY_SEALING_SECRET\"\n\n\
@@ -72,15 +74,7 @@ async fn start_node(name: &str, backend: &str, redis: &str) -> Node {
 }
 
 async fn post(node: &Node, session: Option<&str>, body: Value) -> Reply {
-    let auth = bearer("alice");
-    send_body(
-        node.process.addr,
-        "POST",
-        PATH,
-        &legacy_headers(Some(&auth), session),
-        &body.to_string(),
-    )
-    .await
+    support::legacy_post(node.process.addr, "alice", "vh", session, &body).await
 }
 
 async fn initialize(node: &Node) -> String {

@@ -316,17 +316,20 @@ async fn spawn_and_wait(bin: &Path, port: u16, dir: &Path) -> Result<Child, Stri
 
 /// Raw RESP inline `PING`; no Redis client needed. `true` on `+PONG`.
 pub(crate) async fn ping(port: u16) -> bool {
+    answers_ping_with(port, b"+PONG", Duration::from_millis(500)).await
+}
+
+/// Whether the server on `port` answers `PING` with a reply starting with `prefix` (`+PONG`,
+/// `-LOADING`, …) within `wait`.
+pub(crate) async fn answers_ping_with(port: u16, prefix: &[u8], wait: Duration) -> bool {
     let attempt = async {
         let mut stream = TcpStream::connect(("127.0.0.1", port)).await.ok()?;
         stream.write_all(b"PING\r\n").await.ok()?;
         let mut buf = [0u8; 16];
         let n = stream.read(&mut buf).await.ok()?;
-        Some(buf.get(..n)?.starts_with(b"+PONG"))
+        Some(buf.get(..n)?.starts_with(prefix))
     };
-    matches!(
-        tokio::time::timeout(Duration::from_millis(500), attempt).await,
-        Ok(Some(true))
-    )
+    matches!(tokio::time::timeout(wait, attempt).await, Ok(Some(true)))
 }
 
 /// The port of a `redis://[user:pass@]host[:port][/db]` URL; 6379 when absent or unparsable.

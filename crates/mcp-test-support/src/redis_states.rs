@@ -12,6 +12,7 @@ use tokio::net::TcpStream;
 use tokio::process::{Child, Command};
 
 use crate::TempDir;
+use crate::redis_server::answers_ping_with;
 use crate::redis_topologies::{Node, base_args, binaries, cli, free_ports};
 
 /// Keys in the data set a [`RedisLoading`] server loads, their size, and the delay per key: about
@@ -93,17 +94,7 @@ impl RedisLoading {
 
     /// Whether the server answers `PING` with `-LOADING` right now.
     pub async fn is_loading(&self) -> bool {
-        let attempt = async {
-            let mut stream = TcpStream::connect(("127.0.0.1", self.port)).await.ok()?;
-            stream.write_all(b"PING\r\n").await.ok()?;
-            let mut buf = [0u8; 16];
-            let n = stream.read(&mut buf).await.ok()?;
-            Some(buf.get(..n)?.starts_with(b"-LOADING"))
-        };
-        matches!(
-            tokio::time::timeout(Duration::from_secs(2), attempt).await,
-            Ok(Some(true))
-        )
+        answers_ping_with(self.port, b"-LOADING", Duration::from_secs(2)).await
     }
 }
 

@@ -19,10 +19,10 @@
 //! and posted into the backend's session ([`PendingRequests::relayed`]), again from any node.
 //!
 //! The table of the gateway's own requests is bounded on the node and per principal (the
-//! budget rule, book: docs/src/security.md): a principal at its share is refused (its call
-//! fails, or its bridged input round waits for the retry) while other principals still
-//! register, and expired entries are swept as new ones arrive, oldest first, in constant time
-//! per entry, not only when the table fills.
+//! budget rule, book: docs/src/security.md): a principal at its share is refused (the call
+//! whose backend asked fails, naming the limit) while other principals still register, and
+//! expired entries are swept as new ones arrive, oldest first, in constant time per entry, not
+//! only when the table fills.
 //!
 //! Why this file is long: both kinds of route share one sealed id format and one answer path,
 //! and a third of the file is their unit tests.

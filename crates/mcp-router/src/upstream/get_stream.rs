@@ -16,9 +16,10 @@ use mcp_config_store::HeaderPolicy;
 use tokio::sync::broadcast;
 
 use super::request::{self, Outgoing};
+use super::send::SessionPost;
 use super::session::SessionKey;
 use super::transport::{self, HttpClient};
-use super::{LegacySession, legacy_headers};
+use super::{LegacySession, empty_object, legacy_headers};
 
 /// Messages buffered per listener before a slow one starts missing some.
 const CAPACITY: usize = 256;
@@ -134,16 +135,14 @@ fn ping_id(message: &[u8]) -> Option<mcp_core::RequestId> {
 /// Posts the empty result of `ping` `id` into the session (best effort: a backend that wants
 /// an answer and gets none ends the session or pings again).
 async fn answer_ping(opening: &Opening, id: &mcp_core::RequestId) {
-    let empty = serde_json::value::RawValue::from_string("{}".into())
-        .unwrap_or_else(|_| serde_json::value::RawValue::NULL.to_owned());
-    let out = Outgoing {
-        url: &opening.session.url,
-        body: mcp_core::encode_result(id, &empty),
-        mcp_headers: legacy_headers(&opening.session),
-        forward_param_headers: false,
+    let to = SessionPost {
+        http: &opening.client,
+        session: &opening.session,
+        downstream: &opening.downstream,
+        policy: &opening.policy,
+        timeout: opening.timeout,
     };
-    let request = request::build(out, &opening.downstream, &opening.policy);
-    if let Err(e) = transport::exchange(&opening.client, request, opening.timeout).await {
+    if let Err(e) = to.post(mcp_core::encode_result(id, &empty_object())).await {
         tracing::debug!(backend = %opening.backend, error = %e, "could not answer a backend's ping");
     }
 }

@@ -47,7 +47,9 @@ use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
 use super::meta;
-use super::{Call, MessageStream, Target, UpstreamError, UpstreamReply, final_result};
+use super::{
+    Call, MessageStream, Target, UpstreamError, UpstreamReply, empty_object, final_result,
+};
 
 /// Restart delays after a link died or failed to start, doubling up to the last.
 const BACKOFF_START: Duration = Duration::from_millis(100);
@@ -468,10 +470,6 @@ impl Link {
 fn relayed_capabilities() -> Box<RawValue> {
     RawValue::from_string(r#"{"sampling":{},"elicitation":{},"roots":{}}"#.to_owned())
         .unwrap_or_else(|_| RawValue::NULL.to_owned())
-}
-
-fn empty_object() -> Box<RawValue> {
-    RawValue::from_string("{}".to_owned()).unwrap_or_else(|_| RawValue::NULL.to_owned())
 }
 
 /// The progress token of a `_meta` or progress params object, as the gateway minted it (a string).

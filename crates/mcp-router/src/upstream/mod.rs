@@ -181,6 +181,11 @@ impl std::ops::Deref for Upstream {
     }
 }
 
+/// `{}`: the result of a `ping`, and the stand-in for an object that cannot be read.
+pub(crate) fn empty_object() -> Box<RawValue> {
+    RawValue::from_string("{}".to_owned()).unwrap_or_else(|_| RawValue::NULL.to_owned())
+}
+
 impl std::fmt::Debug for Upstream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Upstream")

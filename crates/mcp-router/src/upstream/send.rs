@@ -135,20 +135,15 @@ impl Client {
         session: &LegacySession,
         message: Vec<u8>,
     ) -> Result<(), UpstreamError> {
-        let out = Outgoing {
-            url: &session.url,
-            body: message,
-            mcp_headers: legacy_headers(session),
-            forward_param_headers: false,
-        };
-        let request = request::build(out, target.downstream, &target.config.headers);
         let http = self.pools.client(&Self::scope_at(target, &session.url));
-        let answer = transport::exchange(&http, request, Self::timeout(target)).await?;
-        if answer.status.is_success() {
-            Ok(())
-        } else {
-            Err(UpstreamError::Status(answer.status.as_u16()))
-        }
+        let to = SessionPost {
+            http: &http,
+            session,
+            downstream: target.downstream,
+            policy: &target.config.headers,
+            timeout: Self::timeout(target),
+        };
+        to.post(message).await
     }
 }
 
@@ -199,6 +194,35 @@ pub(crate) fn legacy_headers(session: &LegacySession) -> Vec<(HeaderName, Header
     headers
 }
 
+/// Where a JSON-RPC message for a legacy upstream session goes, and as whom: the caller's
+/// pool, the session, the caller's headers under the backend's header policy.
+pub(super) struct SessionPost<'a> {
+    pub(super) http: &'a HttpClient,
+    pub(super) session: &'a LegacySession,
+    pub(super) downstream: &'a HeaderMap,
+    pub(super) policy: &'a mcp_config_store::HeaderPolicy,
+    pub(super) timeout: Duration,
+}
+
+impl SessionPost<'_> {
+    /// POSTs `message` into the session (a response, or a notification).
+    pub(super) async fn post(&self, message: Vec<u8>) -> Result<(), UpstreamError> {
+        let out = Outgoing {
+            url: &self.session.url,
+            body: message,
+            mcp_headers: legacy_headers(self.session),
+            forward_param_headers: false,
+        };
+        let request = request::build(out, self.downstream, self.policy);
+        let answer = transport::exchange(self.http, request, self.timeout).await?;
+        if answer.status.is_success() {
+            Ok(())
+        } else {
+            Err(UpstreamError::Status(answer.status.as_u16()))
+        }
+    }
+}
+
 /// Client capabilities in the legacy shape: the same object without the modern `extensions`.
 pub(super) fn legacy_capabilities(caps: &RawValue) -> Box<RawValue> {
     match RawObject::from_raw(caps) {
@@ -206,9 +230,7 @@ pub(super) fn legacy_capabilities(caps: &RawValue) -> Box<RawValue> {
             obj.remove("extensions");
             obj.to_raw()
         }
-        Err(_) => {
-            RawValue::from_string("{}".to_owned()).unwrap_or_else(|_| RawValue::NULL.to_owned())
-        }
+        Err(_) => empty_object(),
     }
 }
 

@@ -48,6 +48,7 @@ use crate::log_level;
 use crate::ops::scope::Scope;
 use crate::ops::{call, list};
 use crate::session::SessionRecord;
+use crate::upstream::empty_object;
 use relayed::{answer_backend, cancel_elsewhere};
 use subscriptions::{
     linked_backend, over_subscription_cap, owned_by_modern_backend, track_subscription,
@@ -225,10 +226,6 @@ pub(crate) fn recorded_url(
         Some(url) if url.as_str() == recorded => Some(url.clone()),
         _ => url::Url::parse(recorded).ok(),
     }
-}
-
-fn empty_object() -> Box<RawValue> {
-    RawValue::from_string("{}".to_owned()).unwrap_or_else(|_| RawValue::NULL.to_owned())
 }
 
 /// book: docs/src/failure-modes.md: a call on a name that several backends expose is refused, and the session's

@@ -11,11 +11,11 @@ use http::{Response, StatusCode};
 use mcp_core::{Envelope, ErrorObject, RawObject, RequestId};
 use serde_json::value::RawValue;
 
-use super::empty_object;
 use crate::body::McpBody;
 use crate::context::RequestContext;
 use crate::front::{Front, respond};
 use crate::session::SessionRecord;
+use crate::upstream::empty_object;
 
 /// The backend request a client's `notifications/progress` (by its `progressToken`) or
 /// `notifications/cancelled` (by its `requestId`) is about, when the gateway relayed it to this

@@ -35,6 +35,7 @@ use crate::ops::task_id::{self, Origin};
 use crate::public_uris::PublicUris;
 use crate::upstream::{
     LegacySession, LinkWriter, MessageStream, PROGRESS_TOKEN, Recorder, Target, UpstreamError,
+    empty_object,
 };
 
 /// An owned copy of what a relay needs after the handler returned (the stream outlives it).
@@ -343,9 +344,8 @@ impl Relay {
                         // a backend's ping is answered here, never relayed (a flood of pings
                         // would otherwise fill the client's stream and, for a link, the table of
                         // relayed requests).
-                        let empty = RawValue::from_string("{}".into())
-                            .unwrap_or_else(|_| RawValue::NULL.to_owned());
-                        if let Err(e) = Box::pin(self.answer_upstream(&id, &empty)).await {
+                        let pong = empty_object();
+                        if let Err(e) = Box::pin(self.answer_upstream(&id, &pong)).await {
                             tracing::debug!(backend = %self.finish.backend, error = %e, "could not answer a backend's ping");
                         }
                         continue;
@@ -388,17 +388,20 @@ impl Relay {
     }
 
     fn fail(&mut self, e: &UpstreamError) -> Relayed {
-        self.done = true;
         tracing::info!(backend = %self.finish.backend, error = %e, "routed call failed mid-stream");
-        let error = ErrorObject::internal(format!("Backend {} failed: {e}", self.finish.backend));
-        Relayed::Final(encode_error(Some(&self.downstream_id), &error))
+        self.failed(e)
     }
 
     /// Fails the call whose backend asked its client more than the caller's share allows; the
     /// call is cancelled upstream when the relay is dropped, as for any call that ends early.
     fn refuse(&mut self, why: Refused) -> Relayed {
-        self.done = true;
         tracing::warn!(backend = %self.finish.backend, reason = %why, "a backend's request to its client refused; failing its call");
+        self.failed(&why)
+    }
+
+    /// The call's final answer: `-32603 Backend <name> failed: <why>`.
+    fn failed(&mut self, why: &dyn std::fmt::Display) -> Relayed {
+        self.done = true;
         let error = ErrorObject::internal(format!("Backend {} failed: {why}", self.finish.backend));
         Relayed::Final(encode_error(Some(&self.downstream_id), &error))
     }

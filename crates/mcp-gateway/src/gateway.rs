@@ -193,6 +193,17 @@ impl GatewayBuilder {
             &config.backends.deny_destinations,
         )
         .map_err(|reason| config.problem("backends.deny_destinations", reason.to_string()))?;
+        // Clients reach the gateway by its public name, which a load balancer may resolve to
+        // addresses that are not its listeners': a backend URL naming it is the gateway itself.
+        let destinations = match config
+            .auth
+            .public_url
+            .as_ref()
+            .and_then(|url| url.host_str())
+        {
+            Some(host) => destinations.own_host(host),
+            None => destinations,
+        };
         let backend_tls = tls::backend_tls(&config)?;
         let router = build_router(
             &config,
@@ -340,6 +351,7 @@ fn build_router(
         .max_body_bytes(config.limits.max_body_bytes)
         .origins(origin_policy(&config.security.allowed_origins))
         .request_state_ttl(r.request_state_ttl)
+        .max_hops(r.max_hops)
         .upstream(upstream)
         .breaker_defaults(config.breaker.clone())
         .stale_if_error(r.stale_if_error, STALE_ENTRIES)
@@ -365,6 +377,9 @@ fn build_router(
     }
     for add in backend_layers {
         builder = add(builder);
+    }
+    if let Some(id) = &r.gateway_id {
+        builder = builder.gateway_id(id.clone());
     }
     match sealing {
         Some(secret) => builder = builder.sealing_secret(secret),

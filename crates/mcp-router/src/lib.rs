@@ -155,6 +155,7 @@ mod context;
 mod cursor;
 mod degraded;
 mod front;
+mod hops;
 mod inflight;
 mod log_level;
 pub mod naming;

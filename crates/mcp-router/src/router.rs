@@ -123,6 +123,10 @@ pub struct McpRouterBuilder {
     version: String,
     instructions: Option<String>,
     sealer: Option<Sealer>,
+    /// The deployment id in upstream requests' `Via` (see [`crate::hops`]): set, or derived from
+    /// the sealing secret, or random.
+    gateway_id: Option<String>,
+    max_hops: usize,
     wall_clock: WallClock,
     fanout_deadline: Duration,
     max_name_len: usize,
@@ -167,6 +171,8 @@ impl Default for McpRouterBuilder {
             version: env!("CARGO_PKG_VERSION").to_owned(),
             instructions: None,
             sealer: None,
+            gateway_id: None,
+            max_hops: crate::hops::DEFAULT_MAX_HOPS,
             wall_clock: WallClock::system(),
             fanout_deadline: Duration::from_secs(10),
             max_name_len: 128,
@@ -212,6 +218,25 @@ impl McpRouterBuilder {
     /// balancer needs the same secret; without one a random per-process key is used.
     pub fn sealing_secret(mut self, secret: &[u8]) -> Self {
         self.sealer = Some(Sealer::new(secret));
+        self.gateway_id
+            .get_or_insert_with(|| crate::hops::Hops::id_from_secret(secret));
+        self
+    }
+
+    /// This deployment's id, which every HTTP request to a backend carries in `Via`
+    /// (`1.1 mcp-gateway-<id>`): a request arriving with it is refused with HTTP 508 (Loop
+    /// Detected) before anything is routed. Default: derived from the sealing secret when one is
+    /// set (every node sharing it shares the id), else random per router. Characters other than
+    /// letters, digits, `-`, `_` and `.` become `-`.
+    pub fn gateway_id(mut self, id: impl Into<String>) -> Self {
+        self.gateway_id = Some(id.into());
+        self
+    }
+
+    /// The most `Via` entries (gateways and proxies passed) a request may arrive with (default
+    /// 8); more are refused with HTTP 508 (Loop Detected).
+    pub fn max_hops(mut self, max: usize) -> Self {
+        self.max_hops = max;
         self
     }
 
@@ -469,12 +494,22 @@ impl McpRouterBuilder {
         let info =
             serde_json::value::to_raw_value(&info).unwrap_or_else(|_| RawValue::NULL.to_owned());
         let node_id = self.node_id();
+        let hops = crate::hops::Hops::new(
+            self.gateway_id.as_deref().unwrap_or(&node_id),
+            self.max_hops,
+        );
         let sealer = self
             .sealer
             .unwrap_or_else(Sealer::random)
             .with_clock(self.wall_clock);
         let ops = Ops {
-            upstream: Upstream::new(self.upstream, info.clone(), self.backend_layer, &node_id),
+            upstream: Upstream::new(
+                self.upstream,
+                info.clone(),
+                self.backend_layer,
+                &node_id,
+                hops.entry().clone(),
+            ),
             pending: PendingRequests::new(
                 sealer.clone(),
                 node_id.clone(),
@@ -503,6 +538,7 @@ impl McpRouterBuilder {
                 ops: Arc::new(ops),
                 max_body_bytes: self.max_body_bytes,
                 origins: self.origins,
+                hops,
                 adopted: AdoptedRecords::default(),
                 sessions: self
                     .sessions

@@ -11,6 +11,7 @@
 //! | [`RedisLoading`], [`RedisReplica`] | a server still loading its data set (`-LOADING`); a read-only replica (`-READONLY` to writes) |
 //! | [`TempDir`] | a unique temporary directory removed on drop (no extra dependency) |
 //! | [`exchange`], [`EventStream`] | one plain-HTTP request: the response with its body unread, or its SSE answer read event by event while it stays open |
+//! | [`Forwarder`] | a TCP forwarder standing for a proxy or load balancer in front of a server, counting the HTTP requests it passes |
 //! | [`PortedChild`] | a test server child process that reports `PORT <n>` on stdout, killed on drop |
 //! | [`ShiftedClock`], [`SteppedClock`], [`unix_now`] | a wall clock a test moves forward, to step past an absolute expiry instead of sleeping; a monotonic clock that stands still until the test steps it past an interval; seconds since the epoch |
 //! | [`poll_until`] | polls a condition until it holds or a limit passes (for events with no signal to await) |
@@ -42,6 +43,7 @@
 
 mod clock;
 mod event_stream;
+mod forwarder;
 mod mcp;
 pub mod peers;
 mod poll;
@@ -57,6 +59,7 @@ mod temp_dir;
 
 pub use clock::{ShiftedClock, SteppedClock, unix_now};
 pub use event_stream::{EventStream, exchange};
+pub use forwarder::Forwarder;
 pub use mcp::{
     accept_elicitation, ask_params, legacy_headers, message_error, modern_meta_with,
     modern_request_with_meta, post_modern, result_text, rpc_request, tool_names,

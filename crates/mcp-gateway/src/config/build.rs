@@ -635,8 +635,23 @@ impl EffectiveConfig {
                 format!("`{name}` is not an environment variable name"),
             );
         }
+        let gateway_id = r.opt_str("router.gateway_id").map(str::to_owned);
+        if let Some(id) = &gateway_id
+            && (id.is_empty()
+                || id.len() > 64
+                || !id
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.')))
+        {
+            r.fail(
+                "router.gateway_id",
+                "must be 1-64 letters, digits, `-`, `_` or `.`",
+            );
+        }
         let router = RouterConfig {
             sealing_secret_env,
+            gateway_id,
+            max_hops: r.usize("router.max_hops", 1),
             fanout_deadline: Duration::from_millis(r.positive("router.fanout_deadline_ms")),
             max_name_len: r.usize("router.max_name_len", 1),
             instructions: r.opt_str("router.instructions").map(str::to_owned),

@@ -592,7 +592,7 @@ pub static KEYS: &[KeySpec] = &[
         "backends.deny_destinations",
         L,
         List(&[]),
-        "destinations backend connections may never reach (CIDRs, addresses, host names), checked on the connected address (DNS answers included); wins over allow_destinations. Always denied: the gateway's own listeners; denied unless an address entry of allow_destinations covers them: 169.254.0.0/16, fe80::/10, fd00:ec2::254, 100.100.100.200, 192.0.0.192, 168.63.129.16",
+        "destinations backend connections may never reach (CIDRs, addresses, host names), checked on the connected address (DNS answers included); wins over allow_destinations. Always denied: the gateway's own listeners and auth.public_url's host; denied unless an address entry of allow_destinations covers them: 169.254.0.0/16, fe80::/10, fd00:ec2::254, 100.100.100.200, 192.0.0.192, 168.63.129.16",
     ),
     key(
         "backends.tls_ca_file",
@@ -662,6 +662,18 @@ pub static KEYS: &[KeySpec] = &[
         S,
         Unset,
         "name of the environment variable holding the secret that encrypts the ids handed to clients (cursors, requestState, task ids, relayed request ids); unset: random per process (set it when several nodes share clients)",
+    ),
+    key(
+        "router.gateway_id",
+        S,
+        Unset,
+        "this deployment's id in the Via header of every request to a backend (1.1 mcp-gateway-<id>); a request arriving with it is refused with HTTP 508 Loop Detected; unset: derived from the sealing secret when set (shared by the nodes that share it), else random per process",
+    ),
+    key(
+        "router.max_hops",
+        I,
+        Int(8),
+        "most Via entries (gateways and proxies passed) a request may arrive with; more get HTTP 508 Loop Detected",
     ),
     key(
         "router.fanout_deadline_ms",

@@ -428,6 +428,11 @@ impl std::fmt::Debug for PluginSource {
 pub struct RouterConfig {
     /// `sealing_secret_env`: the environment variable holding the sealing secret.
     pub sealing_secret_env: Option<String>,
+    /// `gateway_id`: this deployment's id in upstream requests' `Via`; `None`: derived from the
+    /// sealing secret, else random per process.
+    pub gateway_id: Option<String>,
+    /// `max_hops`: most `Via` entries an incoming request may carry.
+    pub max_hops: usize,
     /// `fanout_deadline_ms`.
     pub fanout_deadline: Duration,
     /// `max_name_len`.

@@ -25,6 +25,9 @@ where
     #[cfg(feature = "redis")]
     front.ensure_listening();
     let (parts, body) = req.into_parts();
+    if let Err(refusal) = front.hops.check(&parts.headers) {
+        return respond::loop_detected(refusal);
+    }
     if let Some(origin) = parts.headers.get(header::ORIGIN)
         && !front.origins.allows(origin)
     {

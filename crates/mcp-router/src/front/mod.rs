@@ -38,6 +38,8 @@ pub(crate) struct Front {
     pub(crate) ops: Arc<Ops>,
     pub(crate) max_body_bytes: usize,
     pub(crate) origins: OriginPolicy,
+    /// This deployment's mark on upstream requests, checked on incoming ones.
+    pub(crate) hops: crate::hops::Hops,
     /// Session records whose upstream sessions this node already adopted.
     pub(crate) adopted: AdoptedRecords,
     pub(crate) sessions: Arc<dyn SessionStore>,

@@ -89,3 +89,21 @@ pub(crate) fn too_many_streams(max: usize) -> Response<McpBody> {
         .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
     res
 }
+
+/// `508 Loop Detected` with JSON-RPC error `-32600`: the request came from this deployment
+/// itself, or through too many intermediaries (`crate::hops`).
+pub(crate) fn loop_detected(refusal: crate::hops::HopRefusal) -> Response<McpBody> {
+    let message = match refusal {
+        crate::hops::HopRefusal::Loop => "Loop detected: this request was sent by this gateway \
+             deployment (a backend URL leads back to it)"
+            .to_owned(),
+        crate::hops::HopRefusal::TooMany(count) => format!(
+            "Loop detected: this request passed {count} gateways or proxies (its Via header), more than this gateway accepts"
+        ),
+    };
+    error(
+        StatusCode::LOOP_DETECTED,
+        None,
+        &ErrorObject::invalid_request(message),
+    )
+}

@@ -242,12 +242,13 @@ const LEGACY_PROTOCOL: ProtocolVersion = ProtocolVersion::LATEST_LEGACY;
 
 impl Upstream {
     /// The upstream side of a router on node `node` (its random id, in every request id and
-    /// progress token it mints).
+    /// progress token it mints), marking its HTTP requests with `via` (`crate::hops`).
     pub(crate) fn new(
         options: UpstreamOptions,
         client_info: Box<RawValue>,
         layer: Option<BackendLayer>,
         node: &str,
+        via: http::HeaderValue,
     ) -> Self {
         let stacks = ScopedTable::new(
             options.max_sessions_per_principal,
@@ -255,7 +256,7 @@ impl Upstream {
             SCOPED_IDLE,
         );
         Self {
-            client: Arc::new(Client::new(options, client_info, node)),
+            client: Arc::new(Client::new(options, client_info, node, via)),
             stacks,
             layer,
         }
@@ -343,23 +344,31 @@ impl Upstream {
 }
 
 impl Client {
-    fn new(options: UpstreamOptions, client_info: Box<RawValue>, node: &str) -> Self {
+    fn new(
+        options: UpstreamOptions,
+        client_info: Box<RawValue>,
+        node: &str,
+        via: http::HeaderValue,
+    ) -> Self {
         let stdio = stdio::StdioPool::new(
             options.stdio.clone(),
             options.max_stdio_processes,
             client_info.clone(),
         );
-        let pools = Arc::new(transport::ScopedPools::new(
-            transport::build_connector(
-                options.connect_timeout,
-                options.destinations.clone(),
-                &options.tls,
-            ),
-            options.pool_lanes,
-            options.max_sessions_per_principal,
-            MAX_SCOPED_ENTRIES,
-            SCOPED_IDLE,
-        ));
+        let pools = Arc::new(
+            transport::ScopedPools::new(
+                transport::build_connector(
+                    options.connect_timeout,
+                    options.destinations.clone(),
+                    &options.tls,
+                ),
+                options.pool_lanes,
+                options.max_sessions_per_principal,
+                MAX_SCOPED_ENTRIES,
+                SCOPED_IDLE,
+            )
+            .marking(via),
+        );
         Self {
             sse: sse::SsePool::new(Arc::clone(&pools), client_info.clone()),
             sse_urls: ScopedTable::new(

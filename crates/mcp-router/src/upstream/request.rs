@@ -6,7 +6,8 @@
 //! context (`traceparent`, `tracestate`, `baggage`) and, for modern backends, the client's
 //! `Mcp-Param-*` headers, then `headers.remove`, and last the headers the gateway owns
 //! (`Content-Type`, `Accept`, `User-Agent`, `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`,
-//! `Mcp-Session-Id`), which neither passthrough nor add can override. The client's
+//! `Mcp-Session-Id`, and `Via`: the client request's entries, then this deployment's, appended
+//! by the pool, see `crate::hops`), which neither passthrough nor add can override. The client's
 //! `Authorization` header is only forwarded when the backend's `passthrough` names it (the spec
 //! forbids token passthrough; an operator must opt in per backend). Hop-by-hop headers are never
 //! copied.
@@ -43,6 +44,7 @@ fn gateway_owned(name: &HeaderName) -> bool {
     name == header::CONTENT_TYPE
         || name == header::ACCEPT
         || name == header::USER_AGENT
+        || name == header::VIA
         || name.as_str() == "last-event-id"
         || mcp_core::headers::is_mcp_header(name)
 }
@@ -127,6 +129,11 @@ pub(crate) fn build(
         {
             headers.remove(name);
         }
+    }
+    // The intermediaries the client's request passed: with ours after them, the next gateway
+    // counts the whole chain (`crate::hops`).
+    for value in downstream.get_all(header::VIA) {
+        headers.append(header::VIA, value.clone());
     }
     headers.insert(
         header::CONTENT_TYPE,

@@ -8,7 +8,9 @@
 //!
 //! Precedence, first match wins:
 //! 1. the gateway's own listeners (their bound addresses; a listener on `0.0.0.0`/`::` also
-//!    matches its port on loopback and on the connection's own local address): denied;
+//!    matches its port on loopback and on the connection's own local address) and its own
+//!    public host names ([`own_host`](DestinationPolicy::own_host), e.g. `auth.public_url`'s):
+//!    denied;
 //! 2. `deny` (CIDR, or host name as written in the URL): denied;
 //! 3. `allow`, when not empty: an address or host it lists is allowed, anything else denied;
 //! 4. the built-in denials ([`DEFAULT_DENIED`]: link-local and cloud metadata addresses);
@@ -138,6 +140,8 @@ pub struct DestinationPolicy {
     deny: Vec<Rule>,
     defaults: Vec<Rule>,
     own: Arc<RwLock<Vec<SocketAddr>>>,
+    /// The gateway's own public host names (lower case).
+    own_hosts: Vec<String>,
 }
 
 impl Default for DestinationPolicy {
@@ -151,6 +155,7 @@ impl Default for DestinationPolicy {
                 .filter_map(|r| Rule::parse(r).ok())
                 .collect(),
             own: Arc::default(),
+            own_hosts: Vec::new(),
         }
     }
 }
@@ -191,6 +196,22 @@ impl DestinationPolicy {
         own.extend(addrs);
     }
 
+    /// Denies backend URLs with host `host`, a name clients reach this gateway by (its public
+    /// URL's): whatever `allow` says, as its own listeners are. Behind a load balancer or TLS
+    /// proxy the listeners' addresses are not what that name resolves to, so the name is checked
+    /// as written in the URL. An address (`[::1]`, `10.0.0.5`) is compared as written too.
+    pub fn own_host(mut self, host: &str) -> Self {
+        let host = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .trim_end_matches('.')
+            .to_ascii_lowercase();
+        if !host.is_empty() && !self.own_hosts.contains(&host) {
+            self.own_hosts.push(host);
+        }
+        self
+    }
+
     /// Whether a connection for URL host `host` that reached `peer` from `local` is allowed.
     pub fn allows(&self, host: &str, peer: SocketAddr, local: SocketAddr) -> bool {
         let ip = peer.ip().to_canonical();
@@ -198,7 +219,12 @@ impl DestinationPolicy {
             .trim_start_matches('[')
             .trim_end_matches(']')
             .to_ascii_lowercase();
-        if self.is_own(ip, peer.port(), local.ip().to_canonical()) {
+        if self.is_own(ip, peer.port(), local.ip().to_canonical())
+            || self
+                .own_hosts
+                .iter()
+                .any(|own| *own == host.trim_end_matches('.'))
+        {
             return false;
         }
         if self.deny.iter().any(|r| r.matches(&host, ip)) {
@@ -340,6 +366,29 @@ mod tests {
         );
         assert!(DestinationPolicy::new(&["10.0.0.0/33".into()], &[]).is_err());
         assert!(DestinationPolicy::new(&[], &["not a host".into()]).is_err());
+    }
+
+    #[test]
+    fn own_public_host_is_denied_whatever_allow_says() {
+        let policy = DestinationPolicy::new(&["gw.example.com".into(), "10.0.0.0/8".into()], &[])
+            .expect("policy")
+            .own_host("GW.example.com");
+        let (peer, local) = (addr("10.0.0.5:443"), addr("10.0.0.9:5000"));
+        assert!(!policy.allows("gw.example.com", peer, local));
+        assert!(
+            !policy.allows("gw.example.com.", peer, local),
+            "the root label too"
+        );
+        assert!(policy.allows("api.example.com", peer, local), "the control");
+        assert!(
+            policy.allows("10.0.0.5", peer, local),
+            "an address is not the name"
+        );
+        let clone = policy.clone();
+        assert!(
+            !clone.allows("gw.example.com", peer, local),
+            "clones keep it"
+        );
     }
 
     #[test]

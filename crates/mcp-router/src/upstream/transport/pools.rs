@@ -23,7 +23,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::Request;
+use http::header::VIA;
+use http::{HeaderValue, Request};
 use http_body_util::Full;
 use hyper_util::client::legacy::{Client, ResponseFuture};
 use hyper_util::rt::{TokioExecutor, TokioTimer};
@@ -66,6 +67,9 @@ pub(crate) struct HttpClient {
 
 struct Lanes {
     connector: HttpsConnector<Guarded>,
+    /// This deployment's `Via` entry, appended to every request (book: docs/src/security.md,
+    /// "Loops").
+    via: Option<HeaderValue>,
     /// Boxed: a lane never used costs 16 bytes, not a whole client (many scopes times one lane
     /// per thread adds up: 1 KiB per scope at 64 threads).
     lanes: Box<[OnceLock<Box<Pooled>>]>,
@@ -74,18 +78,27 @@ struct Lanes {
 type Pooled = Client<HttpsConnector<Guarded>, Full<Bytes>>;
 
 impl HttpClient {
-    fn new(connector: HttpsConnector<Guarded>, lanes: usize) -> Self {
+    fn new(connector: HttpsConnector<Guarded>, via: Option<HeaderValue>, lanes: usize) -> Self {
         Self {
             inner: Arc::new(Lanes {
                 connector,
+                via,
                 lanes: (0..lanes.max(1)).map(|_| OnceLock::new()).collect(),
             }),
         }
     }
 
-    /// Sends `request` on a keep-alive connection of the calling thread's lane.
-    pub(crate) fn request(&self, request: Request<Full<Bytes>>) -> ResponseFuture {
-        let Lanes { connector, lanes } = &*self.inner;
+    /// Sends `request`, marked with this deployment's `Via` entry, on a keep-alive connection of
+    /// the calling thread's lane.
+    pub(crate) fn request(&self, mut request: Request<Full<Bytes>>) -> ResponseFuture {
+        let Lanes {
+            connector,
+            via,
+            lanes,
+        } = &*self.inner;
+        if let Some(via) = via {
+            request.headers_mut().append(VIA, via.clone());
+        }
         let lane = match lanes.len() {
             1 => 0,
             count => LANE.with(Cell::get) % count,
@@ -107,6 +120,7 @@ impl HttpClient {
 /// The keep-alive pools of one router, one per credential scope.
 pub(crate) struct ScopedPools {
     connector: HttpsConnector<Guarded>,
+    via: Option<HeaderValue>,
     /// Lanes of each scope's pool (at least 1).
     lanes: usize,
     pools: ScopedTable<CredentialScope, HttpClient>,
@@ -125,9 +139,16 @@ impl ScopedPools {
     ) -> Self {
         Self {
             connector,
+            via: None,
             lanes: lanes.max(1),
             pools: ScopedTable::new(per_principal, total, idle),
         }
+    }
+
+    /// Every request through these pools carries `via` (this deployment's `Via` entry).
+    pub(crate) fn marking(mut self, via: HeaderValue) -> Self {
+        self.via = Some(via);
+        self
     }
 
     /// The client whose pool belongs to `scope`. When the table has no room for the scope (its
@@ -145,7 +166,7 @@ impl ScopedPools {
     }
 
     fn build(&self) -> HttpClient {
-        HttpClient::new(self.connector.clone(), self.lanes)
+        HttpClient::new(self.connector.clone(), self.via.clone(), self.lanes)
     }
 }
 

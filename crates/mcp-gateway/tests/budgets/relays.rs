@@ -1,23 +1,18 @@
-//! The budget rule over the real process (book: docs/src/security.md, "Budgets"): what the
-//! gateway holds for a caller is charged to that caller's principal, and a spent budget costs
-//! that principal its own new work, never another principal's. Each test has two principals (or
-//! one principal and its own backend) and a control that the same traffic within budget works.
-//!
-//! Covered here: the table of requests that wait for a 2025 client's answer (a stdio backend's
-//! sampling requests, `limits.max_relayed_requests_per_principal`), and a backend's pings, which
-//! the gateway answers itself. The backend is `tests/interop/py_stdio_server.py` (Python SDK 1.x)
+//! Relayed requests: a backend's server requests waiting for a 2025 client's answer
+//! (`limits.max_relayed_requests_per_principal`), a backend's pings (answered by the gateway),
+//! and the rest of the first budget round (idle sessions, initialize results, backends per
+//! virtual host). The stdio backend is `tests/interop/py_stdio_server.py` (Python SDK 1.x)
 //! from the operator's stdio catalog, one process per principal.
-
-mod support;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use mcp_test_support::{EventStream, legacy_headers};
-use serde_json::{Value, json};
-use support::{
+use crate::support;
+use crate::support::{
     GatewayProcess, base_config, bearer, legacy_initialize_with, legacy_post, python_mcp1, workdir,
 };
+use mcp_test_support::{EventStream, legacy_headers};
+use serde_json::{Value, json};
 
 /// Every wait of these tests: seconds of margin on a loaded machine.
 const WAIT: Duration = Duration::from_secs(30);

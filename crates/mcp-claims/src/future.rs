@@ -19,7 +19,7 @@ use crate::claims::Claims;
 #[cfg(feature = "jwks")]
 use crate::error::AuthError;
 #[cfg(feature = "jwks")]
-use crate::service::{Shared, authenticate};
+use crate::service::Shared;
 
 /// The boxed validation of a request that waits for a JWKS fetch (rare: first use, unknown `kid`).
 #[cfg(feature = "jwks")]
@@ -138,7 +138,7 @@ where
                 let (mut parts, body) = request.into_parts();
                 let next = match result {
                     Ok(claims) => {
-                        authenticate(&mut parts, claims);
+                        shared.authenticate(&mut parts, claims);
                         let mut inner = inner.take().expect("future polled after completion");
                         Kind::Called {
                             future: inner.call(Request::from_parts(parts, body)),

@@ -52,10 +52,18 @@ impl Shared {
     }
 }
 
-/// Inserts the extensions of an authenticated request.
-pub(crate) fn authenticate(parts: &mut Parts, claims: Claims) {
-    parts.extensions.insert(claims.principal());
-    parts.extensions.insert(claims);
+impl Shared {
+    /// Inserts the extensions of an authenticated request: the principal, the claims, and when
+    /// the token stops being valid (`exp` plus the leeway: long-lived streams end then).
+    pub(crate) fn authenticate(&self, parts: &mut Parts, claims: Claims) {
+        parts.extensions.insert(claims.principal());
+        let until = std::time::UNIX_EPOCH
+            + std::time::Duration::from_secs(
+                claims.exp().saturating_add(self.validator.leeway_secs()),
+            );
+        parts.extensions.insert(mcp_core::ValidUntil::new(until));
+        parts.extensions.insert(claims);
+    }
 }
 
 /// Middleware that validates the request's bearer JWT.
@@ -138,7 +146,7 @@ where
         };
         match result {
             Ok(claims) => {
-                authenticate(&mut parts, claims);
+                self.shared.authenticate(&mut parts, claims);
                 ResponseFuture::called(self.inner.call(Request::from_parts(parts, body)))
             }
             Err(error) => ResponseFuture::rejected(self.shared.reject(&error, &parts)),

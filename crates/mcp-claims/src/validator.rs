@@ -117,6 +117,11 @@ enum JwksVerdict {
 }
 
 impl JwtValidator {
+    /// The clock skew tolerated on `exp` and `nbf`, in whole seconds.
+    pub(crate) fn leeway_secs(&self) -> u64 {
+        self.inner.leeway
+    }
+
     /// A builder with the defaults: leeway 30 s, JWKS refresh every 5 min, JWKS refetch at most
     /// every 10 s, JWKS fetch timeout 5 s, no required scopes.
     pub fn builder() -> JwtValidatorBuilder {

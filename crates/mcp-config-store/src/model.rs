@@ -101,6 +101,11 @@ pub struct BackendConfig {
     /// Per-request timeout in milliseconds (default [`DEFAULT_TIMEOUT_MS`]; must be positive).
     #[serde(default = "default_timeout_ms")]
     pub timeout_ms: u64,
+    /// Longest a whole call may take, in milliseconds, however steadily the backend keeps
+    /// sending (`timeout_ms` bounds only each wait); unset: the gateway's default. The
+    /// gateway's ceiling caps it (must be positive).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_ms: Option<u64>,
     /// Public name -> upstream name overrides.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub aliases: BTreeMap<String, String>,
@@ -148,6 +153,7 @@ impl Default for BackendConfig {
             replicas: Vec::new(),
             headers: HeaderPolicy::default(),
             timeout_ms: DEFAULT_TIMEOUT_MS,
+            deadline_ms: None,
             aliases: BTreeMap::new(),
             allowed_tools: None,
             stdio: None,

@@ -16,7 +16,7 @@
 //!
 //! What the operator lets a configuration run (catalog entries, `env` keys, free-form commands)
 //! is checked by the gateway, which knows the operator's settings.
-//! | `timeout_ms`, `idle_timeout_s` positive | that field | `must be greater than 0` |
+//! | `timeout_ms`, `deadline_ms`, `idle_timeout_s` positive | that field | `must be greater than 0` |
 //! | header names / values valid HTTP | `...headers.passthrough[i]`, `...headers.add.<name>`, `...headers.remove[i]` | `invalid header name` / `invalid header value` |
 //! | `aliases` keys and values, `allowed_tools` items, `env` keys not empty | that field | `must not be empty` |
 //!
@@ -221,6 +221,12 @@ fn backend(b: &BackendConfig, path: &str, errors: &mut Vec<FieldError>) {
             "must be greater than 0",
         ));
     }
+    if b.deadline_ms == Some(0) {
+        errors.push(FieldError::new(
+            field("deadline_ms"),
+            "must be greater than 0",
+        ));
+    }
     if b.idle_timeout_s == Some(0) {
         errors.push(FieldError::new(
             field("idle_timeout_s"),
@@ -420,10 +426,11 @@ mod tests {
     #[test]
     fn numbers_and_strings() {
         assert_eq!(
-            errors(r#"{"command":"  ","timeout_ms":0,"idle_timeout_s":0}"#),
+            errors(r#"{"command":"  ","timeout_ms":0,"deadline_ms":0,"idle_timeout_s":0}"#),
             [
                 format!("{P}.command: must not be empty"),
                 format!("{P}.timeout_ms: must be greater than 0"),
+                format!("{P}.deadline_ms: must be greater than 0"),
                 format!("{P}.idle_timeout_s: must be greater than 0"),
             ]
         );

@@ -6,6 +6,8 @@
 //! | module | what it holds |
 //! |---|---|
 //! | `principal` | [`Principal`], the authenticated caller (issuer + subject), a request extension |
+//! | `principal_slots` | [`PrincipalSlots`], a cap on what each principal holds at once (requests in flight, streams), with [`Slot`] given back on drop |
+//! | `valid_until` | [`ValidUntil`], when the request's credentials expire (token `exp` + leeway), a request extension |
 //! | `virtual_host_id` | [`VirtualHostId`], the virtual host a request addresses, a request extension |
 //! | `body` | [`ResponseBody`], inner body or locally generated body, `Default` when the inner is |
 //! | `detail_future` | [`DetailFuture`], inner future or a ready `{"detail":"..."}` answer |
@@ -47,11 +49,13 @@ pub mod media;
 mod method;
 pub mod outcome;
 mod principal;
+mod principal_slots;
 mod protocol_version;
 mod raw_object;
 pub mod sse;
 #[cfg(feature = "https")]
 pub mod tls;
+mod valid_until;
 mod virtual_host_id;
 
 pub use body::ResponseBody;
@@ -65,8 +69,10 @@ pub use jsonrpc::{
 };
 pub use method::{Direction, Eras, Method, MethodKind, RouteKey};
 pub use principal::Principal;
+pub use principal_slots::{PrincipalSlots, Slot};
 pub use protocol_version::{Era, ProtocolVersion, UnknownProtocolVersion};
 pub use raw_object::RawObject;
+pub use valid_until::ValidUntil;
 pub use virtual_host_id::VirtualHostId;
 
 /// The boxed error of generic bodies and services (`http_body::Body::Error: Into<BoxError>`).

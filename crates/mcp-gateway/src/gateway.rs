@@ -33,6 +33,7 @@ use crate::admin::{AdminService, AdminState};
 use crate::auth;
 use crate::config::{GatewayConfig, RuntimeMode, SessionsKind};
 use crate::error::GatewayError;
+use crate::in_flight_share::InFlightShare;
 use crate::json_posts::JsonPosts;
 use crate::limits::{RequestLimits, origin_policy};
 use crate::metadata::ResourceMetadata;
@@ -234,6 +235,7 @@ impl GatewayBuilder {
             key,
             bridged,
             Arc::clone(&metadata),
+            config.limits.max_in_flight_per_principal,
         );
         let shared = Arc::new(Shared {
             limits: RequestLimits::from_config(&config),
@@ -321,6 +323,8 @@ fn upstream_options(
     let r = &config.router;
     let mut options = UpstreamOptions::default();
     options.connect_timeout = r.upstream_connect_timeout;
+    options.call_deadline = r.call_deadline;
+    options.max_call_deadline = r.max_call_deadline;
     options.max_sessions = r.max_upstream_sessions;
     options.max_sessions_per_principal = r.max_upstream_sessions_per_principal;
     options.stdio = config.backends.stdio_rules();
@@ -397,7 +401,8 @@ fn session_check_interval(idle: Duration) -> Duration {
     (idle / 4).clamp(Duration::from_secs(1), Duration::from_secs(30))
 }
 
-/// vhost -> claims -> config store (read under `key`) -> virtual host config -> JSON POSTs ->
+/// vhost -> claims -> each principal's share of requests in flight -> config store (read under
+/// `key`) -> virtual host config -> JSON POSTs ->
 /// router (with the SSE bridge, whose `…/sse` and `…/messages` paths the vhost layer lets through
 /// next to `…/mcp`).
 fn build_stack(
@@ -406,6 +411,7 @@ fn build_stack(
     key: PrincipalKey,
     router: SseBridge<McpRouter>,
     metadata: Arc<ResourceMetadata>,
+    max_in_flight_per_principal: usize,
 ) -> McpStack {
     let claims = ClaimsLayer::new(validator)
         .resource_metadata_fn(move |parts: &http::request::Parts| metadata.url_for_request(parts));
@@ -417,7 +423,8 @@ fn build_stack(
     let paths = PathPattern::default()
         .also_suffix(SSE_PATH_SUFFIX)
         .also_suffix(MESSAGES_PATH_SUFFIX);
-    VhostLayer::with_pattern(paths).layer(claims.layer(config_store))
+    let shared = InFlightShare::new(config_store, max_in_flight_per_principal);
+    VhostLayer::with_pattern(paths).layer(claims.layer(shared))
 }
 
 impl Gateway {

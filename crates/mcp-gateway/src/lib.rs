@@ -8,7 +8,7 @@
 //!
 //! ```text
 //! request ─▶ limits (403 Origin, 431 Mcp-* headers, 413 body) ─┬─▶ /.well-known/oauth-protected-resource[/servers/{vhost}/mcp]  (RFC 9728)
-//!                                                              └─▶ VhostLayer ─▶ ClaimsLayer ─▶ ConfigStoreLayer ─▶ VirtualHostConfigLayer ─▶ JsonPosts ─▶ SseBridge ─▶ McpRouter
+//!                                                              └─▶ VhostLayer ─▶ ClaimsLayer ─▶ InFlightShare ─▶ ConfigStoreLayer ─▶ VirtualHostConfigLayer ─▶ JsonPosts ─▶ SseBridge ─▶ McpRouter
 //!                                                                  (400)         (401/403)      (400/500/503)       (404)                   (415)                      (JSON-RPC)
 //! ```
 //!
@@ -192,6 +192,7 @@ pub mod config;
 mod error;
 mod gateway;
 mod idle;
+mod in_flight_share;
 mod json_posts;
 mod limits;
 mod metadata;

@@ -1,5 +1,5 @@
 //! [`GatewayService`]: the whole MCP endpoint as one tower `Service`: request limits, RFC 9728
-//! metadata, then vhost -> claims -> config store -> virtual host config -> JSON POSTs -> router; with a
+//! metadata, then vhost -> claims -> each principal's share of requests in flight -> config store -> virtual host config -> JSON POSTs -> router; with a
 //! `tracing` span, an access log line and metrics per request.
 
 use std::convert::Infallible;
@@ -25,6 +25,7 @@ use tower_service::Service;
 use tracing::Span;
 
 use crate::body::{BoxError, GatewayBody};
+use crate::in_flight_share::{Held, InFlightShare};
 use crate::json_posts::JsonPosts;
 use crate::limits::RequestLimits;
 use crate::metadata::{ResourceMetadata, detail};
@@ -38,16 +39,21 @@ use crate::routed::{Routed, RoutedVhost};
 /// [`GatewayService`] and its [`ResponseFuture`] only.
 pub(crate) type McpStack = Vhost<
     ClaimsService<
-        ConfigStoreService<
-            VirtualHostConfigService<JsonPosts<Routed<SseBridge<McpRouter>>>>,
-            PrincipalKey,
+        InFlightShare<
+            ConfigStoreService<
+                VirtualHostConfigService<JsonPosts<Routed<SseBridge<McpRouter>>>>,
+                PrincipalKey,
+            >,
         >,
     >,
 >;
 
 /// The response body of [`McpStack`].
-pub(crate) type StackBody =
-    ResponseBody<ResponseBody<ResponseBody<ResponseBody<ResponseBody<SseBridgeBody<McpBody>>>>>>;
+pub(crate) type StackBody = ResponseBody<
+    ResponseBody<
+        ResponseBody<Held<ResponseBody<ResponseBody<ResponseBody<SseBridgeBody<McpBody>>>>>>,
+    >,
+>;
 
 /// State shared by every clone of a [`GatewayService`].
 #[derive(Debug)]

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use http::Extensions;
 use mcp_config_store::{UserConfig, VirtualHost, VirtualHostConfig};
-use mcp_core::{Era, ErrorObject, Principal, VirtualHostId, error_code};
+use mcp_core::{Era, ErrorObject, Principal, ValidUntil, VirtualHostId, error_code};
 
 /// Largest client capability object accepted (`initialize` params, 2026-07-28 `_meta`), in bytes
 /// of JSON. Real clients send well under a kilobyte; the object is kept with every 2025 session
@@ -27,6 +27,27 @@ pub(crate) struct RequestContext {
     pub(crate) principal: Principal,
     pub(crate) vhost_id: VirtualHostId,
     pub(crate) vhost: Arc<VirtualHostConfig>,
+    /// When the request's credentials expire (set by the authentication layer): notification
+    /// streams end then ([`Self::credentials_expire`]).
+    pub(crate) valid_until: Option<ValidUntil>,
+}
+
+impl RequestContext {
+    /// Resolves when the request's credentials expire; never without a [`ValidUntil`]. A
+    /// notification stream ends then (book: docs/src/security.md, "Budgets"): the client opens
+    /// it again with a fresh token, and a stream never outlives the credentials it was opened
+    /// with.
+    pub(crate) fn credentials_expire(&self) -> impl Future<Output = ()> + Send + 'static {
+        let left = self
+            .valid_until
+            .map(|until| until.left(std::time::SystemTime::now()));
+        async move {
+            match left {
+                Some(left) => tokio::time::sleep(left).await,
+                None => std::future::pending().await,
+            }
+        }
+    }
 }
 
 /// Reads the context from request extensions. Missing facts are a JSON-RPC internal error whose
@@ -60,6 +81,7 @@ pub(crate) fn extract(ext: &Extensions, era: Era) -> Result<RequestContext, Erro
         principal,
         vhost_id,
         vhost,
+        valid_until: ext.get::<ValidUntil>().copied(),
     })
 }
 

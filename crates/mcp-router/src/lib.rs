@@ -112,7 +112,7 @@
 //! | [`session`] | shared | downstream 2025 session records and [`session::SessionStore`]s (local, Redis, sealed) |
 //! | `node_id` | shared | this node's random id, and the upstream request ids and progress tokens minted with it (unique across nodes and restarts) |
 //! | `replay`, `session_ends` | shared | a 2025 session's event buffers for `Last-Event-ID`; signals to its streams when it ends |
-//! | `principal_slots`, `inflight` | shared | per-principal stream slots; calls in progress by session and request id |
+//! | `inflight` | shared | calls in progress by session and request id (per-principal stream slots are `mcp_core::PrincipalSlots`) |
 //! | `degraded`, `log_level` | shared | the degraded marker of partial answers; log severities |
 //! | `context` | shared | the request facts the foundation layers put in extensions |
 //! | [`telemetry`] | shared | OpenTelemetry spans and metrics after the MCP semantic conventions |
@@ -162,7 +162,6 @@ pub mod naming;
 mod node_id;
 mod ops;
 mod origin;
-mod principal_slots;
 mod public_uris;
 mod replay;
 mod router;

@@ -1,4 +1,8 @@
 //! [`McpRouter`]: the MCP endpoint as a tower `Service`.
+//!
+//! Why this file is long: [`McpRouterBuilder`] is the router's whole public set of knobs, one
+//! documented method per setting (about two thirds of the file); `build` wires them into the
+//! front and operations state in one place.
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -30,7 +34,6 @@ use crate::ops::pending::PendingRequests;
 use crate::ops::stale_answers::StaleAnswers;
 use crate::ops::tool_hints::ToolHintsTable;
 use crate::origin::OriginPolicy;
-use crate::principal_slots::PrincipalSlots;
 use crate::replay::{ReplayBuffers, ReplayLimits};
 use crate::seal::Sealer;
 use crate::session::{LocalSessionStore, SessionStore};
@@ -39,6 +42,7 @@ use crate::upstream::{
     BackendLayer, BackendService, DestinationPolicy, StdioServer, Upstream, UpstreamError,
     UpstreamOptions, UpstreamReply, UpstreamRequest,
 };
+use mcp_core::PrincipalSlots;
 #[cfg(feature = "plugins")]
 use mcp_plugins::PluginRuntime;
 

@@ -91,6 +91,23 @@ impl EventStream {
         }
     }
 
+    /// Whether the stream ends (its body completes or breaks) within `wait`; what arrives
+    /// meanwhile is read and dropped. `false` means it was still open when `wait` passed.
+    pub async fn ends_within(&mut self, wait: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            match tokio::time::timeout_at(deadline, self.body.frame()).await {
+                Err(_) => return false,
+                Ok(None | Some(Err(_))) => return true,
+                Ok(Some(Ok(frame))) => {
+                    if let Ok(data) = frame.into_data() {
+                        let _ = self.decoder.push(&data);
+                    }
+                }
+            }
+        }
+    }
+
     /// Reads events until one whose data is a JSON message matching `wanted`, skipping the others
     /// (priming events, notifications); panics when none arrives within `wait`.
     pub async fn next_message_where(

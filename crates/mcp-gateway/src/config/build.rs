@@ -267,6 +267,15 @@ impl EffectiveConfig {
         };
 
         // [limits]
+        let max_connections = r.usize("limits.max_connections", 1);
+        // Unset: a quarter of the connections, so at least three other principals always find
+        // one; set: never more than all of them.
+        let max_in_flight_per_principal = match r.config.get("limits.max_in_flight_per_principal") {
+            None => (max_connections / 4).max(1),
+            Some(_) => r
+                .usize("limits.max_in_flight_per_principal", 1)
+                .min(max_connections),
+        };
         let limits = LimitsConfig {
             max_body_bytes: r.usize("limits.max_body_bytes", 1),
             max_mcp_headers: r.usize("limits.max_mcp_headers", 1),
@@ -275,7 +284,8 @@ impl EffectiveConfig {
             idle_connection_timeout: Duration::from_millis(
                 r.positive("limits.idle_connection_timeout_ms"),
             ),
-            max_connections: r.usize("limits.max_connections", 1),
+            max_connections,
+            max_in_flight_per_principal,
             max_sse_sessions: r.usize("limits.max_sse_sessions", 1),
             max_sse_sessions_per_principal: r.usize("limits.max_sse_sessions_per_principal", 1),
             max_sse_batch: r.usize("limits.max_sse_batch", 1),
@@ -652,6 +662,8 @@ impl EffectiveConfig {
             sealing_secret_env,
             gateway_id,
             max_hops: r.usize("router.max_hops", 1),
+            call_deadline: Duration::from_millis(r.positive("router.call_deadline_ms")),
+            max_call_deadline: Duration::from_millis(r.positive("router.max_call_deadline_ms")),
             fanout_deadline: Duration::from_millis(r.positive("router.fanout_deadline_ms")),
             max_name_len: r.usize("router.max_name_len", 1),
             instructions: r.opt_str("router.instructions").map(str::to_owned),

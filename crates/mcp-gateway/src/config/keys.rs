@@ -277,6 +277,12 @@ pub static KEYS: &[KeySpec] = &[
         "most open client connections on listen.addr; further clients wait unread (in the accept backlog, and one accepted per serving thread)",
     ),
     key(
+        "limits.max_in_flight_per_principal",
+        I,
+        Unset,
+        "most requests of one principal in flight at once (an open stream counts until it ends), so one principal cannot hold every connection; more get 429 with Retry-After (and Connection: close on HTTP/1.1); unset: a quarter of max_connections; never more than max_connections",
+    ),
+    key(
         "limits.max_sse_sessions",
         I,
         Int(1024),
@@ -674,6 +680,18 @@ pub static KEYS: &[KeySpec] = &[
         I,
         Int(8),
         "most Via entries (gateways and proxies passed) a request may arrive with; more get HTTP 508 Loop Detected",
+    ),
+    key(
+        "router.call_deadline_ms",
+        I,
+        Int(600_000),
+        "longest a call to a backend may take in all, however steadily the backend keeps sending (a backend's timeout_ms bounds each wait); a backend's deadline_ms replaces it; past it the call is cancelled upstream and fails with -32603",
+    ),
+    key(
+        "router.max_call_deadline_ms",
+        I,
+        Int(3_600_000),
+        "ceiling on a backend's deadline_ms (user configurations may ask for less, never more)",
     ),
     key(
         "router.fanout_deadline_ms",

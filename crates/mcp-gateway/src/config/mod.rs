@@ -172,6 +172,9 @@ pub struct LimitsConfig {
     pub idle_connection_timeout: Duration,
     /// `max_connections`: most open client connections.
     pub max_connections: usize,
+    /// `max_in_flight_per_principal`: most requests of one principal in flight (unset: a quarter
+    /// of `max_connections`; never more than it); more get 429.
+    pub max_in_flight_per_principal: usize,
     /// `max_sse_sessions`: most open 2024-11-05 SSE streams; more get 503.
     pub max_sse_sessions: usize,
     /// `max_sse_sessions_per_principal`: most open 2024-11-05 SSE streams of one principal; more
@@ -433,6 +436,10 @@ pub struct RouterConfig {
     pub gateway_id: Option<String>,
     /// `max_hops`: most `Via` entries an incoming request may carry.
     pub max_hops: usize,
+    /// `call_deadline_ms`: the longest a call may take when its backend sets no `deadline_ms`.
+    pub call_deadline: Duration,
+    /// `max_call_deadline_ms`: the ceiling on a backend's `deadline_ms`.
+    pub max_call_deadline: Duration,
     /// `fanout_deadline_ms`.
     pub fanout_deadline: Duration,
     /// `max_name_len`.

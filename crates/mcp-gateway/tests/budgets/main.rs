@@ -9,3 +9,5 @@ mod support;
 
 mod loops;
 mod relays;
+mod streams;
+mod time;

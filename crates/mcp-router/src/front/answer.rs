@@ -19,7 +19,7 @@ use super::Front;
 use super::respond;
 use crate::body::{self, McpBody};
 use crate::ops::call::{Answer, Relay};
-use crate::principal_slots::Slot;
+use mcp_core::Slot;
 
 /// Renders `answer` to request `id` for a client of `era`. A streamed answer of a 2025 session's
 /// call (the relay knows the session) gets event ids; `primes`: the session's streams start with

@@ -26,11 +26,11 @@ use std::time::Duration;
 
 use crate::ops::Ops;
 use crate::origin::OriginPolicy;
-use crate::principal_slots::PrincipalSlots;
 use crate::replay::ReplayBuffers;
 use crate::session::SessionStore;
 use crate::session_ends::SessionEnds;
 use legacy::AdoptedRecords;
+use mcp_core::PrincipalSlots;
 
 /// The front's state, shared by a router and all its clones: the operations' state, and what
 /// this node holds for its clients' sessions and streams.

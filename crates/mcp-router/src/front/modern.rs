@@ -2,6 +2,7 @@
 //! against the body, required `_meta`), its operation run, its answer rendered.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures_util::StreamExt;
 use http::request::Parts;
@@ -93,10 +94,27 @@ async fn subscribe(
         return respond::too_many_streams(front.streams.max());
     };
     let messages = listen::listen(scope, id, filter).await;
-    let events = messages.map(move |message| {
-        // The principal's stream slot is held as long as the stream is.
-        let _alive = &slot;
-        SseEvent::message(String::from_utf8_lossy(&message)).encode()
-    });
+    // At the credentials' expiry the stream ends gracefully: a `complete` result, then the end
+    // (the client listens again with a fresh token).
+    let expiry = scope.ctx.credentials_expire();
+    let expired = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&expired);
+    let closing = listen::closing(id);
+    let last =
+        futures_util::stream::once(
+            async move { expired.load(Ordering::Acquire).then_some(closing) },
+        )
+        .filter_map(std::future::ready);
+    let events = messages
+        .take_until(Box::pin(async move {
+            expiry.await;
+            flag.store(true, Ordering::Release);
+        }))
+        .chain(last)
+        .map(move |message| {
+            // The principal's stream slot is held as long as the stream is.
+            let _alive = &slot;
+            SseEvent::message(String::from_utf8_lossy(&message)).encode()
+        });
     respond::sse(body::streaming(events))
 }

@@ -468,6 +468,20 @@ fn translate(
     Some(tagged(method, Some(&params.to_json()), subscription))
 }
 
+/// The graceful end of listen request `id`'s stream: a `complete` result carrying the
+/// subscription id (the client may listen again).
+pub(crate) fn closing(id: &RequestId) -> Vec<u8> {
+    let subscription = id.to_json();
+    let mut meta = RawObject::new();
+    if let Ok(raw) = serde_json::value::RawValue::from_string(subscription.into_owned()) {
+        meta.set_raw(SUBSCRIPTION_ID, raw);
+    }
+    let mut result = RawObject::new();
+    result.set_json("resultType", &"complete");
+    result.set_raw("_meta", meta.to_raw());
+    mcp_core::encode_result(id, &result.to_raw())
+}
+
 /// A notification whose `_meta` carries the subscription id.
 fn tagged(method: &str, params: Option<&str>, subscription: &str) -> Vec<u8> {
     let mut obj = params

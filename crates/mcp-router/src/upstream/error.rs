@@ -15,6 +15,10 @@ pub enum UpstreamError {
     /// No answer (or no next event of a stream) within the backend's timeout.
     #[error("backend timed out after {0:?}")]
     Timeout(Duration),
+    /// The call took its whole deadline (`deadline_ms`, or the gateway's default) and was
+    /// cancelled, however steadily the backend was still sending.
+    #[error("call exceeded its deadline of {}s (deadline_ms)", .0.as_secs_f64())]
+    DeadlineExceeded(Duration),
     /// The backend answered with an unexpected HTTP status.
     #[error("backend answered HTTP {0}")]
     Status(u16),
@@ -69,6 +73,7 @@ impl UpstreamError {
         match self {
             Self::Connect => "connect",
             Self::Timeout(_) => "timeout",
+            Self::DeadlineExceeded(_) => "deadline",
             Self::Status(_) => "http_status",
             Self::Malformed(_) => "malformed",
             Self::Disconnected => "disconnected",

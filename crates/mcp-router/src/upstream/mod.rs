@@ -9,6 +9,7 @@
 //! POST answered 400, 404 or 405 makes the gateway GET the URL, and an `endpoint` event marks the
 //! URL as SSE until `era_ttl` passes. Both carry many callers over one connection ([`link`]).
 
+mod deadline;
 mod describe;
 #[cfg(any(test, not(all(feature = "stdio", feature = "sse"))))]
 mod disabled;
@@ -117,6 +118,10 @@ pub struct UpstreamOptions {
     /// runtime per thread, one lane per thread keeps a call's upstream connection on its own
     /// thread (see [`set_pool_lane`](crate::set_pool_lane)).
     pub pool_lanes: usize,
+    /// The longest a call may take when its backend sets no `deadline_ms` (default 10 min).
+    pub call_deadline: Duration,
+    /// The longest deadline a backend's `deadline_ms` may ask for (default 1 h).
+    pub max_call_deadline: Duration,
 }
 
 impl Default for UpstreamOptions {
@@ -132,6 +137,8 @@ impl Default for UpstreamOptions {
             max_stdio_processes: 64,
             tls: ClientTls::new(),
             pool_lanes: 1,
+            call_deadline: Duration::from_secs(600),
+            max_call_deadline: Duration::from_secs(3600),
         }
     }
 }
@@ -287,13 +294,17 @@ impl Upstream {
     ) -> Result<(UpstreamReply, Recorder), UpstreamError> {
         let mut op = ClientOp::start(call.method, call.name, target.name);
         let cx = op.context();
-        let sent = self.exchange(target, call);
+        let limit = self.client.deadline(target);
+        let at = tokio::time::Instant::now() + limit;
+        let sent = tokio::time::timeout_at(at, self.exchange(target, call));
         let result = match &cx {
             Some(cx) => sent.with_context(cx.clone()).await,
             None => sent.await,
-        };
+        }
+        .unwrap_or(Err(UpstreamError::DeadlineExceeded(limit)));
         match result {
             Ok(mut reply) => {
+                reply.messages = deadline::until(reply.messages, at, limit);
                 ClientOp::annotate(
                     cx.as_ref(),
                     vec![KeyValue::new("jsonrpc.request.id", reply.id.to_string())],
@@ -416,6 +427,17 @@ impl Client {
 
     fn timeout(target: &Target<'_>) -> Duration {
         Duration::from_millis(target.config.timeout_ms.max(1))
+    }
+
+    /// The total deadline of one call to `target`: its `deadline_ms` up to the operator's
+    /// ceiling, else the operator's default (`crate::upstream::deadline`).
+    fn deadline(&self, target: &Target<'_>) -> Duration {
+        target
+            .config
+            .deadline_ms
+            .map_or(self.options.call_deadline, Duration::from_millis)
+            .min(self.options.max_call_deadline)
+            .max(Duration::from_millis(1))
     }
 
     /// The credential scope of `target` at `address` (a URL, or `stdio:` + its catalog entry or

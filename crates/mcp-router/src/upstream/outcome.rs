@@ -19,7 +19,10 @@ pub(super) fn outcome_of(error: &UpstreamError) -> Outcome {
             Outcome::Failure
         }
         UpstreamError::Status(_) | UpstreamError::SessionExpired => Outcome::Success,
+        // A call that used its whole deadline was answered along the way: a long task, not
+        // a sick backend (a silent one fails its gap bound, `timeout_ms`, first).
         UpstreamError::NoUrl
+        | UpstreamError::DeadlineExceeded(_)
         | UpstreamError::CircuitOpen(_)
         | UpstreamError::NotAllowed
         | UpstreamError::DestinationNotAllowed

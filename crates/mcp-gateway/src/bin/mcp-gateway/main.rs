@@ -213,6 +213,7 @@ fn serve(config: GatewayConfig, file: Option<PathBuf>) -> Result<(), u8> {
             return Err(EXIT_CONFIG);
         }
     };
+    raise_open_files_limit(config.limits.max_connections);
     match &file {
         Some(path) => {
             tracing::info!(config = %path.display(), version = env!("CARGO_PKG_VERSION"), "starting")
@@ -232,6 +233,31 @@ fn serve(config: GatewayConfig, file: Option<PathBuf>) -> Result<(), u8> {
             .await
             .map_err(|e| failure(&e))
     })
+}
+
+/// Raises the soft limit on open files to the hard limit: every client connection, backend
+/// connection, stdio pipe and Redis connection is a descriptor, and the usual soft limit (1,024)
+/// is far below `limits.max_connections` (book: docs/src/gateway.md, "Open files"). Warns when
+/// even the hard limit leaves no room for twice `max_connections` (each client connection may
+/// need a backend connection).
+fn raise_open_files_limit(max_connections: usize) {
+    match rlimit::increase_nofile_limit(u64::MAX) {
+        Ok(limit) => {
+            let wanted = u64::try_from(max_connections)
+                .unwrap_or(u64::MAX)
+                .saturating_mul(2);
+            if limit < wanted {
+                tracing::warn!(
+                    open_files = limit,
+                    max_connections,
+                    "the open files limit (ulimit -n) is below twice limits.max_connections: raise the hard limit or lower max_connections, or connections will fail with EMFILE"
+                );
+            } else {
+                tracing::debug!(open_files = limit, "open files limit");
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "could not raise the open files limit"),
+    }
 }
 
 fn check(config: &GatewayConfig, file: Option<PathBuf>) -> Result<(), u8> {

@@ -60,7 +60,13 @@ pub(crate) async fn get_stream(
         return respond::too_many_streams(front.streams.max());
     };
     front.ensure_sweeping();
-    let ended = crate::session_ends::ended(front.ends.watch(session_id));
+    let session_ended = crate::session_ends::ended(front.ends.watch(session_id));
+    let expired = ctx.credentials_expire();
+    // The stream ends with its session or with the credentials it was opened with, whichever
+    // comes first; the client resumes with `Last-Event-ID` and a fresh token.
+    let ended = async move {
+        futures_util::future::select(Box::pin(session_ended), Box::pin(expired)).await;
+    };
     let caps = RawValue::from_string(record.client_capabilities.clone())
         .unwrap_or_else(|_| RawValue::NULL.to_owned());
     let mut hubs = Vec::new();

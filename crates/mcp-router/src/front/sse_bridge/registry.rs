@@ -11,7 +11,7 @@ use mcp_core::{Principal, VirtualHostId};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 
 use super::MAX_POSTS_IN_FLIGHT;
-use crate::principal_slots::{PrincipalSlots, Slot};
+use mcp_core::{PrincipalSlots, Slot};
 
 /// What the bridge learnt from the inner `initialize`: the headers every later inner request
 /// carries.

@@ -1,22 +1,35 @@
-//! [`PrincipalSlots`]: how many of one kind of long-lived thing (an SSE session, a notification
-//! stream, a background relay) each principal holds, capped per principal, so that one principal
-//! holding its whole share leaves everyone else's untouched.
+//! [`PrincipalSlots`]: how many of one kind of thing (a request in flight, an SSE session, a
+//! notification stream, a background relay) each principal holds, capped per principal, so that
+//! one principal holding its whole share leaves everyone else's untouched.
+//!
+//! ```
+//! use mcp_core::{Principal, PrincipalSlots};
+//!
+//! let slots = PrincipalSlots::new(1);
+//! let alice = Principal::new("https://issuer", "alice");
+//! let held = slots.take(&alice).expect("within the share");
+//! assert!(slots.take(&alice).is_none(), "over alice's share");
+//! assert!(slots.take(&Principal::new("https://issuer", "bob")).is_some());
+//! drop(held);
+//! assert!(slots.take(&alice).is_some(), "given back on drop");
+//! ```
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use mcp_core::Principal;
+use crate::Principal;
 
 /// Per-principal counters with a cap; a [`Slot`] is one held unit, given back on drop.
 #[derive(Clone, Debug)]
-pub(crate) struct PrincipalSlots {
+pub struct PrincipalSlots {
     max: usize,
     held: Arc<Mutex<HashMap<Principal, usize>>>,
 }
 
 impl PrincipalSlots {
     /// At most `max` slots per principal.
-    pub(crate) fn new(max: usize) -> Self {
+    #[must_use]
+    pub fn new(max: usize) -> Self {
         Self {
             max,
             held: Arc::default(),
@@ -24,12 +37,14 @@ impl PrincipalSlots {
     }
 
     /// The cap.
-    pub(crate) fn max(&self) -> usize {
+    #[must_use]
+    pub fn max(&self) -> usize {
         self.max
     }
 
     /// One more slot for `principal`; `None` when it holds `max` already.
-    pub(crate) fn take(&self, principal: &Principal) -> Option<Slot> {
+    #[must_use]
+    pub fn take(&self, principal: &Principal) -> Option<Slot> {
         let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
         let count = held.entry(principal.clone()).or_default();
         if *count >= self.max {
@@ -46,7 +61,8 @@ impl PrincipalSlots {
     }
 
     /// Slots held by every principal together (for metrics and tests).
-    pub(crate) fn total(&self) -> usize {
+    #[must_use]
+    pub fn total(&self) -> usize {
         self.held
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -57,7 +73,7 @@ impl PrincipalSlots {
 
 /// One slot of a [`PrincipalSlots`], held as long as the thing it counts lives.
 #[derive(Debug)]
-pub(crate) struct Slot {
+pub struct Slot {
     held: Arc<Mutex<HashMap<Principal, usize>>>,
     principal: Principal,
 }

@@ -1,0 +1,119 @@
+//! Streams end with their credentials (book: docs/src/security.md, "Budgets"): a 2025 GET stream
+//! and a 2026-07-28 `subscriptions/listen` opened with a token end when it expires (plus the
+//! leeway, 5 s in these tests), the listen with a `complete` result; streams opened with a
+//! longer-lived token stay open.
+
+use std::time::Duration;
+
+use jsonwebtoken::Algorithm;
+use mcp_test_backends::{BackendSpec, TestBackend};
+use mcp_test_support::{EventStream, unix_now};
+use serde_json::json;
+
+use crate::support::{
+    self, AUDIENCE, GatewayProcess, ISSUER, SECRET, base_config, legacy_initialize, modern_request,
+    workdir,
+};
+
+/// Every wait of these tests: seconds of margin on a loaded machine.
+const WAIT: Duration = Duration::from_secs(30);
+
+/// `Bearer` + a token of `sub` that expires `seconds` from now.
+fn expiring(sub: &str, seconds: u64) -> String {
+    let claims = json!({"iss": ISSUER, "aud": AUDIENCE, "sub": sub, "exp": unix_now() + seconds});
+    format!(
+        "Bearer {}",
+        support::token_with(claims, Algorithm::HS256, SECRET.as_bytes())
+    )
+}
+
+async fn gateway() -> (mcp_test_support::TempDir, GatewayProcess, TestBackend) {
+    let backend = TestBackend::start(BackendSpec::legacy("l")).await;
+    let dir = workdir("gw-budgets-streams");
+    let users = support::users_json(&[
+        ("alice", "vh", &[("l", backend.url())]),
+        ("bob", "vh", &[("l", backend.url())]),
+    ]);
+    support::write(dir.path(), "users.json", &users);
+    let gw = GatewayProcess::start(dir.path(), &base_config(""), &[]).await;
+    (dir, gw, backend)
+}
+
+/// A 2025 GET stream of `session` opened with `auth`.
+async fn get_stream(gw: &GatewayProcess, auth: &str, session: &str) -> EventStream {
+    let stream = EventStream::open(
+        gw.addr,
+        "GET",
+        "/servers/vh/mcp",
+        &[
+            ("authorization", auth),
+            ("accept", "text/event-stream"),
+            ("mcp-session-id", session),
+            ("mcp-protocol-version", "2025-11-25"),
+        ],
+        "",
+    )
+    .await;
+    assert_eq!(stream.status, 200);
+    stream
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_get_stream_ends_when_its_token_expires() {
+    let (_dir, gw, _backend) = gateway().await;
+    let alice = legacy_initialize(gw.addr, "alice", "vh").await;
+    let bob = legacy_initialize(gw.addr, "bob", "vh").await;
+    // Alice's stream is opened with a token valid for 2 s more (7 s with the leeway); bob's,
+    // the control, with one valid for 10 minutes.
+    let mut short = get_stream(&gw, &expiring("alice", 2), &alice).await;
+    let mut long = get_stream(&gw, &expiring("bob", 600), &bob).await;
+    assert!(
+        short.ends_within(WAIT).await,
+        "alice's stream outlived her token"
+    );
+    assert!(
+        !long.ends_within(Duration::from_secs(3)).await,
+        "bob's stream ended with alice's token"
+    );
+    // Alice goes on with a fresh token: the session is not lost.
+    let mut again = get_stream(&gw, &expiring("alice", 600), &alice).await;
+    assert!(!again.ends_within(Duration::from_secs(1)).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listen_ends_with_a_complete_result_when_its_token_expires() {
+    let (_dir, gw, _backend) = gateway().await;
+    let listen = |auth: String| {
+        let addr = gw.addr;
+        async move {
+            let (headers, body) = modern_request(
+                "subscriptions/listen",
+                json!({"notifications": {"toolsListChanged": true}}),
+            );
+            let mut headers: Vec<(&str, &str)> =
+                headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            headers.push(("authorization", &auth));
+            let stream = EventStream::open(addr, "POST", "/servers/vh/mcp", &headers, &body).await;
+            assert_eq!(stream.status, 200);
+            stream
+        }
+    };
+    let mut short = listen(expiring("alice", 2)).await;
+    let mut long = listen(expiring("bob", 600)).await;
+    let last = short
+        .next_message_where(WAIT, |m| m.get("result").is_some())
+        .await;
+    assert_eq!(last["result"]["resultType"], "complete", "{last}");
+    assert_eq!(
+        last["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"], last["id"],
+        "{last}"
+    );
+    assert!(
+        short.ends_within(WAIT).await,
+        "the stream ends after its result"
+    );
+    assert!(
+        !long.ends_within(Duration::from_secs(3)).await,
+        "bob's listen ended with alice's token"
+    );
+}

@@ -3,7 +3,8 @@
 Tools: echo (text back), slow (progress per step), crash (the process exits mid-call), pid (its
 process id), sample_with_progress (asks the client to sample, asking for progress on that request,
 and says which progress values came back), ask_many (asks the client for `count` samples at once),
-ping_many (pings the client `count` times). Extra command-line arguments are ignored (tests pass a marker to find the process).
+ping_many (pings the client `count` times), flood (`count` progress notifications of `size` bytes,
+saying in a file how it ended). Extra command-line arguments are ignored (tests pass a marker to find the process).
 `build` is also the tool set of `py_sse_server.py`.
 """
 
@@ -79,6 +80,23 @@ def build(name: str, prefix: str, **settings) -> FastMCP:
         for _ in range(count):
             await ctx.session.send_ping()
         return f"{prefix}: pinged {count}"
+
+    @mcp.tool()
+    async def flood(count: int, size: int, ctx: Context, done: str = "") -> str:
+        """Sends `count` progress notifications whose message is `size` bytes, then returns. With
+        `done`, writes `<sent> finished` or `<sent> cancelled` to that file once it ends."""
+        text = "x" * size
+        sent = 0
+        try:
+            for n in range(1, count + 1):
+                await ctx.report_progress(n, count, text)
+                sent = n
+        finally:
+            if done:
+                with open(done + ".tmp", "w") as marker:
+                    marker.write(f"{sent} {'finished' if sent == count else 'cancelled'}")
+                os.replace(done + ".tmp", done)
+        return f"{prefix}: flooded {count}"
 
     @mcp.tool()
     def pid() -> str:

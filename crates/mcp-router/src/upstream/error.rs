@@ -63,6 +63,25 @@ pub enum UpstreamError {
     /// that name of `mcp-router` is off.
     #[error("backend transport {0} not built into this gateway")]
     TransportDisabled(&'static str),
+    /// A linked backend (stdio, HTTP+SSE) sent a call more than the call's share of messages its
+    /// client had not read yet: the call failed and was cancelled upstream.
+    #[error(
+        "backend sent more than {limit} {unit} that its client has not read yet (the per-call \
+         buffer of a linked backend)"
+    )]
+    CallBufferFull {
+        /// The share that was full, in `unit`s.
+        limit: usize,
+        /// `MiB` or `messages`.
+        unit: &'static str,
+    },
+    /// A linked backend's outbound queue holds as many messages as it may (the backend does not
+    /// read them as fast as they come): the call was not sent.
+    #[error(
+        "backend busy: {0} messages already wait to be sent to it (the outbound queue of a \
+         linked backend)"
+    )]
+    LinkBusy(usize),
 }
 
 impl UpstreamError {
@@ -87,6 +106,8 @@ impl UpstreamError {
             Self::DestinationNotAllowed => "destination_not_allowed",
             Self::CircuitOpen(_) => "circuit_open",
             Self::TransportDisabled(_) => "transport_disabled",
+            Self::CallBufferFull { .. } => "call_buffer_full",
+            Self::LinkBusy(_) => "link_busy",
         }
     }
 
@@ -121,6 +142,7 @@ impl UpstreamError {
                 | Self::TooManyConnections
                 | Self::TooManySessions
                 | Self::TransportDisabled(_)
+                | Self::LinkBusy(_)
         )
     }
 }

@@ -21,13 +21,24 @@
 //!   other notifications are logged and dropped.
 //! - **Cancellation**: a caller that drops its message stream before the response sends
 //!   `notifications/cancelled`.
+//! - **Backpressure**: the link reads its carrier for every call at once, so it cannot stop
+//!   reading for one call whose client takes its messages slowly or not at all (that would stall
+//!   the other calls). Instead a call holds at most its share of messages its caller has not
+//!   taken ([`call_buffer`]: 1 MiB and 1,024 messages, its response always taken); a message past
+//!   the share fails the call with [`UpstreamError::CallBufferFull`] (`-32603` naming the share,
+//!   for the client) and sends `notifications/cancelled` for it. The outbound queue holds at
+//!   most [`OUTBOUND`] (1,024) messages: a new call that finds it full fails at once with
+//!   [`UpstreamError::LinkBusy`] rather than wait (a backend that has not read 1,024 messages is
+//!   stalled, and the call may go to another replica); what the link writes itself (answers,
+//!   cancellations) is dropped.
 //! - **Death**: when the carrier ends, every call in flight fails with
 //!   [`UpstreamError::Disconnected`] and the link refuses new calls.
 //! - **Handshake**: `server/discover` (2026-07-28) when the carrier may reach a modern server,
 //!   else `initialize` + `notifications/initialized`. Callers never see an upstream session.
 //!
 //! Why this file is long: the multiplexing rules and the pool share [`Link`]'s private state,
-//! and about a sixth is their unit tests.
+//! and nearly a third is their unit tests (a call's share of messages not taken yet is in
+//! [`call_buffer`]).
 //!
 //! [`Pool`] keeps the links of one kind: one per key, started on demand, restarted after a
 //! backoff (100 ms doubling to 5 s) once it died, at most `max` at once, idle ones ended.
@@ -47,9 +58,10 @@ use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
 use super::meta;
-use super::{
-    Call, MessageStream, Target, UpstreamError, UpstreamReply, empty_object, final_result,
-};
+use super::{Call, Target, UpstreamError, UpstreamReply, empty_object, final_result};
+use call_buffer::{CallSender, cancelled, messages};
+
+mod call_buffer;
 
 /// Restart delays after a link died or failed to start, doubling up to the last.
 const BACKOFF_START: Duration = Duration::from_millis(100);
@@ -58,6 +70,8 @@ const BACKOFF_MAX: Duration = Duration::from_secs(5);
 const EVENTS: usize = 64;
 /// How often idle links are looked for.
 const REAP_EVERY: Duration = Duration::from_millis(500);
+/// Messages waiting for the carrier to deliver them (requests, answers, cancellations).
+const OUTBOUND: usize = 1024;
 
 /// One message for the carrier to deliver.
 pub(super) struct Outbound {
@@ -73,11 +87,9 @@ pub(super) struct Outbound {
     pub(super) headers: Option<HeaderMap>,
 }
 
-type Waiter = mpsc::UnboundedSender<Result<Bytes, UpstreamError>>;
-
 /// One call waiting for its response.
 struct Waiting {
-    tx: Waiter,
+    tx: CallSender,
     /// The call can take a server request in its course (`tools/call`, `prompts/get`,
     /// `resources/read`, `completion/complete`: their relay asks the client); other calls (lists,
     /// the handshake) are consumed by code that has nobody to ask.
@@ -95,18 +107,32 @@ const TAKES_INPUT: [&str; 4] = [
 
 /// Where answers to a backend's own requests go: the link's outbound queue.
 #[derive(Clone)]
-pub(crate) struct LinkWriter(mpsc::UnboundedSender<Outbound>);
+pub(crate) struct LinkWriter(mpsc::Sender<Outbound>);
 
 impl LinkWriter {
-    /// Sends `message` (a JSON-RPC response) to the backend.
+    /// Sends `message` (a JSON-RPC response) to the backend; dropped when the link's queue is
+    /// full (the backend is not reading: it would not read the answer either).
     pub(crate) fn send(&self, message: Vec<u8>) {
         let outbound = Outbound {
             body: message,
             call: None,
             headers: None,
         };
-        if self.0.send(outbound).is_err() {
-            tracing::debug!("a backend link ended before an answer to its request could be sent");
+        match self.0.try_send(outbound) {
+            Ok(()) => {}
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                // Debug: a backend that asks without reading would flood the logs otherwise; the
+                // calls it refuses meanwhile are logged.
+                tracing::debug!(
+                    queued = OUTBOUND,
+                    "a backend link's queue is full: an answer to its request is dropped"
+                );
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => {
+                tracing::debug!(
+                    "a backend link ended before an answer to its request could be sent"
+                );
+            }
         }
     }
 
@@ -121,7 +147,7 @@ pub(super) struct Link {
     backend: String,
     /// The era and the `DiscoverResult`/`InitializeResult`, once the handshake is done.
     identity: OnceLock<(Era, Bytes)>,
-    out: mpsc::UnboundedSender<Outbound>,
+    out: mpsc::Sender<Outbound>,
     /// Calls waiting for their response, by request id (as JSON).
     waiting: Mutex<HashMap<String, Waiting>>,
     /// Every caller of the link is one principal (a per-principal process, an HTTP+SSE
@@ -146,8 +172,8 @@ impl Link {
         backend: &str,
         idle_timeout: Duration,
         exclusive: bool,
-    ) -> (Arc<Self>, mpsc::UnboundedReceiver<Outbound>) {
-        let (out, outbound) = mpsc::unbounded_channel();
+    ) -> (Arc<Self>, mpsc::Receiver<Outbound>) {
+        let (out, outbound) = mpsc::channel(OUTBOUND);
         let link = Arc::new(Self {
             backend: backend.to_owned(),
             identity: OnceLock::new(),
@@ -210,11 +236,10 @@ impl Link {
             }
             other => other,
         })?;
-        self.write(
-            mcp_core::encode_notification("notifications/initialized", None),
+        self.write(mcp_core::encode_notification(
+            "notifications/initialized",
             None,
-            None,
-        );
+        ));
         let _ = self.identity.set((Era::Legacy, result));
         Ok(())
     }
@@ -290,14 +315,23 @@ impl Link {
         *lock(&self.died_at)
     }
 
-    fn write(&self, body: Vec<u8>, call: Option<String>, headers: Option<HeaderMap>) {
+    /// Queues a message of the link's own (an answer, a cancellation); dropped when the queue
+    /// is full.
+    fn write(&self, body: Vec<u8>) {
         let outbound = Outbound {
             body,
-            call,
-            headers,
+            call: None,
+            headers: None,
         };
-        if self.out.send(outbound).is_err() {
-            self.alive.store(false, Ordering::Release);
+        match self.out.try_send(outbound) {
+            Ok(()) => {}
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                // Debug, as in `LinkWriter::send`.
+                tracing::debug!(backend = %self.backend, queued = OUTBOUND, "a backend link's queue is full: a message of the gateway's own is dropped");
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => {
+                self.alive.store(false, Ordering::Release);
+            }
         }
     }
 
@@ -314,13 +348,25 @@ impl Link {
         if !self.alive() {
             return Err(UpstreamError::Disconnected);
         }
+        // A place in the queue first, so that a refused call leaves nothing behind.
+        let slot = match self.out.try_reserve() {
+            Ok(slot) => slot,
+            Err(mpsc::error::TrySendError::Full(())) => {
+                tracing::warn!(backend = %self.backend, queued = OUTBOUND, "a backend link's queue is full: refusing a call");
+                return Err(UpstreamError::LinkBusy(OUTBOUND));
+            }
+            Err(mpsc::error::TrySendError::Closed(())) => {
+                self.alive.store(false, Ordering::Release);
+                return Err(UpstreamError::Disconnected);
+            }
+        };
         let id =
             RequestId::from(format!("g{}", self.next.fetch_add(1, Ordering::Relaxed)).as_str());
         let key = id.to_json().into_owned();
         if let Some(meta) = meta {
             params.set_raw("_meta", meta);
         }
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = call_buffer::channel();
         let waiting = Waiting {
             tx,
             takes_input: TAKES_INPUT.contains(&method),
@@ -329,11 +375,11 @@ impl Link {
         if let Some(token) = progress_token {
             lock(&self.progress).insert(token.to_owned(), key.clone());
         }
-        self.write(
-            encode_request_object(&id, method, &params),
-            Some(key.clone()),
+        slot.send(Outbound {
+            body: encode_request_object(&id, method, &params),
+            call: Some(key.clone()),
             headers,
-        );
+        });
         Ok(UpstreamReply {
             id,
             messages: messages(rx, timeout, self.out.clone(), key),
@@ -353,10 +399,9 @@ impl Link {
             MessageKind::Response | MessageKind::Error => {
                 let Some(id) = env.id() else { return };
                 let key = id.to_json().into_owned();
-                if let Some(waiting) = lock(&self.waiting).remove(&key) {
-                    let _ = waiting.tx.send(Ok(Bytes::copy_from_slice(message)));
+                if let Some(waiting) = self.remove(&key) {
+                    waiting.tx.respond(message);
                 }
-                lock(&self.progress).retain(|_, call| *call != key);
             }
             MessageKind::Request => self.server_request(&env, message),
             MessageKind::Notification => self.notification(&env, message),
@@ -373,12 +418,17 @@ impl Link {
             .and_then(|p| p.get_borrowed("_meta").map(ToOwned::to_owned))
             .and_then(|m| token_of(&m));
         match self.owner(token.as_deref(), true) {
-            Some(waiter) => {
-                let _ = waiter.send(Ok(Bytes::copy_from_slice(message)));
+            Some(call) => {
+                if let Err(cut) = self.deliver(&call, message) {
+                    // The call is gone; its request is answered so that a backend that ignores
+                    // the cancellation does not wait for it.
+                    let error = mcp_core::ErrorObject::internal(cut.to_string());
+                    self.write(encode_error(Some(id), &error));
+                }
             }
             None if env.method() == Some("ping") => {
                 // Nobody to ask, but the question is only whether the link is alive: it is.
-                self.write(mcp_core::encode_result(id, &empty_object()), None, None);
+                self.write(mcp_core::encode_result(id, &empty_object()));
             }
             None => {
                 let method = env.method().unwrap_or("");
@@ -388,21 +438,21 @@ impl Link {
                      relays a request carrying the call's progress token, or one sent during the \
                      only call in flight of a process or connection of one principal)"
                 ));
-                self.write(encode_error(Some(id), &error), None, None);
+                self.write(encode_error(Some(id), &error));
             }
         }
     }
 
-    /// The call a server message belongs to: the one whose progress token it names, else, on an
-    /// exclusive link, the only call in flight. `input`: the message is a request, which only a
-    /// call that takes input may get.
-    fn owner(&self, token: Option<&str>, input: bool) -> Option<Waiter> {
+    /// The call a server message belongs to (its key): the one whose progress token it names,
+    /// else, on an exclusive link, the only call in flight. `input`: the message is a request,
+    /// which only a call that takes input may get.
+    fn owner(&self, token: Option<&str>, input: bool) -> Option<String> {
         let waiting = lock(&self.waiting);
         let by_token = token
             .and_then(|t| lock(&self.progress).get(t).cloned())
-            .and_then(|call| waiting.get(&call));
+            .and_then(|key| waiting.get_key_value(&key));
         let only = || {
-            let mut calls = waiting.values();
+            let mut calls = waiting.iter();
             match (calls.next(), calls.next()) {
                 (Some(call), None) if self.exclusive => Some(call),
                 _ => None,
@@ -410,8 +460,40 @@ impl Link {
         };
         by_token
             .or_else(only)
-            .filter(|call| call.takes_input || !input)
-            .map(|call| call.tx.clone())
+            .filter(|(_, call)| call.takes_input || !input)
+            .map(|(key, _)| key.clone())
+    }
+
+    /// Hands a message of its course to the call `key`. A call already holding its share of
+    /// messages its caller has not taken fails instead, and is cancelled upstream: the error it
+    /// failed with is returned.
+    fn deliver(&self, key: &str, message: &[u8]) -> Result<(), UpstreamError> {
+        let full = {
+            let waiting = lock(&self.waiting);
+            let Some(call) = waiting.get(key) else {
+                return Ok(());
+            };
+            match call.tx.send(message) {
+                Ok(()) => return Ok(()),
+                Err(full) => full,
+            }
+        };
+        if let Some(call) = self.remove(key) {
+            tracing::warn!(backend = %self.backend, error = %full, "failing a call whose client does not take what its backend sends");
+            call.tx.fail(full.clone());
+            self.write(cancelled(
+                key,
+                Some("the gateway's buffer for this call is full: its client does not read"),
+            ));
+        }
+        Err(full)
+    }
+
+    /// Takes the call `key` off the link (nothing more reaches it).
+    fn remove(&self, key: &str) -> Option<Waiting> {
+        let call = lock(&self.waiting).remove(key);
+        lock(&self.progress).retain(|_, c| c != key);
+        call
     }
 
     fn notification(&self, env: &Envelope<'_>, message: &[u8]) {
@@ -419,10 +501,7 @@ impl Link {
         let owner = match method {
             "notifications/progress" => {
                 let token = env.params().and_then(token_of);
-                token.and_then(|t| {
-                    let call = lock(&self.progress).get(&t).cloned()?;
-                    lock(&self.waiting).get(&call).map(|c| c.tx.clone())
-                })
+                token.and_then(|t| lock(&self.progress).get(&t).cloned())
             }
             // A log message names no call: the only call in flight of a one-principal link.
             "notifications/message" => self.owner(None, false),
@@ -437,8 +516,9 @@ impl Link {
             _ => None,
         };
         match owner {
-            Some(waiter) => {
-                let _ = waiter.send(Ok(Bytes::copy_from_slice(message)));
+            Some(call) => {
+                // A call failed for holding too much is told so by its stream.
+                let _ = self.deliver(&call, message);
             }
             None => {
                 tracing::debug!(backend = %self.backend, method, "dropping a backend notification");
@@ -449,10 +529,9 @@ impl Link {
     /// The message starting the call `key` could not be delivered: that call fails.
     #[cfg(feature = "sse")]
     pub(super) fn fail(&self, key: &str, error: UpstreamError) {
-        if let Some(waiting) = lock(&self.waiting).remove(key) {
-            let _ = waiting.tx.send(Err(error));
+        if let Some(waiting) = self.remove(key) {
+            waiting.tx.fail(error);
         }
-        lock(&self.progress).retain(|_, call| call != key);
     }
 
     /// The carrier went away: every waiting call fails, new ones are refused.
@@ -460,7 +539,7 @@ impl Link {
         self.alive.store(false, Ordering::Release);
         lock(&self.died_at).get_or_insert_with(Instant::now);
         for (_, waiting) in lock(&self.waiting).drain() {
-            let _ = waiting.tx.send(Err(UpstreamError::Disconnected));
+            waiting.tx.fail(UpstreamError::Disconnected);
         }
         lock(&self.progress).clear();
     }
@@ -486,73 +565,6 @@ fn call_timeout(target: &Target<'_>) -> Duration {
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// The messages of one call: each must arrive within `timeout`; a caller that drops the stream
-/// before the response tells the backend with `notifications/cancelled`.
-fn messages(
-    rx: mpsc::UnboundedReceiver<Result<Bytes, UpstreamError>>,
-    timeout: Duration,
-    out: mpsc::UnboundedSender<Outbound>,
-    key: String,
-) -> MessageStream {
-    struct Pending {
-        rx: mpsc::UnboundedReceiver<Result<Bytes, UpstreamError>>,
-        out: mpsc::UnboundedSender<Outbound>,
-        key: String,
-        done: bool,
-    }
-    impl Drop for Pending {
-        fn drop(&mut self) {
-            if !self.done {
-                let mut params = RawObject::new();
-                if let Ok(id) = RawValue::from_string(self.key.clone()) {
-                    params.set_raw("requestId", id);
-                }
-                let body = mcp_core::encode_notification(
-                    "notifications/cancelled",
-                    Some(&params.to_raw()),
-                );
-                let _ = self.out.send(Outbound {
-                    body,
-                    call: None,
-                    headers: None,
-                });
-            }
-        }
-    }
-    let call = Pending {
-        rx,
-        out,
-        key,
-        done: false,
-    };
-    Box::pin(futures_util::stream::unfold(
-        call,
-        move |mut call| async move {
-            if call.done {
-                return None;
-            }
-            match tokio::time::timeout(timeout, call.rx.recv()).await {
-                Ok(Some(Ok(message))) => {
-                    let last = Envelope::parse(&message).is_ok_and(|e| {
-                        matches!(e.kind(), MessageKind::Response | MessageKind::Error)
-                    });
-                    call.done = last;
-                    Some((Ok(message), call))
-                }
-                Ok(Some(Err(e))) => {
-                    call.done = true;
-                    Some((Err(e), call))
-                }
-                Ok(None) => {
-                    call.done = true;
-                    Some((Err(UpstreamError::Disconnected), call))
-                }
-                Err(_) => Some((Err(UpstreamError::Timeout(timeout)), call)),
-            }
-        },
-    ))
 }
 
 /// A connection that carries a [`Link`] (dropping it ends the connection).
@@ -741,6 +753,7 @@ fn backoff(failures: u32) -> Duration {
 
 #[cfg(test)]
 mod tests {
+    use super::call_buffer::{MAX_CALL_BYTES, MAX_CALL_MESSAGES};
     use super::*;
 
     #[test]
@@ -753,10 +766,7 @@ mod tests {
     }
 
     /// A link whose outbound messages nobody reads (the receiver only keeps the channel open).
-    struct TestCarrier(
-        Arc<Link>,
-        #[allow(dead_code)] mpsc::UnboundedReceiver<Outbound>,
-    );
+    struct TestCarrier(Arc<Link>, #[allow(dead_code)] mpsc::Receiver<Outbound>);
 
     impl Carrier for TestCarrier {
         fn link(&self) -> &Link {
@@ -784,7 +794,7 @@ mod tests {
     }
 
     /// What the link wrote to the backend last.
-    fn written(outbound: &mut mpsc::UnboundedReceiver<Outbound>) -> String {
+    fn written(outbound: &mut mpsc::Receiver<Outbound>) -> String {
         let mut last = None;
         while let Ok(message) = outbound.try_recv() {
             last = Some(message.body);
@@ -845,6 +855,168 @@ mod tests {
         let _list = call(&link, "tools/list", None);
         link.dispatch(SAMPLING.as_bytes());
         assert!(written(&mut outbound).contains("cannot tell which call"));
+    }
+
+    /// Everything the link wrote to the backend since last asked.
+    fn all_written(outbound: &mut mpsc::Receiver<Outbound>) -> Vec<String> {
+        std::iter::from_fn(|| outbound.try_recv().ok())
+            .map(|m| String::from_utf8(m.body).expect("utf-8"))
+            .collect()
+    }
+
+    /// A progress notification for `token` whose message is `size` bytes of text.
+    fn progress(token: &str, size: usize) -> Vec<u8> {
+        format!(
+            r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{{"progressToken":"{token}","progress":1,"message":"{}"}}}}"#,
+            "x".repeat(size)
+        )
+        .into_bytes()
+    }
+
+    const LOG: &[u8] = br#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}"#;
+
+    #[tokio::test]
+    async fn a_call_whose_caller_does_not_take_its_messages_fails_past_its_share() {
+        use futures_util::StreamExt;
+        let (link, mut outbound) = Link::new("b", Duration::from_secs(60), false);
+        let mut stalled = call(&link, "tools/call", Some("t-stalled"));
+        let mut read = call(&link, "tools/call", Some("t-read"));
+        let _ = all_written(&mut outbound);
+
+        // Within the share (the last message taken while less than 1 MiB is held): all kept.
+        let message = progress("t-stalled", 64 * 1024);
+        let share = MAX_CALL_BYTES.div_ceil(message.len());
+        for _ in 0..share {
+            link.dispatch(&message);
+            // The control: a call whose caller takes its messages gets each of them.
+            link.dispatch(&progress("t-read", 64 * 1024));
+            assert!(next_text(&mut read).await.contains("t-read"));
+        }
+        assert!(
+            all_written(&mut outbound).is_empty(),
+            "nothing cancelled yet"
+        );
+
+        // One more: the call fails and the backend is told to stop.
+        link.dispatch(&message);
+        let cancels = all_written(&mut outbound);
+        assert_eq!(cancels.len(), 1, "{cancels:?}");
+        assert!(
+            cancels[0].contains("notifications/cancelled") && cancels[0].contains(r#""g1""#),
+            "{cancels:?}"
+        );
+        // What the backend sends the failed call afterwards reaches nobody.
+        link.dispatch(&message);
+        link.dispatch(br#"{"jsonrpc":"2.0","id":"g1","result":{}}"#);
+        assert!(all_written(&mut outbound).is_empty());
+
+        // The caller gets what was kept, then the error naming the share, then nothing.
+        for _ in 0..share {
+            assert!(next_text(&mut stalled).await.contains("t-stalled"));
+        }
+        let error = stalled.messages.next().await.expect("the failure");
+        let expected = UpstreamError::CallBufferFull {
+            limit: 1,
+            unit: "MiB",
+        };
+        assert_eq!(error.as_ref().err(), Some(&expected));
+        assert!(
+            expected
+                .to_string()
+                .starts_with("backend sent more than 1 MiB that its client has not read yet"),
+            "{expected}"
+        );
+        assert!(stalled.messages.next().await.is_none());
+
+        // The other call goes on to its response.
+        link.dispatch(br#"{"jsonrpc":"2.0","id":"g2","result":{}}"#);
+        assert!(next_text(&mut read).await.contains(r#""id":"g2""#));
+    }
+
+    #[tokio::test]
+    async fn many_small_messages_fill_a_calls_share_and_taking_them_frees_it() {
+        let (link, mut outbound) = Link::new("b", Duration::from_secs(60), true);
+        let mut tool = call(&link, "tools/call", None);
+        let _ = all_written(&mut outbound);
+        for _ in 0..MAX_CALL_MESSAGES {
+            link.dispatch(LOG);
+        }
+        // One taken: one more fits.
+        assert!(next_text(&mut tool).await.contains("notifications/message"));
+        link.dispatch(LOG);
+        assert!(all_written(&mut outbound).is_empty(), "within the share");
+
+        // Past it, even a request fails the call; the request is answered, naming the share.
+        link.dispatch(SAMPLING.as_bytes());
+        let written = all_written(&mut outbound);
+        assert_eq!(written.len(), 2, "{written:?}");
+        assert!(
+            written[0].contains("notifications/cancelled"),
+            "{written:?}"
+        );
+        assert!(
+            written[1].contains(r#""id":7"#)
+                && written[1].contains("-32603")
+                && written[1].contains("more than 1024 messages"),
+            "{written:?}"
+        );
+        for _ in 0..MAX_CALL_MESSAGES {
+            assert!(next_text(&mut tool).await.contains("notifications/message"));
+        }
+        use futures_util::StreamExt;
+        let error = tool.messages.next().await.expect("the failure");
+        assert_eq!(
+            error.err(),
+            Some(UpstreamError::CallBufferFull {
+                limit: MAX_CALL_MESSAGES,
+                unit: "messages",
+            })
+        );
+    }
+
+    #[tokio::test]
+    async fn a_calls_response_is_taken_when_its_share_is_full() {
+        let (link, _outbound) = Link::new("b", Duration::from_secs(60), true);
+        let mut tool = call(&link, "tools/call", Some("t"));
+        // One message larger than the whole share is taken, and fills it.
+        link.dispatch(&progress("t", 2 * MAX_CALL_BYTES));
+        link.dispatch(br#"{"jsonrpc":"2.0","id":"g1","result":{}}"#);
+        assert!(
+            next_text(&mut tool)
+                .await
+                .contains("notifications/progress")
+        );
+        assert!(next_text(&mut tool).await.contains(r#""result""#));
+    }
+
+    #[tokio::test]
+    async fn a_full_outbound_queue_refuses_new_calls_at_once() {
+        let (link, mut outbound) = Link::new("b", Duration::from_secs(60), true);
+        let request = |link: &Link| {
+            link.request(
+                "tools/list",
+                RawObject::new(),
+                None,
+                None,
+                Duration::from_secs(60),
+                None,
+            )
+        };
+        // Nobody delivers: the calls fill the queue.
+        let calls: Vec<_> = (0..OUTBOUND)
+            .map(|_| request(&link).expect("room in the queue"))
+            .collect();
+        assert_eq!(
+            request(&link).err(),
+            Some(UpstreamError::LinkBusy(OUTBOUND))
+        );
+        assert!(link.alive(), "a busy link is not dead");
+        // Their callers go away: each cancellation finds the queue full and is dropped, not
+        // waited for.
+        drop(calls);
+        // The carrier delivers one: a call fits again.
+        assert!(outbound.try_recv().is_ok());
+        assert!(request(&link).is_ok());
     }
 
     #[derive(Clone, PartialEq, Eq, Hash)]

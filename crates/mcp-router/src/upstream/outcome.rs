@@ -6,7 +6,9 @@
 use super::*;
 
 /// How a failed exchange counts for a breaker: an unreachable, slow or broken backend is a
-/// failure; a backend that answered (a 4xx, a forgotten session) is alive.
+/// failure (a linked backend that does not read its queue is one, like a 429); a backend that
+/// answered (a 4xx, a forgotten session) is alive; a call failed because its client did not read
+/// says nothing about the backend.
 pub(super) fn outcome_of(error: &UpstreamError) -> Outcome {
     match error {
         UpstreamError::Connect
@@ -14,7 +16,8 @@ pub(super) fn outcome_of(error: &UpstreamError) -> Outcome {
         | UpstreamError::Malformed(_)
         | UpstreamError::Disconnected
         | UpstreamError::NoResponse
-        | UpstreamError::ProcessFailed => Outcome::Failure,
+        | UpstreamError::ProcessFailed
+        | UpstreamError::LinkBusy(_) => Outcome::Failure,
         UpstreamError::Status(code) if *code >= 500 || *code == 408 || *code == 429 => {
             Outcome::Failure
         }
@@ -28,7 +31,8 @@ pub(super) fn outcome_of(error: &UpstreamError) -> Outcome {
         | UpstreamError::DestinationNotAllowed
         | UpstreamError::TooManyConnections
         | UpstreamError::TooManySessions
-        | UpstreamError::TransportDisabled(_) => Outcome::Ignore,
+        | UpstreamError::TransportDisabled(_)
+        | UpstreamError::CallBufferFull { .. } => Outcome::Ignore,
     }
 }
 

@@ -291,7 +291,7 @@ struct Poster {
 }
 
 impl Poster {
-    async fn run(self, mut outbound: mpsc::UnboundedReceiver<Outbound>) {
+    async fn run(self, mut outbound: mpsc::Receiver<Outbound>) {
         while let Some(message) = outbound.recv().await {
             let Err(e) = self.post(message.body, message.headers).await else {
                 continue;

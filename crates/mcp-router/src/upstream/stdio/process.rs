@@ -179,7 +179,7 @@ impl Process {
 
 async fn write_stdin(
     mut stdin: tokio::process::ChildStdin,
-    mut outbound: mpsc::UnboundedReceiver<Outbound>,
+    mut outbound: mpsc::Receiver<Outbound>,
 ) {
     while let Some(mut message) = outbound.recv().await {
         message.body.push(b'\n');

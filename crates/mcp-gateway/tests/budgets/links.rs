@@ -1,0 +1,154 @@
+//! Links (book: docs/src/security.md, "Budgets"): a linked backend that floods a call whose client
+//! does not read costs the gateway that call's share of messages not taken yet (1 MiB), not the
+//! flood; the call fails naming the share and is cancelled upstream. The backend is
+//! `tests/interop/py_stdio_server.py` (Python SDK 1.x) from the operator's stdio catalog, one
+//! process per principal.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::support::{self, GatewayProcess, base_config, bearer, python_mcp1, workdir};
+use mcp_test_support::{EventStream, legacy_headers};
+use serde_json::json;
+
+/// Every wait of these tests: seconds of margin on a loaded machine.
+const WAIT: Duration = Duration::from_secs(30);
+/// The flood nobody reads: 2,048 progress notifications of 64 KiB (128 MiB), sent as fast as
+/// the backend can; it ends by itself, or sooner when cancelled.
+const FLOOD: u64 = 2048;
+const FLOOD_SIZE: u64 = 64 * 1024;
+/// A flood well within a call's share: 16 notifications of 1 KiB.
+const SMALL: u64 = 16;
+/// How much the gateway may grow while it holds the call nobody reads: its share (1 MiB), the
+/// messages on their way to the client, and the allocator's slack, far below the flood.
+const GROWTH_KIB: u64 = 48 * 1024;
+
+/// A gateway whose `alice` and `bob` each have virtual host `vh` with the stdio backend `io`.
+async fn gateway(python: &Path) -> (mcp_test_support::TempDir, GatewayProcess) {
+    let dir = workdir("gw-budgets-links");
+    let backends = json!({"io": {"stdio": "io", "timeout_ms": 30000}});
+    let users = json!({"users": {
+        "alice": {"virtual_hosts": {"vh": {"backends": backends}}},
+        "bob": {"virtual_hosts": {"vh": {"backends": backends}}},
+    }});
+    support::write(dir.path(), "users.json", &users.to_string());
+    let script =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/interop/py_stdio_server.py");
+    let config = base_config(&format!(
+        "\n[stdio_servers.io]\ncommand = {:?}\nargs = [{:?}]\n",
+        python.to_str().expect("utf-8 path"),
+        script.to_str().expect("utf-8 path")
+    ));
+    let process = GatewayProcess::start(dir.path(), &config, &[]).await;
+    (dir, process)
+}
+
+/// `io-flood` as `sub`, asking for progress; `done` is the file the backend says how it ended in.
+/// The answer's head is read, its body is not.
+async fn flood(
+    gw: &GatewayProcess,
+    sub: &str,
+    session: &str,
+    id: u64,
+    count: u64,
+    done: Option<&Path>,
+) -> EventStream {
+    let size = if count == FLOOD { FLOOD_SIZE } else { 1024 };
+    let done = done.map_or(String::new(), |p| p.display().to_string());
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+        "name": "io-flood",
+        "arguments": {"count": count, "size": size, "done": done},
+        "_meta": {"progressToken": format!("p{id}")}}});
+    let auth = bearer(sub);
+    let stream = EventStream::open(
+        gw.addr,
+        "POST",
+        "/servers/vh/mcp",
+        &legacy_headers(Some(&auth), Some(session)),
+        &body.to_string(),
+    )
+    .await;
+    assert_eq!(stream.status, 200);
+    stream
+}
+
+/// A small flood read as it comes: every notification arrives, then the result.
+async fn read_small_flood(gw: &GatewayProcess, sub: &str, session: &str, id: u64) {
+    let mut stream = flood(gw, sub, session, id, SMALL, None).await;
+    let mut progress = 0;
+    let done = stream
+        .next_message_where(WAIT, |m| {
+            progress += u64::from(m["method"] == "notifications/progress");
+            m["id"] == id
+        })
+        .await;
+    assert_eq!(
+        done["result"]["content"][0]["text"],
+        format!("py: flooded {SMALL}"),
+        "{sub}: {done}"
+    );
+    assert_eq!(
+        progress, SMALL,
+        "{sub}: nothing within the share is dropped"
+    );
+}
+
+/// The resident memory of process `pid`, in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc status");
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS in /proc status")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_its_client_does_not_read_costs_the_gateway_one_calls_share() {
+    let Some(python) = python_mcp1() else { return };
+    let (dir, gw) = gateway(&python).await;
+    let alice = support::legacy_initialize(gw.addr, "alice", "vh").await;
+    let bob = support::legacy_initialize(gw.addr, "bob", "vh").await;
+
+    // The control, which also starts both processes: a small flood read as it comes completes.
+    read_small_flood(&gw, "alice", &alice, 1).await;
+    read_small_flood(&gw, "bob", &bob, 2).await;
+    let before = rss_kib(gw.pid());
+
+    // Alice's client asks for 128 MiB and reads none of it ...
+    let marker = dir.path().join("alice-flood");
+    let mut stalled = flood(&gw, "alice", &alice, 3, FLOOD, Some(&marker)).await;
+    // ... while bob, on his own process, is served.
+    read_small_flood(&gw, "bob", &bob, 4).await;
+    let ended = support::poll_until(WAIT, || async { marker.exists() }).await;
+    assert!(ended, "alice's flood neither ended nor was cancelled");
+
+    // The gateway kept alice's share, not her flood, and cancelled the call upstream.
+    let grown = rss_kib(gw.pid()).saturating_sub(before);
+    assert!(
+        grown < GROWTH_KIB,
+        "the gateway grew by {grown} KiB holding a call nobody reads"
+    );
+    let outcome = std::fs::read_to_string(&marker).expect("the flood's marker");
+    let sent: u64 = outcome
+        .split(' ')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(FLOOD);
+    assert!(
+        outcome.ends_with("cancelled") && sent < FLOOD,
+        "the backend was not cancelled: {outcome}"
+    );
+
+    // When alice's client reads at last: what was kept, then the error naming the share.
+    let end = stalled.next_message_where(WAIT, |m| m["id"] == 3).await;
+    assert_eq!(end["error"]["code"], -32603, "{end}");
+    assert_eq!(
+        end["error"]["message"],
+        "Backend io failed: backend sent more than 1 MiB that its client has not read yet (the \
+         per-call buffer of a linked backend)"
+    );
+
+    // The failed call left nothing behind: alice's next flood within the share completes.
+    read_small_flood(&gw, "alice", &alice, 5).await;
+}

@@ -1,0 +1,206 @@
+//! One call's end of a link: the channel its messages wait in until its caller takes them, and
+//! the share of that channel the call may hold.
+//!
+//! A link reads its carrier for every call on it, so it cannot stop reading for one call whose
+//! client does not read (that would stall the others). What it has read for a call waits here;
+//! the call's caller (its relay, read as fast as its client takes the answer) releases it as it
+//! takes each message. A call holds at most [`MAX_CALL_BYTES`] (1 MiB) and
+//! [`MAX_CALL_MESSAGES`] (1,024) of messages not taken yet: a message arriving while the call
+//! holds either ([`CallSender::send`]) is not kept, and the link fails the call with
+//! [`UpstreamError::CallBufferFull`] and cancels it upstream. A message is taken whenever the
+//! call holds less than its share, and counts in full (one larger than the whole byte share is
+//! taken, and fills it). The call's response is always taken ([`CallSender::respond`]): it ends
+//! the call, so it adds one message at most. A call thus holds at most its share, one message
+//! and its response.
+//!
+//! The accounting is two atomic counters per call beside an unbounded channel: adding on the
+//! link's side, subtracting on the caller's as it takes a message; no lock.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use mcp_core::{Envelope, MessageKind, RawObject};
+use serde_json::value::RawValue;
+use tokio::sync::mpsc;
+
+use super::Outbound;
+use crate::upstream::{MessageStream, UpstreamError};
+
+/// Bytes of messages a call may hold that its caller has not taken yet.
+pub(super) const MAX_CALL_BYTES: usize = 1024 * 1024;
+/// Messages a call may hold that its caller has not taken yet (many small ones cost more than
+/// their bytes).
+pub(super) const MAX_CALL_MESSAGES: usize = 1024;
+
+const MIB: usize = 1024 * 1024;
+// The error names the byte share in MiB.
+const _: () = assert!(MAX_CALL_BYTES.is_multiple_of(MIB));
+
+type Item = Result<Bytes, UpstreamError>;
+
+/// What a call holds that its caller has not taken yet.
+#[derive(Default)]
+struct Held {
+    bytes: AtomicUsize,
+    messages: AtomicUsize,
+}
+
+/// The link's end of one call's channel.
+#[derive(Clone)]
+pub(super) struct CallSender {
+    tx: mpsc::UnboundedSender<Item>,
+    held: Arc<Held>,
+}
+
+/// The caller's end of one call's channel.
+pub(super) struct CallReceiver {
+    rx: mpsc::UnboundedReceiver<Item>,
+    held: Arc<Held>,
+}
+
+/// A new call's channel.
+pub(super) fn channel() -> (CallSender, CallReceiver) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let held = Arc::new(Held::default());
+    (
+        CallSender {
+            tx,
+            held: Arc::clone(&held),
+        },
+        CallReceiver { rx, held },
+    )
+}
+
+impl CallSender {
+    /// Hands `message` (of the call's course, not its response) to the call, unless the call
+    /// already holds its share: then the message is not kept, and the error to fail the call
+    /// with is returned.
+    pub(super) fn send(&self, message: &[u8]) -> Result<(), UpstreamError> {
+        // Only the link adds (from one task at a time), so a share seen free here stays free
+        // until this message is added; the caller only takes away meanwhile.
+        if self.held.bytes.load(Ordering::Relaxed) >= MAX_CALL_BYTES {
+            return Err(UpstreamError::CallBufferFull {
+                limit: MAX_CALL_BYTES / MIB,
+                unit: "MiB",
+            });
+        }
+        if self.held.messages.load(Ordering::Relaxed) >= MAX_CALL_MESSAGES {
+            return Err(UpstreamError::CallBufferFull {
+                limit: MAX_CALL_MESSAGES,
+                unit: "messages",
+            });
+        }
+        self.keep(message);
+        Ok(())
+    }
+
+    /// Hands the call its response, whatever it holds.
+    pub(super) fn respond(&self, message: &[u8]) {
+        self.keep(message);
+    }
+
+    /// Ends the call with `error` (after what it holds).
+    pub(super) fn fail(&self, error: UpstreamError) {
+        // A caller already gone needs no answer.
+        let _ = self.tx.send(Err(error));
+    }
+
+    fn keep(&self, message: &[u8]) {
+        // Counted before it is sent, so the caller never takes away more than was added.
+        self.held.bytes.fetch_add(message.len(), Ordering::Relaxed);
+        self.held.messages.fetch_add(1, Ordering::Relaxed);
+        // A caller already gone takes nothing: what it held no longer matters.
+        let _ = self.tx.send(Ok(Bytes::copy_from_slice(message)));
+    }
+}
+
+impl CallReceiver {
+    /// The call's next message, released from its share; `None` when the link dropped the call.
+    async fn recv(&mut self) -> Option<Item> {
+        let item = self.rx.recv().await;
+        if let Some(Ok(message)) = &item {
+            self.held.bytes.fetch_sub(message.len(), Ordering::Relaxed);
+            self.held.messages.fetch_sub(1, Ordering::Relaxed);
+        }
+        item
+    }
+}
+
+/// `notifications/cancelled` for the call `key` (its request id as JSON), with `reason` if any.
+pub(super) fn cancelled(key: &str, reason: Option<&str>) -> Vec<u8> {
+    let mut params = RawObject::new();
+    if let Ok(id) = RawValue::from_string(key.to_owned()) {
+        params.set_raw("requestId", id);
+    }
+    if let Some(reason) = reason {
+        params.set_str("reason", reason);
+    }
+    mcp_core::encode_notification("notifications/cancelled", Some(&params.to_raw()))
+}
+
+/// The messages of one call: each must arrive within `timeout`; a caller that drops the stream
+/// before the response tells the backend with `notifications/cancelled` (when the link's queue
+/// has room: it is dropped otherwise, as the backend is not reading anyway).
+pub(super) fn messages(
+    rx: CallReceiver,
+    timeout: Duration,
+    out: mpsc::Sender<Outbound>,
+    key: String,
+) -> MessageStream {
+    struct Pending {
+        rx: CallReceiver,
+        out: mpsc::Sender<Outbound>,
+        key: String,
+        done: bool,
+    }
+    impl Drop for Pending {
+        fn drop(&mut self) {
+            if !self.done {
+                let cancel = Outbound {
+                    body: cancelled(&self.key, None),
+                    call: None,
+                    headers: None,
+                };
+                if let Err(mpsc::error::TrySendError::Full(_)) = self.out.try_send(cancel) {
+                    tracing::debug!(
+                        "a backend link's queue is full: a call's cancellation is not sent"
+                    );
+                }
+            }
+        }
+    }
+    let call = Pending {
+        rx,
+        out,
+        key,
+        done: false,
+    };
+    Box::pin(futures_util::stream::unfold(
+        call,
+        move |mut call| async move {
+            if call.done {
+                return None;
+            }
+            match tokio::time::timeout(timeout, call.rx.recv()).await {
+                Ok(Some(Ok(message))) => {
+                    let last = Envelope::parse(&message).is_ok_and(|e| {
+                        matches!(e.kind(), MessageKind::Response | MessageKind::Error)
+                    });
+                    call.done = last;
+                    Some((Ok(message), call))
+                }
+                Ok(Some(Err(e))) => {
+                    call.done = true;
+                    Some((Err(e), call))
+                }
+                Ok(None) => {
+                    call.done = true;
+                    Some((Err(UpstreamError::Disconnected), call))
+                }
+                Err(_) => Some((Err(UpstreamError::Timeout(timeout)), call)),
+            }
+        },
+    ))
+}

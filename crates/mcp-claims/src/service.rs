@@ -57,11 +57,13 @@ impl Shared {
     /// the token stops being valid (`exp` plus the leeway: long-lived streams end then).
     pub(crate) fn authenticate(&self, parts: &mut Parts, claims: Claims) {
         parts.extensions.insert(claims.principal());
-        let until = std::time::UNIX_EPOCH
-            + std::time::Duration::from_secs(
-                claims.exp().saturating_add(self.validator.leeway_secs()),
-            );
-        parts.extensions.insert(mcp_core::ValidUntil::new(until));
+        let secs = claims.exp().saturating_add(self.validator.leeway_secs());
+        // An `exp` past what the clock can hold (a token that never expires, in effect) sets no
+        // expiry rather than overflowing.
+        if let Some(until) = std::time::UNIX_EPOCH.checked_add(std::time::Duration::from_secs(secs))
+        {
+            parts.extensions.insert(mcp_core::ValidUntil::new(until));
+        }
         parts.extensions.insert(claims);
     }
 }

@@ -19,12 +19,19 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::Principal;
 
-/// Per-principal counters with a cap; a [`Slot`] is one held unit, given back on drop.
+/// Per-principal counters with a cap; a [`Slot`] is one held unit, given back on drop. The
+/// counters are spread over [`SHARDS`] locks by principal, so principals rarely wait for each
+/// other (a request takes and gives back one slot: this is on every request's path).
 #[derive(Clone, Debug)]
 pub struct PrincipalSlots {
     max: usize,
-    held: Arc<Mutex<HashMap<Principal, usize>>>,
+    shards: Arc<[Shard; SHARDS]>,
 }
+
+/// Locks the counters are spread over.
+const SHARDS: usize = 16;
+
+type Shard = Mutex<HashMap<Principal, usize>>;
 
 impl PrincipalSlots {
     /// At most `max` slots per principal.
@@ -32,7 +39,7 @@ impl PrincipalSlots {
     pub fn new(max: usize) -> Self {
         Self {
             max,
-            held: Arc::default(),
+            shards: Arc::new(std::array::from_fn(|_| Mutex::default())),
         }
     }
 
@@ -45,7 +52,8 @@ impl PrincipalSlots {
     /// One more slot for `principal`; `None` when it holds `max` already.
     #[must_use]
     pub fn take(&self, principal: &Principal) -> Option<Slot> {
-        let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+        let shard = shard_of(principal);
+        let mut held = lock(&self.shards[shard]);
         let count = held.entry(principal.clone()).or_default();
         if *count >= self.max {
             if *count == 0 {
@@ -55,7 +63,8 @@ impl PrincipalSlots {
         }
         *count += 1;
         Some(Slot {
-            held: Arc::clone(&self.held),
+            shards: Arc::clone(&self.shards),
+            shard,
             principal: principal.clone(),
         })
     }
@@ -63,24 +72,37 @@ impl PrincipalSlots {
     /// Slots held by every principal together (for metrics and tests).
     #[must_use]
     pub fn total(&self) -> usize {
-        self.held
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .values()
+        self.shards
+            .iter()
+            .map(|shard| lock(shard).values().sum::<usize>())
             .sum()
     }
+}
+
+fn shard_of(principal: &Principal) -> usize {
+    use std::hash::BuildHasher;
+    // A fixed-key hasher: the shard only spreads the lock, it guards nothing.
+    let hash =
+        std::hash::BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default()
+            .hash_one(principal);
+    usize::try_from(hash % SHARDS as u64).unwrap_or(0)
+}
+
+fn lock(shard: &Shard) -> std::sync::MutexGuard<'_, HashMap<Principal, usize>> {
+    shard.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// One slot of a [`PrincipalSlots`], held as long as the thing it counts lives.
 #[derive(Debug)]
 pub struct Slot {
-    held: Arc<Mutex<HashMap<Principal, usize>>>,
+    shards: Arc<[Shard; SHARDS]>,
+    shard: usize,
     principal: Principal,
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut held = lock(&self.shards[self.shard]);
         if let Some(count) = held.get_mut(&self.principal) {
             *count = count.saturating_sub(1);
             if *count == 0 {

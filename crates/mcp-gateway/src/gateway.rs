@@ -196,13 +196,13 @@ impl GatewayBuilder {
         .map_err(|reason| config.problem("backends.deny_destinations", reason.to_string()))?;
         // Clients reach the gateway by its public name, which a load balancer may resolve to
         // addresses that are not its listeners': a backend URL naming it is the gateway itself.
-        let destinations = match config
+        let public = config
             .auth
             .public_url
             .as_ref()
-            .and_then(|url| url.host_str())
-        {
-            Some(host) => destinations.own_host(host),
+            .and_then(|url| url.host_str().zip(url.port_or_known_default()));
+        let destinations = match public {
+            Some((host, port)) => destinations.own_host(host, port),
             None => destinations,
         };
         let backend_tls = tls::backend_tls(&config)?;
@@ -256,6 +256,7 @@ impl GatewayBuilder {
                 notification_streams: held.notification_streams(),
                 background_relays: held.background_relays(),
                 relayed_requests: held.relayed_requests_waiting(),
+                stale_answer_bytes: held.stale_answer_bytes(),
             }),
         });
         Ok(Gateway {
@@ -359,6 +360,7 @@ fn build_router(
         .upstream(upstream)
         .breaker_defaults(config.breaker.clone())
         .stale_if_error(r.stale_if_error, STALE_ENTRIES)
+        .stale_budgets(l.stale_answer_bytes_per_principal, l.stale_answer_bytes)
         .replay_budgets(
             l.replay_bytes_per_session,
             l.replay_bytes_per_principal,

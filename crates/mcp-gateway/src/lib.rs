@@ -9,7 +9,7 @@
 //! ```text
 //! request ─▶ limits (403 Origin, 431 Mcp-* headers, 413 body) ─┬─▶ /.well-known/oauth-protected-resource[/servers/{vhost}/mcp]  (RFC 9728)
 //!                                                              └─▶ VhostLayer ─▶ ClaimsLayer ─▶ InFlightShare ─▶ ConfigStoreLayer ─▶ VirtualHostConfigLayer ─▶ JsonPosts ─▶ SseBridge ─▶ McpRouter
-//!                                                                  (400)         (401/403)      (400/500/503)       (404)                   (415)                      (JSON-RPC)
+//!                                                                  (400)         (401/403)      (429)            (400/500/503)       (404)                      (415)                   (508, JSON-RPC)
 //! ```
 //!
 //! The vhost layer accepts `…/sse` and `…/messages` next to `…/mcp`: the SSE bridge
@@ -146,6 +146,7 @@
 //! | `mcp_gateway_notification_streams_open` | gauge, read at each scrape: open 2025 GET streams and 2026-07-28 `subscriptions/listen` streams | |
 //! | `mcp_gateway_background_relays` | gauge, read at each scrape: 2025 POST response streams being relayed | |
 //! | `mcp_gateway_relayed_requests_waiting` | gauge, read at each scrape: requests of the gateway's own (a linked backend's, or a bridged input request) waiting for a 2025 client's answer | |
+//! | `mcp_gateway_stale_answer_bytes` | gauge, read at each scrape: bytes of last good list and discover answers kept for stale-if-error | |
 //! | `mcp_server_operation_duration_seconds` | histogram, `mcp.server.operation.duration` of the MCP semantic conventions: MCP messages the router served, to the answer's head | `mcp_method_name`, `mcp_protocol_version`, `error_type` |
 //! | `mcp_client_operation_duration_seconds` | histogram, `mcp.client.operation.duration`: upstream MCP requests, to the backend's answer | `mcp_method_name`, `error_type` |
 //! | `mcp_client_session_duration_seconds` | histogram, `mcp.client.session.duration`: upstream 2025 sessions this node opened, until it let go of them (ended with the last downstream session using it, forgotten after a 404, evicted) | `mcp_protocol_version` |
@@ -179,6 +180,7 @@
 //! | `gateway` | [`Gateway`], [`GatewayBuilder`], [`BoundGateway`] |
 //! | `service` | [`GatewayService`] |
 //! | `json_posts` | [`JsonPosts`], the 415 for a POST that does not declare `application/json` |
+//! | `in_flight_share` | (inside the stack) each principal's share of requests in flight, the 429 past it (`limits.max_in_flight_per_principal`) |
 //! | `admin` | [`AdminService`] |
 //! | `auth` | [`build_validator`], [`hs256_secret`] |
 //! | `store` | [`check_documents`] |

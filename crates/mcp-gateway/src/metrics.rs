@@ -25,6 +25,7 @@ pub(crate) const REPLAY_BYTES: &str = "mcp_gateway_replay_bytes";
 pub(crate) const NOTIFICATION_STREAMS: &str = "mcp_gateway_notification_streams_open";
 pub(crate) const BACKGROUND_RELAYS: &str = "mcp_gateway_background_relays";
 pub(crate) const RELAYED_REQUESTS: &str = "mcp_gateway_relayed_requests_waiting";
+pub(crate) const STALE_ANSWER_BYTES: &str = "mcp_gateway_stale_answer_bytes";
 
 /// Latency buckets in seconds: sub-millisecond gateway overhead up to long streamed calls.
 const BUCKETS: &[f64] = &[
@@ -271,6 +272,7 @@ pub(crate) struct Held {
     pub(crate) notification_streams: usize,
     pub(crate) background_relays: usize,
     pub(crate) relayed_requests: usize,
+    pub(crate) stale_answer_bytes: usize,
 }
 
 /// Records [`Held`].
@@ -279,6 +281,7 @@ pub(crate) fn record_held(held: &Held) {
     metrics::gauge!(NOTIFICATION_STREAMS).set(held.notification_streams as f64);
     metrics::gauge!(BACKGROUND_RELAYS).set(held.background_relays as f64);
     metrics::gauge!(RELAYED_REQUESTS).set(held.relayed_requests as f64);
+    metrics::gauge!(STALE_ANSWER_BYTES).set(held.stale_answer_bytes as f64);
 }
 
 /// Records the store's readiness.

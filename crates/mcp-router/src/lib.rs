@@ -110,6 +110,7 @@
 //! | `public_uris` | shared | backend URIs in answers made public |
 //! | `seal`, `cursor` | shared | [`Sealer`] (AES-256-GCM handles for clients), sealed list cursors |
 //! | [`session`] | shared | downstream 2025 session records and [`session::SessionStore`]s (local, Redis, sealed) |
+//! | `hops` | shared | this deployment's `Via` mark on upstream requests, and the 508 of a request that carries it (loops) |
 //! | `node_id` | shared | this node's random id, and the upstream request ids and progress tokens minted with it (unique across nodes and restarts) |
 //! | `replay`, `session_ends` | shared | a 2025 session's event buffers for `Last-Event-ID`; signals to its streams when it ends |
 //! | `inflight` | shared | calls in progress by session and request id (per-principal stream slots are `mcp_core::PrincipalSlots`) |

@@ -96,6 +96,11 @@ impl McpRouter {
         self.front.ops.parked.len()
     }
 
+    /// Bytes of last good answers kept for stale-if-error on this node, for metrics.
+    pub fn stale_answer_bytes(&self) -> usize {
+        self.front.ops.stale.bytes()
+    }
+
     /// Bytes of messages kept in 2025 sessions' replay buffers on this node, for metrics.
     pub fn replay_bytes(&self) -> usize {
         self.front.replay.bytes()
@@ -147,6 +152,8 @@ pub struct McpRouterBuilder {
     max_open_share: f64,
     stale_if_error: Duration,
     stale_entries: usize,
+    stale_bytes_per_principal: usize,
+    stale_bytes: usize,
     replay: ReplayLimits,
     max_streams_per_principal: usize,
     max_relays_per_principal: usize,
@@ -193,6 +200,8 @@ impl Default for McpRouterBuilder {
             max_open_share: 0.5,
             stale_if_error: Duration::from_secs(60),
             stale_entries: 10_000,
+            stale_bytes_per_principal: 16 << 20,
+            stale_bytes: 256 << 20,
             replay: ReplayLimits::default(),
             max_streams_per_principal: 256,
             max_relays_per_principal: 64,
@@ -417,6 +426,15 @@ impl McpRouterBuilder {
         self
     }
 
+    /// The bytes of last good answers kept for stale-if-error: at most `per_principal` of one
+    /// principal's (default 16 MiB; its own oldest leave first) and `total` in all (default
+    /// 256 MiB).
+    pub fn stale_budgets(mut self, per_principal: usize, total: usize) -> Self {
+        self.stale_bytes_per_principal = per_principal;
+        self.stale_bytes = total;
+        self
+    }
+
     /// Byte budgets of the replay buffers of 2025 sessions' streams (for `Last-Event-ID`):
     /// per session (default 1 MiB), per principal over all its sessions (16 MiB) and in all
     /// (256 MiB). An event over its session's budget drops that session's oldest events; over the
@@ -531,7 +549,12 @@ impl McpRouterBuilder {
             max_open_share: self.max_open_share,
             inflight: InFlight::default(),
             hints: ToolHintsTable::new(100_000),
-            stale: StaleAnswers::new(self.stale_entries, self.stale_if_error),
+            stale: StaleAnswers::new(
+                self.stale_entries,
+                self.stale_if_error,
+                self.stale_bytes_per_principal,
+                self.stale_bytes,
+            ),
             stale_if_error: self.stale_if_error,
             max_subscriptions: self.max_subscriptions,
             #[cfg(feature = "plugins")]

@@ -337,6 +337,18 @@ pub static KEYS: &[KeySpec] = &[
         "most resource URIs one 2025 session subscribes to (resources/subscribe) and one subscriptions/listen names; more get -32600",
     ),
     key(
+        "limits.stale_answer_bytes_per_principal",
+        I,
+        Int(16 * 1024 * 1024),
+        "bytes of last good list/discover answers kept for one principal's stale-if-error (router.stale_if_error_s); past it its own oldest answers leave, and an answer heavier than this is not kept",
+    ),
+    key(
+        "limits.stale_answer_bytes",
+        I,
+        Int(256 * 1024 * 1024),
+        "bytes of last good answers kept for stale-if-error on this node, all principals together",
+    ),
+    key(
         "limits.replay_bytes_per_session",
         I,
         Int(1024 * 1024),
@@ -598,7 +610,7 @@ pub static KEYS: &[KeySpec] = &[
         "backends.deny_destinations",
         L,
         List(&[]),
-        "destinations backend connections may never reach (CIDRs, addresses, host names), checked on the connected address (DNS answers included); wins over allow_destinations. Always denied: the gateway's own listeners and auth.public_url's host; denied unless an address entry of allow_destinations covers them: 169.254.0.0/16, fe80::/10, fd00:ec2::254, 100.100.100.200, 192.0.0.192, 168.63.129.16",
+        "destinations backend connections may never reach (CIDRs, addresses, host names), checked on the connected address (DNS answers included); wins over allow_destinations. Always denied: the gateway's own listeners and auth.public_url's host and port; denied unless an address entry of allow_destinations covers them: 169.254.0.0/16, fe80::/10, fd00:ec2::254, 100.100.100.200, 192.0.0.192, 168.63.129.16",
     ),
     key(
         "backends.tls_ca_file",

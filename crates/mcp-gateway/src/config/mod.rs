@@ -197,6 +197,10 @@ pub struct LimitsConfig {
     pub max_relayed_requests_per_principal: usize,
     /// `max_resource_subscriptions`: most resource subscriptions of one 2025 session or listen.
     pub max_resource_subscriptions: usize,
+    /// `stale_answer_bytes_per_principal`: bytes of one principal's stale-if-error answers.
+    pub stale_answer_bytes_per_principal: usize,
+    /// `stale_answer_bytes`: bytes of every principal's stale-if-error answers on the node.
+    pub stale_answer_bytes: usize,
     /// `replay_bytes_per_session`: replay budget of one 2025 session.
     pub replay_bytes_per_session: usize,
     /// `replay_bytes_per_principal`: replay budget of all sessions of one principal.

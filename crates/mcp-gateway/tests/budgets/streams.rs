@@ -1,7 +1,7 @@
 //! Streams end with their credentials (book: docs/src/security.md, "Budgets"): a 2025 GET stream
 //! and a 2026-07-28 `subscriptions/listen` opened with a token end when it expires (plus the
 //! leeway, 5 s in these tests), the listen with a `complete` result; streams opened with a
-//! longer-lived token stay open.
+//! longer-lived token stay open. Each test waits about 15 s for a token to expire.
 
 use std::time::Duration;
 
@@ -63,9 +63,9 @@ async fn a_get_stream_ends_when_its_token_expires() {
     let (_dir, gw, _backend) = gateway().await;
     let alice = legacy_initialize(gw.addr, "alice", "vh").await;
     let bob = legacy_initialize(gw.addr, "bob", "vh").await;
-    // Alice's stream is opened with a token valid for 2 s more (7 s with the leeway); bob's,
-    // the control, with one valid for 10 minutes.
-    let mut short = get_stream(&gw, &expiring("alice", 2), &alice).await;
+    // Alice's stream is opened with a token valid for 10 s more (15 s with the leeway: time
+    // enough to open it on a loaded machine); bob's, the control, with one valid for 10 minutes.
+    let mut short = get_stream(&gw, &expiring("alice", 10), &alice).await;
     let mut long = get_stream(&gw, &expiring("bob", 600), &bob).await;
     assert!(
         short.ends_within(WAIT).await,
@@ -98,7 +98,7 @@ async fn a_listen_ends_with_a_complete_result_when_its_token_expires() {
             stream
         }
     };
-    let mut short = listen(expiring("alice", 2)).await;
+    let mut short = listen(expiring("alice", 10)).await;
     let mut long = listen(expiring("bob", 600)).await;
     let last = short
         .next_message_where(WAIT, |m| m.get("result").is_some())

@@ -13,7 +13,8 @@ use crate::support::{self, GatewayProcess, base_config, bearer, modern_request, 
 /// Every wait of these tests: seconds of margin on a loaded machine.
 const WAIT: Duration = Duration::from_secs(30);
 
-/// `tools/call` of `tool` with `arguments` as `sub` on `vhost`.
+/// `tools/call` of `tool` with `arguments` as `sub` on `vhost`, asking for progress (so a slow
+/// tool trickles a notification per step and no wait for the backend is long).
 async fn call(
     gw: &GatewayProcess,
     sub: &str,
@@ -21,12 +22,14 @@ async fn call(
     tool: &str,
     arguments: Value,
 ) -> support::Reply {
+    let mut meta = mcp_test_support::modern_meta_with(json!({}));
+    meta["progressToken"] = json!("p1");
     support::modern(
         gw.addr,
         sub,
         vhost,
         "tools/call",
-        json!({"name": tool, "arguments": arguments}),
+        json!({"name": tool, "arguments": arguments, "_meta": meta}),
         &[],
     )
     .await
@@ -36,10 +39,11 @@ async fn call(
 async fn a_call_that_trickles_past_its_deadline_is_cancelled() {
     let backend = TestBackend::start(BackendSpec::modern("t")).await;
     let url = backend.url();
-    // Each gap (0.5 s) is far within timeout_ms; the whole call (15 s) is not within 3 s.
+    // Each gap (0.5 s) is well within timeout_ms; the whole call (15 s) is not within 3 s. (A
+    // deadline is never shorter than timeout_ms.)
     let users = json!({"users": {"alice": {"virtual_hosts": {
-        "own": {"backends": {"t": {"url": url, "timeout_ms": 10000, "deadline_ms": 3000}}},
-        "greedy": {"backends": {"t": {"url": url, "timeout_ms": 10000, "deadline_ms": 600000}}},
+        "own": {"backends": {"t": {"url": url, "timeout_ms": 2500, "deadline_ms": 3000}}},
+        "greedy": {"backends": {"t": {"url": url, "timeout_ms": 2500, "deadline_ms": 600000}}},
     }}}});
     let dir = workdir("gw-budgets-deadline");
     support::write(dir.path(), "users.json", &users.to_string());
@@ -116,7 +120,8 @@ async fn one_principals_slow_calls_leave_connections_for_another() {
             stream
         }));
     }
-    // Six are refused at once, each closing its connection.
+    // Six are refused at once, each closing its connection (`t-slow` sends nothing before its
+    // result without a progress token, so the two served ones give no answer head either).
     for _ in 0..6 {
         let (status, headers) = tokio::time::timeout(WAIT, answers.recv())
             .await

@@ -294,17 +294,27 @@ impl Upstream {
     ) -> Result<(UpstreamReply, Recorder), UpstreamError> {
         let mut op = ClientOp::start(call.method, call.name, target.name);
         let cx = op.context();
-        let limit = self.client.deadline(target);
-        let at = tokio::time::Instant::now() + limit;
-        let sent = tokio::time::timeout_at(at, self.exchange(target, call));
+        // A listen is a stream that lasts as long as its listener, not a call: no deadline.
+        let limit = (call.method != "subscriptions/listen").then(|| self.client.deadline(target));
+        let at = limit.map(|limit| tokio::time::Instant::now() + limit);
+        let sent = self.exchange(target, call);
+        let sent = async move {
+            match (at, limit) {
+                (Some(at), Some(limit)) => tokio::time::timeout_at(at, sent)
+                    .await
+                    .unwrap_or(Err(UpstreamError::DeadlineExceeded(limit))),
+                _ => sent.await,
+            }
+        };
         let result = match &cx {
             Some(cx) => sent.with_context(cx.clone()).await,
             None => sent.await,
-        }
-        .unwrap_or(Err(UpstreamError::DeadlineExceeded(limit)));
+        };
         match result {
             Ok(mut reply) => {
-                reply.messages = deadline::until(reply.messages, at, limit);
+                if let (Some(at), Some(limit)) = (at, limit) {
+                    reply.messages = deadline::until(reply.messages, at, limit);
+                }
                 ClientOp::annotate(
                     cx.as_ref(),
                     vec![KeyValue::new("jsonrpc.request.id", reply.id.to_string())],
@@ -430,14 +440,16 @@ impl Client {
     }
 
     /// The total deadline of one call to `target`: its `deadline_ms` up to the operator's
-    /// ceiling, else the operator's default (`crate::upstream::deadline`).
+    /// ceiling, else the operator's default (`crate::upstream::deadline`), and never shorter
+    /// than the backend's `timeout_ms`: a silent backend fails its wait first, which its
+    /// breaker counts (a deadline is not a backend failure).
     fn deadline(&self, target: &Target<'_>) -> Duration {
         target
             .config
             .deadline_ms
             .map_or(self.options.call_deadline, Duration::from_millis)
             .min(self.options.max_call_deadline)
-            .max(Duration::from_millis(1))
+            .max(Self::timeout(target))
     }
 
     /// The credential scope of `target` at `address` (a URL, or `stdio:` + its catalog entry or

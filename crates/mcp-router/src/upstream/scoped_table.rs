@@ -7,6 +7,11 @@
 //! No insertion ever evicts another principal's entry that is in use: entries nobody asked for
 //! within the table's idle lifetime have expired, and a full table drops expired entries (of any
 //! principal) before it refuses, so a table filled once cannot lock newcomers out for good.
+//!
+//! A table of values that differ in size ([`ScopedTable::weighed`]) also counts bytes, with a
+//! byte share per principal and a byte total beside the entry counts, and drops a principal's
+//! own expired entries whenever it stores one (not only when the table is full). It is the
+//! budget rule in bytes (book: docs/src/security.md, "Budgets").
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::Hash;
@@ -24,6 +29,9 @@ pub(crate) struct ScopedTable<K, V> {
     inner: Mutex<Inner<K, V>>,
     per_principal: usize,
     total: usize,
+    /// Bytes one principal's entries may weigh, and all of them ([`ScopedTable::weighed`]).
+    bytes_per_principal: usize,
+    bytes_total: usize,
     /// How long an entry nobody asks for lives.
     idle: Duration,
 }
@@ -33,13 +41,31 @@ struct Entry<V> {
     principal: Principal,
     value: V,
     used: Instant,
+    bytes: usize,
 }
 
 #[derive(Debug)]
 struct Inner<K, V> {
     entries: HashMap<K, Entry<V>>,
-    /// Each principal's keys, oldest first.
-    order: HashMap<Principal, VecDeque<K>>,
+    /// Each principal's keys, oldest first, and what they weigh.
+    order: HashMap<Principal, Held<K>>,
+    /// What every entry weighs.
+    bytes: usize,
+}
+
+#[derive(Debug)]
+struct Held<K> {
+    keys: VecDeque<K>,
+    bytes: usize,
+}
+
+impl<K> Default for Held<K> {
+    fn default() -> Self {
+        Self {
+            keys: VecDeque::new(),
+            bytes: 0,
+        }
+    }
 }
 
 /// What [`ScopedTable::get_or_insert_with`] did.
@@ -60,11 +86,80 @@ impl<K: Clone + Eq + Hash, V: Clone> ScopedTable<K, V> {
             inner: Mutex::new(Inner {
                 entries: HashMap::new(),
                 order: HashMap::new(),
+                bytes: 0,
             }),
             per_principal: per_principal.max(1),
             total: total.max(1),
+            bytes_per_principal: usize::MAX,
+            bytes_total: usize::MAX,
             idle,
         }
+    }
+
+    /// [`new`](Self::new) whose entries also weigh bytes ([`upsert_weighing`]
+    /// (Self::upsert_weighing)): at most `bytes_per_principal` of one principal's, `bytes_total`
+    /// in all.
+    pub(crate) fn weighed(
+        per_principal: usize,
+        total: usize,
+        idle: Duration,
+        bytes_per_principal: usize,
+        bytes_total: usize,
+    ) -> Self {
+        Self {
+            bytes_per_principal,
+            bytes_total,
+            ..Self::new(per_principal, total, idle)
+        }
+    }
+
+    /// What every entry weighs together.
+    pub(crate) fn bytes(&self) -> usize {
+        self.lock().bytes
+    }
+
+    /// Sets `key` to `value`, weighing `bytes`, for `principal`. To make room the principal's
+    /// own expired entries go first, then its own oldest; expired entries of anyone go when the
+    /// table is full. A value heavier than the principal's byte share, or one that finds the
+    /// table full while the principal holds nothing to give back, is not kept. Returns whether
+    /// it was kept.
+    pub(crate) fn upsert_weighing(
+        &self,
+        key: &K,
+        principal: &Principal,
+        value: V,
+        bytes: usize,
+    ) -> bool {
+        let mut inner = self.lock();
+        let now = Instant::now();
+        inner.remove(key);
+        if bytes > self.bytes_per_principal || bytes > self.bytes_total {
+            return false;
+        }
+        inner.expire_own(principal, now, self.idle);
+        let full = |inner: &Inner<K, V>| {
+            inner.entries.len() >= self.total
+                || inner.bytes.saturating_add(bytes) > self.bytes_total
+        };
+        if full(&inner) {
+            drop(inner.expire(now, self.idle));
+        }
+        loop {
+            let (count, weight) = inner
+                .order
+                .get(principal)
+                .map_or((0, 0), |held| (held.keys.len(), held.bytes));
+            let over_share = count >= self.per_principal
+                || weight.saturating_add(bytes) > self.bytes_per_principal;
+            if !over_share && !full(&inner) {
+                break;
+            }
+            if inner.pop_oldest(principal).is_none() {
+                return false;
+            }
+        }
+        inner.insert(key.clone(), principal, value, now, bytes);
+        true
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner<K, V>> {
@@ -100,7 +195,7 @@ impl<K: Clone + Eq + Hash, V: Clone> ScopedTable<K, V> {
         if inner.entries.len() >= self.total {
             evicted = inner.expire(now, self.idle);
         }
-        let held = inner.order.get(principal).map_or(0, VecDeque::len);
+        let held = inner.order.get(principal).map_or(0, |held| held.keys.len());
         if held >= self.per_principal || (inner.entries.len() >= self.total && held > 0) {
             evicted.extend(inner.pop_oldest(principal));
         } else if inner.entries.len() >= self.total {
@@ -110,19 +205,7 @@ impl<K: Clone + Eq + Hash, V: Clone> ScopedTable<K, V> {
             };
         }
         let value = make();
-        inner.entries.insert(
-            key.clone(),
-            Entry {
-                principal: principal.clone(),
-                value: value.clone(),
-                used: now,
-            },
-        );
-        inner
-            .order
-            .entry(principal.clone())
-            .or_default()
-            .push_back(key.clone());
+        inner.insert(key.clone(), principal, value.clone(), now, 0);
         Inserted {
             value: Some(value),
             evicted,
@@ -167,7 +250,10 @@ impl<K: Clone + Eq + Hash, V: Clone> ScopedTable<K, V> {
     /// How many entries `principal` holds.
     #[cfg(test)]
     pub(crate) fn held_by(&self, principal: &Principal) -> usize {
-        self.lock().order.get(principal).map_or(0, VecDeque::len)
+        self.lock()
+            .order
+            .get(principal)
+            .map_or(0, |held| held.keys.len())
     }
 
     /// How many entries there are.
@@ -178,14 +264,49 @@ impl<K: Clone + Eq + Hash, V: Clone> ScopedTable<K, V> {
 }
 
 impl<K: Clone + Eq + Hash, V> Inner<K, V> {
+    fn insert(&mut self, key: K, principal: &Principal, value: V, now: Instant, bytes: usize) {
+        let held = self.order.entry(principal.clone()).or_default();
+        held.keys.push_back(key.clone());
+        held.bytes = held.bytes.saturating_add(bytes);
+        self.bytes = self.bytes.saturating_add(bytes);
+        self.entries.insert(
+            key,
+            Entry {
+                principal: principal.clone(),
+                value,
+                used: now,
+                bytes,
+            },
+        );
+    }
+
     fn pop_oldest(&mut self, principal: &Principal) -> Option<(K, V)> {
-        let order = self.order.get_mut(principal)?;
-        let oldest = order.pop_front()?;
-        if order.is_empty() {
-            self.order.remove(principal);
+        let oldest = self.order.get(principal)?.keys.front()?.clone();
+        let value = self.remove(&oldest)?;
+        Some((oldest, value))
+    }
+
+    /// Drops `principal`'s entries unused for longer than `idle`, looking from its oldest
+    /// stored: each store sweeps what its own principal left to expire.
+    fn expire_own(&mut self, principal: &Principal, now: Instant, idle: Duration) {
+        let expired: Vec<K> = self
+            .order
+            .get(principal)
+            .map(|held| {
+                held.keys
+                    .iter()
+                    .filter(|k| {
+                        self.entries
+                            .get(*k)
+                            .is_some_and(|e| now.saturating_duration_since(e.used) > idle)
+                    })
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        for key in expired {
+            self.remove(&key);
         }
-        let entry = self.entries.remove(&oldest)?;
-        Some((oldest, entry.value))
     }
 
     /// Drops every entry unused for longer than `idle` (only when the table is full: a scan).
@@ -204,9 +325,11 @@ impl<K: Clone + Eq + Hash, V> Inner<K, V> {
 
     fn remove(&mut self, key: &K) -> Option<V> {
         let entry = self.entries.remove(key)?;
-        if let Some(order) = self.order.get_mut(&entry.principal) {
-            order.retain(|k| k != key);
-            if order.is_empty() {
+        self.bytes = self.bytes.saturating_sub(entry.bytes);
+        if let Some(held) = self.order.get_mut(&entry.principal) {
+            held.keys.retain(|k| k != key);
+            held.bytes = held.bytes.saturating_sub(entry.bytes);
+            if held.keys.is_empty() {
                 self.order.remove(&entry.principal);
             }
         }

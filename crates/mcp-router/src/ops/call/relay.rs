@@ -389,6 +389,11 @@ impl Relay {
 
     fn fail(&mut self, e: &UpstreamError) -> Relayed {
         tracing::info!(backend = %self.finish.backend, error = %e, "routed call failed mid-stream");
+        // A call past its deadline is the gateway's decision, not the client's: its 2025 backend
+        // (whose session outlives the dropped answer) is told, whatever the client's era.
+        if matches!(e, UpstreamError::DeadlineExceeded(_)) {
+            self.cancel_upstream("cancelled by the gateway: the call exceeded its deadline");
+        }
         self.failed(e)
     }
 

@@ -9,8 +9,8 @@
 //! Precedence, first match wins:
 //! 1. the gateway's own listeners (their bound addresses; a listener on `0.0.0.0`/`::` also
 //!    matches its port on loopback and on the connection's own local address) and its own
-//!    public host names ([`own_host`](DestinationPolicy::own_host), e.g. `auth.public_url`'s):
-//!    denied;
+//!    public host name and port ([`own_host`](DestinationPolicy::own_host), e.g.
+//!    `auth.public_url`'s): denied;
 //! 2. `deny` (CIDR, or host name as written in the URL): denied;
 //! 3. `allow`, when not empty: an address or host it lists is allowed, anything else denied;
 //! 4. the built-in denials ([`DEFAULT_DENIED`]: link-local and cloud metadata addresses);
@@ -140,8 +140,8 @@ pub struct DestinationPolicy {
     deny: Vec<Rule>,
     defaults: Vec<Rule>,
     own: Arc<RwLock<Vec<SocketAddr>>>,
-    /// The gateway's own public host names (lower case).
-    own_hosts: Vec<String>,
+    /// The gateway's own public host names (lower case) and ports.
+    own_hosts: Vec<(String, u16)>,
 }
 
 impl Default for DestinationPolicy {
@@ -196,18 +196,20 @@ impl DestinationPolicy {
         own.extend(addrs);
     }
 
-    /// Denies backend URLs with host `host`, a name clients reach this gateway by (its public
-    /// URL's): whatever `allow` says, as its own listeners are. Behind a load balancer or TLS
-    /// proxy the listeners' addresses are not what that name resolves to, so the name is checked
-    /// as written in the URL. An address (`[::1]`, `10.0.0.5`) is compared as written too.
-    pub fn own_host(mut self, host: &str) -> Self {
+    /// Denies backend connections to `host` on `port`, the name and port clients reach this
+    /// gateway by (its public URL's): whatever `allow` says, as its own listeners are. Behind a
+    /// load balancer or TLS proxy the listeners' addresses are not what that name resolves to,
+    /// so the name is checked as written in the URL. An address (`[::1]`, `10.0.0.5`) is
+    /// compared as written too. Other services behind the same name on the same port (a
+    /// path-routed ingress) are denied with it: give them another name or port.
+    pub fn own_host(mut self, host: &str, port: u16) -> Self {
         let host = host
             .trim_start_matches('[')
             .trim_end_matches(']')
             .trim_end_matches('.')
             .to_ascii_lowercase();
-        if !host.is_empty() && !self.own_hosts.contains(&host) {
-            self.own_hosts.push(host);
+        if !host.is_empty() && !self.own_hosts.contains(&(host.clone(), port)) {
+            self.own_hosts.push((host, port));
         }
         self
     }
@@ -223,7 +225,7 @@ impl DestinationPolicy {
             || self
                 .own_hosts
                 .iter()
-                .any(|own| *own == host.trim_end_matches('.'))
+                .any(|(own, port)| *port == peer.port() && own == host.trim_end_matches('.'))
         {
             return false;
         }
@@ -372,9 +374,13 @@ mod tests {
     fn own_public_host_is_denied_whatever_allow_says() {
         let policy = DestinationPolicy::new(&["gw.example.com".into(), "10.0.0.0/8".into()], &[])
             .expect("policy")
-            .own_host("GW.example.com");
+            .own_host("GW.example.com", 443);
         let (peer, local) = (addr("10.0.0.5:443"), addr("10.0.0.9:5000"));
         assert!(!policy.allows("gw.example.com", peer, local));
+        assert!(
+            policy.allows("gw.example.com", addr("10.0.0.5:8443"), local),
+            "another port of the same name"
+        );
         assert!(
             !policy.allows("gw.example.com.", peer, local),
             "the root label too"

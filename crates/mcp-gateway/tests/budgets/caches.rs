@@ -1,0 +1,85 @@
+//! Caches in bytes (book: docs/src/security.md, "Budgets"): the last good list answers kept for
+//! stale-if-error are charged to their principal in bytes; a principal storing many large pages
+//! pays with its own oldest, and another principal's answers are still served when its backend
+//! fails.
+
+use mcp_test_backends::{BackendSpec, TestBackend};
+use serde_json::json;
+
+use crate::support::{self, GatewayProcess, base_config, workdir};
+
+/// The byte share each principal's stale answers get in this test.
+const SHARE: usize = 128 * 1024;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stale_answers_are_charged_in_bytes_to_their_own_principal() {
+    // About 40 KiB per tools/list page.
+    let alices = TestBackend::start(BackendSpec::modern("a").extra_tools(300)).await;
+    let bobs = TestBackend::start(BackendSpec::modern("b").extra_tools(300)).await;
+    let vhosts: Vec<String> = (0..8).map(|n| format!("v{n}")).collect();
+    let mut alice = serde_json::Map::new();
+    for vhost in &vhosts {
+        alice.insert(
+            vhost.clone(),
+            json!({"backends": {"a": {"url": alices.url()}}}),
+        );
+    }
+    let users = json!({"users": {
+        "alice": {"virtual_hosts": alice},
+        "bob": {"virtual_hosts": {"vh": {"backends": {"b": {"url": bobs.url()}}}}},
+    }});
+    let dir = workdir("gw-budgets-stale");
+    support::write(dir.path(), "users.json", &users.to_string());
+    let config = base_config(&format!(
+        "\n[limits]\nstale_answer_bytes_per_principal = {SHARE}\n\n[router]\nstale_if_error_s = 600\n"
+    ));
+    let gw = GatewayProcess::start(dir.path(), &config, &[]).await;
+    let addr = gw.addr;
+    let list = move |sub: &'static str, vhost: String| async move {
+        support::modern(addr, sub, &vhost, "tools/list", json!({}), &[]).await
+    };
+
+    let bob_page = list("bob", "vh".into()).await;
+    assert_eq!(bob_page.status, 200, "{}", bob_page.text());
+    let page_bytes = bob_page.body.len();
+    assert!(page_bytes > 30 * 1024, "pages are large: {page_bytes}");
+    // Alice stores eight pages, about 2.5 times her share.
+    for vhost in &vhosts {
+        let page = list("alice", vhost.clone()).await;
+        assert_eq!(page.status, 200, "{}", page.text());
+    }
+    let kept = support::metric(&gw, "mcp_gateway_stale_answer_bytes")
+        .await
+        .expect("the stale answer gauge");
+    assert!(
+        kept <= (SHARE + page_bytes) as f64,
+        "alice's share plus bob's page at most: {kept}"
+    );
+    assert!(
+        kept >= page_bytes as f64,
+        "the gauge counts what is kept: {kept}"
+    );
+
+    // Both backends fail: bob's answer is still served, as are alice's newest; her oldest is
+    // gone (the control that the share is real).
+    alices.stop().await;
+    bobs.stop().await;
+    let bob = list("bob", "vh".into()).await;
+    assert!(
+        bob.tool_names().contains(&"b-echo".to_owned()),
+        "bob's stale answer is served: {}",
+        bob.text()
+    );
+    let newest = list("alice", vhosts[7].clone()).await;
+    assert!(
+        newest.tool_names().contains(&"a-echo".to_owned()),
+        "{}",
+        newest.text()
+    );
+    let oldest = list("alice", vhosts[0].clone()).await;
+    assert!(
+        !oldest.tool_names().contains(&"a-echo".to_owned()),
+        "alice paid with her own oldest page: {}",
+        oldest.text()
+    );
+}

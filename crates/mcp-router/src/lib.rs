@@ -175,6 +175,9 @@ mod upstream;
 #[cfg(feature = "redis")]
 pub use front::bus;
 pub use front::sse_bridge;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub use upstream::fuzzing;
 
 pub use body::McpBody;
 pub use clock::WallClock;

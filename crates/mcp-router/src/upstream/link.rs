@@ -20,7 +20,9 @@
 //!   the GET streams of 2025 sessions, which pass on only what each session subscribed to);
 //!   other notifications are logged and dropped.
 //! - **Cancellation**: a caller that drops its message stream before the response sends
-//!   `notifications/cancelled`.
+//!   `notifications/cancelled` and its call leaves the link's table at once (a backend that
+//!   honours the cancellation never answers it, and a left-over entry would keep the link from
+//!   being idle and hide which call is the only one in flight).
 //! - **Backpressure**: the link reads its carrier for every call at once, so it cannot stop
 //!   reading for one call whose client takes its messages slowly or not at all (that would stall
 //!   the other calls). Instead a call holds at most its share of messages its caller has not
@@ -142,20 +144,37 @@ impl LinkWriter {
     }
 }
 
+/// The calls in flight on a link.
+#[derive(Default)]
+struct Calls {
+    /// Calls waiting for their response, by request id (as JSON).
+    waiting: Mutex<HashMap<String, Waiting>>,
+    /// The call each progress token belongs to (token -> request id as JSON).
+    progress: Mutex<HashMap<String, String>>,
+}
+
+impl Calls {
+    /// Takes the call `key` off the link (nothing more reaches it).
+    fn remove(&self, key: &str) -> Option<Waiting> {
+        let call = lock(&self.waiting).remove(key);
+        lock(&self.progress).retain(|_, c| c != key);
+        call
+    }
+}
+
 /// The multiplexing state of one connection to a backend.
 pub(super) struct Link {
     backend: String,
     /// The era and the `DiscoverResult`/`InitializeResult`, once the handshake is done.
     identity: OnceLock<(Era, Bytes)>,
     out: mpsc::Sender<Outbound>,
-    /// Calls waiting for their response, by request id (as JSON).
-    waiting: Mutex<HashMap<String, Waiting>>,
+    /// The calls in flight (shared with each call's message stream, which takes its call off
+    /// when its caller drops it).
+    calls: Arc<Calls>,
     /// Every caller of the link is one principal (a per-principal process, an HTTP+SSE
     /// connection of one credential scope): its only call in flight owns what the server sends
     /// without naming a call. A shared process never guesses.
     exclusive: bool,
-    /// The call each progress token belongs to (token -> request id as JSON).
-    progress: Mutex<HashMap<String, String>>,
     /// Notifications of no call (resource updates, list changes), for the link's listeners.
     events: tokio::sync::broadcast::Sender<Bytes>,
     alive: AtomicBool,
@@ -178,9 +197,8 @@ impl Link {
             backend: backend.to_owned(),
             identity: OnceLock::new(),
             out,
-            waiting: Mutex::new(HashMap::new()),
+            calls: Arc::default(),
             exclusive,
-            progress: Mutex::new(HashMap::new()),
             events: tokio::sync::broadcast::channel(EVENTS).0,
             alive: AtomicBool::new(true),
             died_at: Mutex::new(None),
@@ -307,7 +325,7 @@ impl Link {
     /// No call for longer than the idle timeout, and none still running (a long call keeps its
     /// link).
     fn idle(&self) -> bool {
-        lock(&self.last_used).elapsed() > self.idle_timeout && lock(&self.waiting).is_empty()
+        lock(&self.last_used).elapsed() > self.idle_timeout && lock(&self.calls.waiting).is_empty()
     }
 
     /// When the link died, if it was seen to.
@@ -371,9 +389,9 @@ impl Link {
             tx,
             takes_input: TAKES_INPUT.contains(&method),
         };
-        lock(&self.waiting).insert(key.clone(), waiting);
+        lock(&self.calls.waiting).insert(key.clone(), waiting);
         if let Some(token) = progress_token {
-            lock(&self.progress).insert(token.to_owned(), key.clone());
+            lock(&self.calls.progress).insert(token.to_owned(), key.clone());
         }
         slot.send(Outbound {
             body: encode_request_object(&id, method, &params),
@@ -382,7 +400,7 @@ impl Link {
         });
         Ok(UpstreamReply {
             id,
-            messages: messages(rx, timeout, self.out.clone(), key),
+            messages: messages(rx, timeout, self.out.clone(), key, Arc::clone(&self.calls)),
             session: None,
             link: Some(LinkWriter(self.out.clone())),
             permit: None,
@@ -447,9 +465,9 @@ impl Link {
     /// else, on an exclusive link, the only call in flight. `input`: the message is a request,
     /// which only a call that takes input may get.
     fn owner(&self, token: Option<&str>, input: bool) -> Option<String> {
-        let waiting = lock(&self.waiting);
+        let waiting = lock(&self.calls.waiting);
         let by_token = token
-            .and_then(|t| lock(&self.progress).get(t).cloned())
+            .and_then(|t| lock(&self.calls.progress).get(t).cloned())
             .and_then(|key| waiting.get_key_value(&key));
         let only = || {
             let mut calls = waiting.iter();
@@ -469,7 +487,7 @@ impl Link {
     /// failed with is returned.
     fn deliver(&self, key: &str, message: &[u8]) -> Result<(), UpstreamError> {
         let full = {
-            let waiting = lock(&self.waiting);
+            let waiting = lock(&self.calls.waiting);
             let Some(call) = waiting.get(key) else {
                 return Ok(());
             };
@@ -491,9 +509,7 @@ impl Link {
 
     /// Takes the call `key` off the link (nothing more reaches it).
     fn remove(&self, key: &str) -> Option<Waiting> {
-        let call = lock(&self.waiting).remove(key);
-        lock(&self.progress).retain(|_, c| c != key);
-        call
+        self.calls.remove(key)
     }
 
     fn notification(&self, env: &Envelope<'_>, message: &[u8]) {
@@ -501,7 +517,7 @@ impl Link {
         let owner = match method {
             "notifications/progress" => {
                 let token = env.params().and_then(token_of);
-                token.and_then(|t| lock(&self.progress).get(&t).cloned())
+                token.and_then(|t| lock(&self.calls.progress).get(&t).cloned())
             }
             // A log message names no call: the only call in flight of a one-principal link.
             "notifications/message" => self.owner(None, false),
@@ -538,10 +554,10 @@ impl Link {
     pub(super) fn died(&self) {
         self.alive.store(false, Ordering::Release);
         lock(&self.died_at).get_or_insert_with(Instant::now);
-        for (_, waiting) in lock(&self.waiting).drain() {
+        for (_, waiting) in lock(&self.calls.waiting).drain() {
             waiting.tx.fail(UpstreamError::Disconnected);
         }
-        lock(&self.progress).clear();
+        lock(&self.calls.progress).clear();
     }
 }
 
@@ -751,6 +767,41 @@ fn backoff(failures: u32) -> Duration {
     doubled.min(BACKOFF_MAX)
 }
 
+/// A link of one principal with two calls in flight, fed `data`'s lines as frames from the
+/// backend, then the calls dropped: nothing may panic, and nothing of the calls may stay on the
+/// link (`crate::upstream::fuzzing::link_frames`).
+#[cfg(feature = "fuzzing")]
+pub(super) fn fuzz_frames(data: &[u8]) {
+    let (link, mut outbound) = Link::new("b", Duration::from_secs(60), true);
+    let calls: Vec<UpstreamReply> = [("tools/call", "t0"), ("tools/list", "t1")]
+        .into_iter()
+        .filter_map(|(method, token)| {
+            link.request(
+                method,
+                RawObject::new(),
+                None,
+                Some(token),
+                Duration::from_secs(60),
+                None,
+            )
+            .ok()
+        })
+        .collect();
+    for frame in data.split(|b| *b == b'\n') {
+        link.dispatch(frame);
+    }
+    drop(calls);
+    assert!(
+        lock(&link.calls.waiting).is_empty(),
+        "a dropped call stayed"
+    );
+    assert!(
+        lock(&link.calls.progress).is_empty(),
+        "a dropped call's token stayed"
+    );
+    while outbound.try_recv().is_ok() {}
+}
+
 #[cfg(test)]
 mod tests {
     use super::call_buffer::{MAX_CALL_BYTES, MAX_CALL_MESSAGES};
@@ -846,6 +897,28 @@ mod tests {
             next_text(&mut alice).await,
             tagged,
             "the log message was dropped"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_dropped_call_leaves_the_link_and_the_next_is_the_only_one_in_flight() {
+        let (link, mut outbound) = Link::new("b", Duration::from_secs(60), true);
+        let first = call(&link, "tools/call", None);
+        let _ = written(&mut outbound);
+        drop(first);
+        assert!(written(&mut outbound).contains("notifications/cancelled"));
+        assert!(
+            lock(&link.calls.waiting).is_empty(),
+            "the cancelled call left"
+        );
+        // The backend's request now belongs to the only call in flight, the next one.
+        let mut second = call(&link, "tools/call", None);
+        let _ = written(&mut outbound);
+        link.dispatch(SAMPLING.as_bytes());
+        assert!(
+            next_text(&mut second)
+                .await
+                .contains("sampling/createMessage")
         );
     }
 

@@ -16,6 +16,8 @@ mod disabled;
 mod era;
 mod error;
 mod exchange;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 mod get_stream;
 mod link;
 mod meta;

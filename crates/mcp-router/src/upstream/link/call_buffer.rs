@@ -25,7 +25,7 @@ use mcp_core::{Envelope, MessageKind, RawObject};
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
-use super::Outbound;
+use super::{Calls, Outbound};
 use crate::upstream::{MessageStream, UpstreamError};
 
 /// Bytes of messages a call may hold that its caller has not taken yet.
@@ -141,23 +141,28 @@ pub(super) fn cancelled(key: &str, reason: Option<&str>) -> Vec<u8> {
 }
 
 /// The messages of one call: each must arrive within `timeout`; a caller that drops the stream
-/// before the response tells the backend with `notifications/cancelled` (when the link's queue
-/// has room: it is dropped otherwise, as the backend is not reading anyway).
+/// before the response takes the call off the link's `calls` (a backend that honours the
+/// cancellation never answers, and the entry would keep the link busy and hide which call is
+/// the only one in flight) and tells the backend with `notifications/cancelled` (when the link's
+/// queue has room: it is dropped otherwise, as the backend is not reading anyway).
 pub(super) fn messages(
     rx: CallReceiver,
     timeout: Duration,
     out: mpsc::Sender<Outbound>,
     key: String,
+    calls: Arc<Calls>,
 ) -> MessageStream {
     struct Pending {
         rx: CallReceiver,
         out: mpsc::Sender<Outbound>,
         key: String,
+        calls: Arc<Calls>,
         done: bool,
     }
     impl Drop for Pending {
         fn drop(&mut self) {
             if !self.done {
+                drop(self.calls.remove(&self.key));
                 let cancel = Outbound {
                     body: cancelled(&self.key, None),
                     call: None,
@@ -175,6 +180,7 @@ pub(super) fn messages(
         rx,
         out,
         key,
+        calls,
         done: false,
     };
     Box::pin(futures_util::stream::unfold(

@@ -284,6 +284,7 @@ fn session_store(
             redis.ttl = s.idle_timeout;
             redis.wait_replicas = s.wait_replicas;
             redis.wait_timeout = s.wait_timeout;
+            redis.max_per_principal = s.max_per_principal;
             let refused = |e| GatewayError::Store(format!("sessions.url: {e}"));
             let bus = NodeBus::redis(&redis).map_err(refused)?;
             let store = RedisSessionStore::new(redis).map_err(refused)?;

@@ -97,6 +97,58 @@ async fn redis_create_get_update_remove() {
 }
 
 #[tokio::test]
+async fn redis_caps_each_principals_sessions_and_idle_ones_stop_counting() {
+    let Some(redis) = RedisServer::start().await else {
+        return;
+    };
+    let capped = |ttl: Duration| {
+        let mut config = RedisSessionStoreConfig::new(redis.url());
+        config.ttl = ttl;
+        config.key_prefix = "test-capped".into();
+        config.max_per_principal = 2;
+        RedisSessionStore::new(config).expect("store")
+    };
+    let store = capped(Duration::from_secs(60));
+    let first = store.create(record("alice")).await.expect("first");
+    store.create(record("alice")).await.expect("second");
+    assert_eq!(
+        store.create(record("alice")).await,
+        Err(SessionStoreError::Limit(
+            "too many sessions for this principal"
+        ))
+    );
+    // The control: bob has his own share.
+    store.create(record("bob")).await.expect("bob");
+    // A removed session gives its place back.
+    store.remove(&first).await.expect("remove");
+    let third = store.create(record("alice")).await.expect("a freed place");
+
+    // Sessions past their idle timeout stop counting, without a DELETE. A second node with a
+    // 1 s idle timeout, on its own prefix, shows it (waits of seconds, not milliseconds).
+    let short = {
+        let mut config = RedisSessionStoreConfig::new(redis.url());
+        config.ttl = Duration::from_secs(1);
+        config.key_prefix = "test-capped-idle".into();
+        config.max_per_principal = 2;
+        RedisSessionStore::new(config).expect("store")
+    };
+    let a = short.create(record("carol")).await.expect("a");
+    short.create(record("carol")).await.expect("b");
+    assert!(short.create(record("carol")).await.is_err(), "at the cap");
+    // `exists` does not refresh the idle timer (`get` would).
+    let idle = mcp_test_support::poll_until(Duration::from_secs(30), || async {
+        short.exists(&a).await == Ok(false)
+    })
+    .await;
+    assert!(idle, "carol's sessions idled out");
+    short
+        .create(record("carol"))
+        .await
+        .expect("idle sessions stopped counting");
+    assert!(store.get(&third).await.expect("get").is_some());
+}
+
+#[tokio::test]
 async fn redis_ttl_is_refreshed_by_get_and_kept_by_update() {
     let Some(redis) = RedisServer::start().await else {
         return;

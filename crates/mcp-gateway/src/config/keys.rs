@@ -536,7 +536,7 @@ pub static KEYS: &[KeySpec] = &[
         "sessions.max_per_principal",
         I,
         Int(1000),
-        "local store: most sessions of one principal at once; sealed store: most ended sessions of one principal remembered at once (its share of max_sessions)",
+        "local and Redis stores: most sessions of one principal at once (sessions past idle_timeout_s stop counting); sealed store: most ended sessions of one principal remembered at once (its share of max_sessions)",
     ),
     secret(key(
         "sessions.url",

@@ -217,6 +217,20 @@ async fn initialize(addr: std::net::SocketAddr, sub: &str) -> support::Reply {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_sessions_stop_counting_against_their_principals_share() {
+    idle_sessions_stop_counting("").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_sessions_stop_counting_against_their_principals_share_in_redis() {
+    let Some(redis) = mcp_test_support::RedisServer::start().await else {
+        return;
+    };
+    idle_sessions_stop_counting(&format!("kind = \"redis\"\nurl = \"{}\"\n", redis.url())).await;
+}
+
+/// Two principals, `sessions.max_per_principal = 2` in the store `store` configures (local
+/// when empty): the third session is refused, bob is not, and idle sessions stop counting.
+async fn idle_sessions_stop_counting(store: &str) {
     let backend =
         mcp_test_backends::TestBackend::start(mcp_test_backends::BackendSpec::legacy("alpha"))
             .await;
@@ -228,7 +242,9 @@ async fn idle_sessions_stop_counting_against_their_principals_share() {
     }});
     support::write(dir.path(), "users.json", &users.to_string());
     // Five seconds: the three initializes before the refusal fit in them on a loaded machine.
-    let config = base_config("\n[sessions]\nidle_timeout_s = 5\nmax_per_principal = 2\n");
+    let config = base_config(&format!(
+        "\n[sessions]\n{store}idle_timeout_s = 5\nmax_per_principal = 2\n"
+    ));
     let gw = GatewayProcess::start(dir.path(), &config, &[]).await;
 
     // Two sessions that the client never ends (most SDK clients never DELETE).

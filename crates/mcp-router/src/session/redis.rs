@@ -51,6 +51,9 @@ pub struct RedisSessionStoreConfig {
     pub wait_replicas: u32,
     /// How long a write waits for [`wait_replicas`](Self::wait_replicas) confirmations.
     pub wait_timeout: Duration,
+    /// Most sessions of one principal at once (default 1,000; at least 1): more are refused
+    /// with [`SessionStoreError::Limit`]. Sessions past their idle timeout stop counting.
+    pub max_per_principal: usize,
 }
 
 impl RedisSessionStoreConfig {
@@ -75,6 +78,7 @@ impl Default for RedisSessionStoreConfig {
             response_timeout: Duration::from_millis(500),
             wait_replicas: 0,
             wait_timeout: Duration::from_millis(100),
+            max_per_principal: 1_000,
         }
     }
 }
@@ -92,6 +96,7 @@ impl fmt::Debug for RedisSessionStoreConfig {
             .field("response_timeout", &self.response_timeout)
             .field("wait_replicas", &self.wait_replicas)
             .field("wait_timeout", &self.wait_timeout)
+            .field("max_per_principal", &self.max_per_principal)
             .finish()
     }
 }
@@ -128,6 +133,18 @@ pub enum RedisSessionStoreError {
 /// - `update` is `SET ... XX KEEPTTL`: keeps the TTL, `false` when the key is gone;
 /// - `remove` is `GETDEL` (Redis ≥ 6.2).
 ///
+/// Each principal's sessions are also indexed, to cap them
+/// ([`RedisSessionStoreConfig::max_per_principal`]): a sorted set at
+/// `<prefix>:principal:<digest of issuer and subject>` whose members are the session ids, scored
+/// with when each expires (milliseconds since the epoch, by the node's clock). `create` first
+/// drops the expired members (`ZREMRANGEBYSCORE`) and counts the rest (`ZCARD`); at the cap it
+/// refuses, else it adds the new id (`ZADD`) and keeps the set for a TTL (`PEXPIRE`). `get`
+/// moves the session's expiry forward in the set in the background (`ZADD XX`, not awaited: a
+/// lost refresh only lets a session stop counting early), and `remove` takes it out (`ZREM`).
+/// Two creates racing for a principal's last place may both succeed: the cap bounds what one
+/// principal holds, it is not a quota to the session. An index key is one key, so it lives in
+/// one hash slot of a Cluster like a session.
+///
 /// An id that is not 43 base64url characters is unknown without asking Redis. A value that is not a
 /// session record is [`SessionStoreError::Other`].
 ///
@@ -162,6 +179,9 @@ pub enum RedisSessionStoreError {
 pub struct RedisSessionStore {
     pool: RedisPool,
     key_prefix: Arc<str>,
+    /// `<prefix>:principal:`, the per-principal index keys' prefix.
+    index_prefix: Arc<str>,
+    max_per_principal: usize,
     ttl_ms: u64,
     wait_replicas: u32,
     wait_timeout_ms: u64,
@@ -194,6 +214,8 @@ impl RedisSessionStore {
         Ok(Self {
             pool,
             key_prefix: format!("{}:session:", config.key_prefix).into(),
+            index_prefix: format!("{}:principal:", config.key_prefix).into(),
+            max_per_principal: config.max_per_principal.max(1),
             ttl_ms,
             wait_replicas: config.wait_replicas,
             // `WAIT n 0` blocks forever: a zero timeout means the shortest one, 1 ms.
@@ -218,6 +240,26 @@ impl RedisSessionStore {
 
     fn key(&self, id: &str) -> String {
         format!("{}{id}", self.key_prefix)
+    }
+
+    /// The index key of `record`'s principal: a digest, so that any issuer and subject make a
+    /// short key of plain characters.
+    fn index_key(&self, record: &SessionRecord) -> String {
+        let mut context = aws_lc_rs::digest::Context::new(&aws_lc_rs::digest::SHA256);
+        context.update(record.issuer.as_bytes());
+        context.update(b"\0");
+        context.update(record.subject.as_bytes());
+        let digest = context.finish();
+        let hex: String = digest.as_ref()[..16]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        format!("{}{hex}", self.index_prefix)
+    }
+
+    /// When a session used now expires, in milliseconds since the epoch.
+    fn expiry_ms(&self) -> u64 {
+        now_ms().saturating_add(self.ttl_ms)
     }
 
     async fn conn(&self) -> Result<RedisConnection, SessionStoreError> {
@@ -251,6 +293,24 @@ impl RedisSessionStore {
             .map_err(|e| SessionStoreError::Other(format!("cannot encode session: {e}")))?;
         let id = new_session_id()?;
         let mut conn = self.conn().await?;
+        let index = self.index_key(&record);
+        // Expired sessions stop counting first: most clients never DELETE theirs.
+        let (held,): (usize,) = redis::pipe()
+            .cmd("ZREMRANGEBYSCORE")
+            .arg(&index)
+            .arg("-inf")
+            .arg(now_ms())
+            .ignore()
+            .cmd("ZCARD")
+            .arg(&index)
+            .query_async(&mut conn)
+            .await
+            .map_err(classify)?;
+        if held >= self.max_per_principal {
+            return Err(SessionStoreError::Limit(
+                "too many sessions for this principal",
+            ));
+        }
         let reply: redis::Value = redis::cmd("SET")
             .arg(self.key(&id))
             .arg(value)
@@ -264,6 +324,19 @@ impl RedisSessionStore {
             // 256 random bits collided: the randomness source is broken.
             return Err(SessionStoreError::Other("session id collision".to_owned()));
         }
+        redis::pipe()
+            .cmd("ZADD")
+            .arg(&index)
+            .arg(self.expiry_ms())
+            .arg(&id)
+            .ignore()
+            .cmd("PEXPIRE")
+            .arg(&index)
+            .arg(self.ttl_ms)
+            .ignore()
+            .query_async::<()>(&mut conn)
+            .await
+            .map_err(classify)?;
         self.replicate(&mut conn).await?;
         Ok(id)
     }
@@ -280,7 +353,41 @@ impl RedisSessionStore {
             .query_async(&mut conn)
             .await
             .map_err(classify)?;
-        value.map(|v| decode(&v)).transpose()
+        let record = value.map(|v| decode(&v)).transpose()?;
+        if let Some(record) = &record {
+            self.refresh_index(record, id);
+        }
+        Ok(record)
+    }
+
+    /// Moves session `id`'s expiry forward in its principal's index, in the background: the
+    /// request does not wait for it, and a failure only lets the session stop counting early.
+    fn refresh_index(&self, record: &SessionRecord, id: &str) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let (store, index, id) = (self.clone(), self.index_key(record), id.to_owned());
+        runtime.spawn(async move {
+            let Ok(mut conn) = store.conn().await else {
+                return;
+            };
+            let refreshed = redis::pipe()
+                .cmd("ZADD")
+                .arg(&index)
+                .arg("XX")
+                .arg(store.expiry_ms())
+                .arg(&id)
+                .ignore()
+                .cmd("PEXPIRE")
+                .arg(&index)
+                .arg(store.ttl_ms)
+                .ignore()
+                .query_async::<()>(&mut conn)
+                .await;
+            if let Err(e) = refreshed {
+                tracing::debug!(error = %e, "a session's expiry in its principal's index was not refreshed");
+            }
+        });
     }
 
     async fn update_now(&self, id: &str, record: SessionRecord) -> Result<bool, SessionStoreError> {
@@ -315,12 +422,29 @@ impl RedisSessionStore {
             .query_async(&mut conn)
             .await
             .map_err(classify)?;
-        if value.is_some() {
+        let value_was_some = value.is_some();
+        let record = value.and_then(|v| decode(&v).ok());
+        if let Some(record) = &record {
+            redis::cmd("ZREM")
+                .arg(self.index_key(record))
+                .arg(id)
+                .query_async::<()>(&mut conn)
+                .await
+                .map_err(classify)?;
+        }
+        if value_was_some {
             self.replicate(&mut conn).await?;
         }
         // The key is gone either way; an undecodable value is simply not returned.
-        Ok(value.and_then(|v| decode(&v).ok()))
+        Ok(record)
     }
+}
+
+/// Milliseconds since the epoch by this node's clock.
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// Ids minted by [`new_session_id`]: 43 base64url characters.

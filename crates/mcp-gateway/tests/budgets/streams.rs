@@ -30,10 +30,13 @@ fn expiring(sub: &str, seconds: u64) -> String {
 async fn gateway() -> (mcp_test_support::TempDir, GatewayProcess, TestBackend) {
     let backend = TestBackend::start(BackendSpec::legacy("l")).await;
     let dir = workdir("gw-budgets-streams");
-    let users = support::users_json(&[
-        ("alice", "vh", &[("l", backend.url())]),
-        ("bob", "vh", &[("l", backend.url())]),
-    ]);
+    // `sse_downstream`: the 2024-11-05 bridge serves the virtual host too.
+    let vhost = json!({"sse_downstream": true, "backends": {"l": {"url": backend.url()}}});
+    let users = json!({"users": {
+        "alice": {"virtual_hosts": {"vh": vhost}},
+        "bob": {"virtual_hosts": {"vh": vhost}},
+    }});
+    let users = users.to_string();
     support::write(dir.path(), "users.json", &users);
     let gw = GatewayProcess::start(dir.path(), &base_config(""), &[]).await;
     (dir, gw, backend)
@@ -115,5 +118,34 @@ async fn a_listen_ends_with_a_complete_result_when_its_token_expires() {
     assert!(
         !long.ends_within(Duration::from_secs(3)).await,
         "bob's listen ended with alice's token"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bridged_sse_stream_ends_when_its_token_expires() {
+    let (_dir, gw, _backend) = gateway().await;
+    let open = |auth: String| {
+        let addr = gw.addr;
+        async move {
+            let headers = [
+                ("authorization", auth.as_str()),
+                ("accept", "text/event-stream"),
+            ];
+            let mut stream = EventStream::open(addr, "GET", "/servers/vh/sse", &headers, "").await;
+            assert_eq!(stream.status, 200);
+            let endpoint = stream.next_event(WAIT).await.expect("the endpoint event");
+            assert_eq!(endpoint.event.as_deref(), Some("endpoint"));
+            stream
+        }
+    };
+    let mut short = open(expiring("alice", 10)).await;
+    let mut long = open(expiring("bob", 600)).await;
+    assert!(
+        short.ends_within(WAIT).await,
+        "alice's SSE stream outlived her token"
+    );
+    assert!(
+        !long.ends_within(Duration::from_secs(3)).await,
+        "bob's SSE stream ended with alice's token"
     );
 }

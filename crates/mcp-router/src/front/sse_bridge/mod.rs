@@ -16,7 +16,8 @@
 //! - When the client's stream closes, the session's tasks end and the inner session is deleted
 //!   (an internal DELETE), which ends the upstream sessions no other session of the caller uses.
 //!   When the inner session ends first (it expired: its GET stream ended and a `ping` in it gets
-//!   `404`), the client's stream is ended, which releases the same way.
+//!   `404`), or the credentials the stream was opened with expire (token `exp` plus leeway,
+//!   `mcp_core::ValidUntil`), the client's stream is ended, which releases the same way.
 //!
 //! So there is one protocol implementation: the bridge only moves messages between the two
 //! transports. It lives in `mcp-router` rather than in the gateway because it is MCP transport

@@ -41,7 +41,8 @@ pub(crate) fn open<B>(
     res
 }
 
-/// Registers the session and starts the task that ends it when the client goes away.
+/// Registers the session and starts the task that ends it when the client goes away or the
+/// credentials it was opened with expire.
 fn start(shared: &Shared, parts: Parts, call: InnerCall) -> Result<EventStream, Refusal> {
     if parts.method != Method::GET {
         let mut res = detail(
@@ -53,6 +54,10 @@ fn start(shared: &Shared, parts: Parts, call: InnerCall) -> Result<EventStream, 
         return Err(Box::new(res));
     }
     let ctx = admitted(&parts.extensions)?;
+    let credentials_expire = parts
+        .extensions
+        .get::<mcp_core::ValidUntil>()
+        .map(|until| until.left(std::time::SystemTime::now()));
     let id = new_session_id().ok_or_else(|| {
         Box::new(detail(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -93,6 +98,7 @@ fn start(shared: &Shared, parts: Parts, call: InnerCall) -> Result<EventStream, 
         Arc::clone(&shared.registry),
         session,
         call,
+        credentials_expire,
     ));
     let endpoint = SseEvent::message(endpoint).with_event("endpoint").encode();
     Ok(EventStream::new(

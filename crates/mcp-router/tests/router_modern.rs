@@ -1425,6 +1425,30 @@ async fn all_tool_pages(gw: &Gateway) -> Vec<(Vec<String>, Value)> {
 }
 
 #[tokio::test]
+async fn the_cross_page_check_reads_each_candidate_backends_list_once() {
+    // Every `a-b-<tool>` of `a-b` (listed whole on page one) could also be `a`'s `b-<tool>`, and
+    // `a` (two tools a page) is not whole on page one: seven names to check against `a`.
+    let a = TestBackend::start(BackendSpec::modern("a").page_size(2)).await;
+    let ab = TestBackend::start(BackendSpec::legacy("a-b")).await;
+    let vhost = vhost_config(json!({"backends": {
+        "a": {"url": a.url(), "timeout_ms": 5000},
+        "a-b": {"url": ab.url(), "timeout_ms": 5000}}}));
+    let gw = Gateway::start(&[("alice", vhost)]).await;
+    a.clear_requests();
+    let reply = gw.modern("alice", "vh", "tools/list", json!({})).await;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let pages_of_a = BASE_TOOLS.len().div_ceil(2);
+    let asked = a.requests_for("tools/list").len();
+    // The fan-out's first page, then `a`'s whole list once for all seven questions (not once
+    // per question: 7 x 4 pages).
+    assert!(
+        asked <= 1 + pages_of_a,
+        "a was asked {asked} times for one list call"
+    );
+    assert!(asked > 1, "the check did read a's list: {asked}");
+}
+
+#[tokio::test]
 async fn a_collision_across_pages_is_left_out_and_reported_on_each_page_it_meets() {
     // `a` pages two tools at a time and exposes its `slow` (third page) as `a-b-slow`, which is
     // also `a-b`'s `slow`, listed whole on the first page.

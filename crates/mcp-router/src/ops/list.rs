@@ -9,7 +9,8 @@
 //! another backend (the [`Namer`](crate::naming::Namer) says
 //! [`Several`](crate::naming::Resolution::Several)) whose whole list is not on this merged page,
 //! that backend is asked whether it lists the item, as a call on the name would ask it
-//! ([`lists_item`]). Nothing is remembered between pages: the check costs list requests only for
+//! ([`lists_item`]); each such backend's list is read once per list call for all its names
+//! (`listed_of`). Nothing is remembered between pages: the check costs list requests only for
 //! such names, which exist only where backend names prefix one another or aliases overlap. A
 //! backend's `allowed_tools` (upstream names) filters its tools.
 //! The first page asks every backend; `nextCursor` is a sealed [`MergedCursor`] over the backends
@@ -358,8 +359,8 @@ async fn listed_elsewhere(
     complete: &HashSet<String>,
 ) -> HashSet<String> {
     let namer = scope.namer();
-    // (candidate backend, its upstream name) -> the public names it would make ambiguous.
-    let mut questions: HashMap<(String, String), BTreeSet<String>> = HashMap::new();
+    // Candidate backend -> its upstream name -> the public names it would make ambiguous.
+    let mut questions: HashMap<String, HashMap<String, BTreeSet<String>>> = HashMap::new();
     for (public, owner, _) in merged {
         let Resolution::Several(candidates) = namer.resolve(public, shape.kind) else {
             continue;
@@ -369,25 +370,26 @@ async fn listed_elsewhere(
                 continue;
             }
             questions
-                .entry((
-                    candidate.backend.to_owned(),
-                    candidate.upstream.into_owned(),
-                ))
+                .entry(candidate.backend.to_owned())
+                .or_default()
+                .entry(candidate.upstream.into_owned())
                 .or_default()
                 .insert(public.clone());
         }
     }
-    let answers = join_all(
-        questions
+    // Each candidate backend is asked once, for all its questions (its list is read at most
+    // once per list call, however many names it might make ambiguous).
+    let answers = join_all(questions.into_iter().map(|(backend, asked)| async move {
+        let wanted: HashSet<&str> = asked.keys().map(String::as_str).collect();
+        let listed = listed_of(scope, method, shape, &backend, &wanted).await;
+        asked
             .into_iter()
-            .map(|((backend, upstream), names)| async move {
-                lists_item(scope, method, shape, &backend, &upstream)
-                    .await
-                    .then_some(names)
-            }),
-    )
+            .filter(|(upstream, _)| listed.contains(upstream.as_str()))
+            .flat_map(|(_, names)| names)
+            .collect::<Vec<_>>()
+    }))
     .await;
-    answers.into_iter().flatten().flatten().collect()
+    answers.into_iter().flatten().collect()
 }
 
 /// Whether `backend` lists `upstream` in `method` (its first pages only, bounded).
@@ -398,9 +400,25 @@ pub(crate) async fn lists_item(
     backend: &str,
     upstream: &str,
 ) -> bool {
+    let wanted = HashSet::from([upstream]);
+    !listed_of(scope, method, shape, backend, &wanted)
+        .await
+        .is_empty()
+}
+
+/// Which of the `wanted` upstream names `backend` lists in `method`: its pages are read until
+/// all are found or the list ends (its first 20 pages at most).
+async fn listed_of(
+    scope: &Scope<'_>,
+    method: Method,
+    shape: ListShape,
+    backend: &str,
+    wanted: &HashSet<&str>,
+) -> HashSet<String> {
     const MAX_PAGES: usize = 20;
+    let mut found = HashSet::new();
     let Some(config) = scope.ctx.vhost.backends.get(backend) else {
-        return false;
+        return found;
     };
     let target = scope.target(backend, config);
     let mut cursor: Option<String> = None;
@@ -419,27 +437,30 @@ pub(crate) async fn lists_item(
         };
         let Ok(raw) = final_result(scope, &target, &call, scope.fanout_deadline(config)).await
         else {
-            return false;
+            return found;
         };
         let Ok(result) = RawObject::from_raw(&raw) else {
-            return false;
+            return found;
         };
         let items: Vec<Box<RawValue>> = result.get_as(shape.items_key).unwrap_or_default();
-        let found = items.iter().any(|item| {
-            RawObject::parse(item.get())
+        for item in &items {
+            if let Some(name) = RawObject::parse(item.get())
                 .ok()
                 .and_then(|o| o.get_str(shape.name_key))
-                .is_some_and(|n| n == upstream)
-        });
-        if found {
-            return true;
+                .filter(|n| wanted.contains(n.as_str()))
+            {
+                found.insert(name);
+            }
+        }
+        if found.len() == wanted.len() {
+            return found;
         }
         cursor = result.get_str("nextCursor");
         if cursor.is_none() {
-            return false;
+            return found;
         }
     }
-    false
+    found
 }
 
 /// Leaves out every item whose public name appears for more than one backend, on this page or

@@ -221,6 +221,56 @@ mod tests {
             .expect("config")
     }
 
+    /// The request's `ValidUntil` (`exp` plus the leeway), as the inner service sees it; a token
+    /// whose `exp` is past what the clock can hold sets none and does not panic.
+    #[tokio::test]
+    async fn valid_until_is_exp_plus_leeway_and_never_overflows() {
+        let inner = service_fn(|req: Request<Full<Bytes>>| async move {
+            let until = req
+                .extensions()
+                .get::<mcp_core::ValidUntil>()
+                .and_then(|v| v.at().duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or_else(|| "none".to_owned(), |d| d.as_secs().to_string());
+            Ok::<_, Infallible>(Response::new(Full::new(Bytes::from(until))))
+        });
+        let validator = JwtValidator::builder()
+            .issuer(Issuer::new("iss").hmac_secret(b"k", [Algorithm::HS256]))
+            .audience("aud")
+            .leeway(std::time::Duration::from_secs(30))
+            .build()
+            .expect("config");
+        let service = ClaimsService::new(inner, validator);
+        let seen = |exp: serde_json::Value| {
+            let service = service.clone();
+            async move {
+                let claims =
+                    serde_json::json!({"iss": "iss", "sub": "bob", "aud": "aud", "exp": exp});
+                let token = encode(
+                    &Header::new(Algorithm::HS256),
+                    &claims,
+                    &EncodingKey::from_secret(b"k").expect("key"),
+                )
+                .expect("token");
+                let request = Request::builder()
+                    .header(header::AUTHORIZATION, format!("Bearer {token}"))
+                    .body(Full::new(Bytes::new()))
+                    .expect("request");
+                let response = service.oneshot(request).await.expect("infallible");
+                assert_eq!(response.status(), StatusCode::OK);
+                let body = response
+                    .into_body()
+                    .collect()
+                    .await
+                    .expect("body")
+                    .to_bytes();
+                String::from_utf8_lossy(&body).into_owned()
+            }
+        };
+        let exp = get_current_timestamp() + 60;
+        assert_eq!(seen(exp.into()).await, (exp + 30).to_string());
+        assert_eq!(seen(serde_json::json!(1e30)).await, "none");
+    }
+
     #[tokio::test]
     async fn inner_is_called_only_when_authenticated() {
         static CALLS: AtomicUsize = AtomicUsize::new(0);

@@ -16,6 +16,7 @@ use tower_service::Service;
 
 use crate::error::{StoreError, StoreErrorKind};
 use crate::model::UserConfig;
+use crate::source::ConfigSource;
 use crate::store::{LoadFuture, UserConfigStore};
 
 /// Detail of the 400 answered when the request carries no subject.
@@ -84,7 +85,7 @@ struct Shared {
 ///
 /// | situation | response |
 /// |---|---|
-/// | configuration found | inner service called; `Arc<UserConfig>` in the request extensions |
+/// | configuration found | inner service called; `Arc<UserConfig>` and where it came from ([`ConfigSource`]) in the request extensions |
 /// | no subject in the request (no [`Principal`]) | 400 `{"detail":"No authenticated principal"}` |
 /// | no configuration for the subject | 400 `{"detail":"No user configuration"}` |
 /// | store error: corrupt document or other (key encoding, ...) | 500 `{"detail":"User configuration could not be loaded"}` |
@@ -248,6 +249,10 @@ where
                 load,
                 inner: Some(inner),
                 request: Some(Request::from_parts(parts, body)),
+                source: Some(ConfigSource::new(
+                    Arc::clone(&self.shared.store),
+                    Arc::clone(&subject),
+                )),
                 subject,
                 retry_after: self.shared.retry_after.clone(),
             },
@@ -316,6 +321,8 @@ pin_project! {
             request: Option<Request<ReqBody>>,
             subject: Arc<str>,
             retry_after: HeaderValue,
+            // Where the configuration comes from, for what outlives the request.
+            source: Option<ConfigSource>,
         },
         Calling {
             #[pin]
@@ -354,6 +361,7 @@ where
                     request,
                     subject,
                     retry_after,
+                    source,
                 } => match ready!(load.as_mut().poll(cx)) {
                     Ok(Some(config)) => {
                         let (Some(mut inner), Some(mut request)) = (inner.take(), request.take())
@@ -361,6 +369,9 @@ where
                             panic!("ConfigStoreLayer future polled after completion");
                         };
                         request.extensions_mut().insert::<Arc<UserConfig>>(config);
+                        if let Some(source) = source.take() {
+                            request.extensions_mut().insert(source);
+                        }
                         State::Calling {
                             future: inner.call(request),
                         }

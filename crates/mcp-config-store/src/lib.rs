@@ -15,6 +15,7 @@
 //! | `redis` | [`RedisStore`] with pub/sub + keyspace invalidation and fast 503s during outages (feature `redis`) |
 //! | `cache` | [`CachedStore`]: bounded, TTL, single-flight, negative caching, invalidation |
 //! | `config_layer` | [`ConfigStoreLayer`]: subject → `Arc<UserConfig>` extension (400 / 500 / 503) |
+//! | `source` | [`ConfigSource`], the store and key a request's configuration came from (a request extension): streams end when their virtual host is removed |
 //! | `lookup_key` | the key a configuration is stored under: the subject, or `<issuer>#<subject>` with several issuers ([`PrincipalKey`]) |
 //! | `vhost_layer` | [`VirtualHostConfigLayer`]: [`VirtualHostId`](mcp_core::VirtualHostId) → [`VirtualHost`] extension (404) |
 //!
@@ -119,6 +120,7 @@ mod parse;
 mod redis;
 #[cfg(feature = "redis")]
 mod redis_topology;
+mod source;
 mod store;
 mod validate;
 mod vhost_layer;
@@ -150,6 +152,7 @@ pub use redis::{
 };
 #[cfg(feature = "redis")]
 pub use redis_topology::{PoolSettings, RedisConnection, RedisPool, RedisTopology, TopologyError};
+pub use source::ConfigSource;
 pub use store::{
     INVALIDATION_CHANNEL_CAPACITY, Invalidation, LoadFuture, LoadResult, UserConfigStore,
 };

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use http::Extensions;
-use mcp_config_store::{UserConfig, VirtualHost, VirtualHostConfig};
+use mcp_config_store::{ConfigSource, UserConfig, VirtualHost, VirtualHostConfig};
 use mcp_core::{Era, ErrorObject, Principal, ValidUntil, VirtualHostId, error_code};
 
 /// Largest client capability object accepted (`initialize` params, 2026-07-28 `_meta`), in bytes
@@ -28,24 +28,39 @@ pub(crate) struct RequestContext {
     pub(crate) vhost_id: VirtualHostId,
     pub(crate) vhost: Arc<VirtualHostConfig>,
     /// When the request's credentials expire (set by the authentication layer): notification
-    /// streams end then ([`Self::credentials_expire`]).
+    /// streams end then ([`Self::stream_ends`]).
     pub(crate) valid_until: Option<ValidUntil>,
+    /// Where the user configuration came from (set by the config store layer): notification
+    /// streams end when it no longer has the virtual host ([`Self::stream_ends`]).
+    pub(crate) config_source: Option<ConfigSource>,
 }
 
 impl RequestContext {
-    /// Resolves when the request's credentials expire; never without a [`ValidUntil`]. A
-    /// notification stream ends then (book: docs/src/security.md, "Budgets"): the client opens
-    /// it again with a fresh token, and a stream never outlives the credentials it was opened
-    /// with.
-    pub(crate) fn credentials_expire(&self) -> impl Future<Output = ()> + Send + 'static {
+    /// Resolves when a notification stream opened by this request must end (book:
+    /// docs/src/security.md, "Budgets"): its credentials expired (never without a
+    /// [`ValidUntil`]), or the caller's configuration no longer has the virtual host (never
+    /// without a [`ConfigSource`]). The client opens the stream again with a fresh token, and
+    /// a stream never outlives the credentials or the configuration it was opened with.
+    pub(crate) fn stream_ends(&self) -> impl Future<Output = ()> + Send + 'static {
         let left = self
             .valid_until
             .map(|until| until.left(std::time::SystemTime::now()));
+        let source = self.config_source.clone();
+        let vhost = self.vhost_id.as_str().to_owned();
         async move {
-            match left {
-                Some(left) => tokio::time::sleep(left).await,
-                None => std::future::pending().await,
-            }
+            let expired = async move {
+                match left {
+                    Some(left) => tokio::time::sleep(left).await,
+                    None => std::future::pending().await,
+                }
+            };
+            let removed = async move {
+                match source {
+                    Some(source) => source.vhost_removed(&vhost).await,
+                    None => std::future::pending().await,
+                }
+            };
+            futures_util::future::select(Box::pin(expired), Box::pin(removed)).await;
         }
     }
 }
@@ -82,6 +97,7 @@ pub(crate) fn extract(ext: &Extensions, era: Era) -> Result<RequestContext, Erro
         vhost_id,
         vhost,
         valid_until: ext.get::<ValidUntil>().copied(),
+        config_source: ext.get::<ConfigSource>().cloned(),
     })
 }
 

@@ -27,17 +27,26 @@ fn expiring(sub: &str, seconds: u64) -> String {
     )
 }
 
+/// The users file: alice and bob each with virtual host `vh` (and alice with `other`), unless
+/// `alice_has_vh` is false.
+fn users(backend: &TestBackend, alice_has_vh: bool) -> String {
+    // `sse_downstream`: the 2024-11-05 bridge serves the virtual host too.
+    let vhost = json!({"sse_downstream": true, "backends": {"l": {"url": backend.url()}}});
+    let mut alice = json!({"other": vhost});
+    if alice_has_vh {
+        alice["vh"] = vhost.clone();
+    }
+    json!({"users": {
+        "alice": {"virtual_hosts": alice},
+        "bob": {"virtual_hosts": {"vh": vhost}},
+    }})
+    .to_string()
+}
+
 async fn gateway() -> (mcp_test_support::TempDir, GatewayProcess, TestBackend) {
     let backend = TestBackend::start(BackendSpec::legacy("l")).await;
     let dir = workdir("gw-budgets-streams");
-    // `sse_downstream`: the 2024-11-05 bridge serves the virtual host too.
-    let vhost = json!({"sse_downstream": true, "backends": {"l": {"url": backend.url()}}});
-    let users = json!({"users": {
-        "alice": {"virtual_hosts": {"vh": vhost}},
-        "bob": {"virtual_hosts": {"vh": vhost}},
-    }});
-    let users = users.to_string();
-    support::write(dir.path(), "users.json", &users);
+    support::write(dir.path(), "users.json", &users(&backend, true));
     let gw = GatewayProcess::start(dir.path(), &base_config(""), &[]).await;
     (dir, gw, backend)
 }
@@ -83,27 +92,22 @@ async fn a_get_stream_ends_when_its_token_expires() {
     assert!(!again.ends_within(Duration::from_secs(1)).await);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_listen_ends_with_a_complete_result_when_its_token_expires() {
-    let (_dir, gw, _backend) = gateway().await;
-    let listen = |auth: String| {
-        let addr = gw.addr;
-        async move {
-            let (headers, body) = modern_request(
-                "subscriptions/listen",
-                json!({"notifications": {"toolsListChanged": true}}),
-            );
-            let mut headers: Vec<(&str, &str)> =
-                headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
-            headers.push(("authorization", &auth));
-            let stream = EventStream::open(addr, "POST", "/servers/vh/mcp", &headers, &body).await;
-            assert_eq!(stream.status, 200);
-            stream
-        }
-    };
-    let mut short = listen(expiring("alice", 10)).await;
-    let mut long = listen(expiring("bob", 600)).await;
-    let last = short
+/// A 2026-07-28 `subscriptions/listen` on `vh` opened with `auth`.
+async fn listen(gw: &GatewayProcess, auth: &str) -> EventStream {
+    let (headers, body) = modern_request(
+        "subscriptions/listen",
+        json!({"notifications": {"toolsListChanged": true}}),
+    );
+    let mut headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    headers.push(("authorization", auth));
+    let stream = EventStream::open(gw.addr, "POST", "/servers/vh/mcp", &headers, &body).await;
+    assert_eq!(stream.status, 200);
+    stream
+}
+
+/// Reads `stream` up to its `complete` result, which carries its subscription id.
+async fn complete_result(stream: &mut EventStream) {
+    let last = stream
         .next_message_where(WAIT, |m| m.get("result").is_some())
         .await;
     assert_eq!(last["result"]["resultType"], "complete", "{last}");
@@ -111,6 +115,14 @@ async fn a_listen_ends_with_a_complete_result_when_its_token_expires() {
         last["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"], last["id"],
         "{last}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listen_ends_with_a_complete_result_when_its_token_expires() {
+    let (_dir, gw, _backend) = gateway().await;
+    let mut short = listen(&gw, &expiring("alice", 10)).await;
+    let mut long = listen(&gw, &expiring("bob", 600)).await;
+    complete_result(&mut short).await;
     assert!(
         short.ends_within(WAIT).await,
         "the stream ends after its result"
@@ -148,4 +160,32 @@ async fn a_bridged_sse_stream_ends_when_its_token_expires() {
         !long.ends_within(Duration::from_secs(3)).await,
         "bob's SSE stream ended with alice's token"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streams_end_when_the_configuration_drops_their_virtual_host() {
+    let (dir, gw, backend) = gateway().await;
+    let alice = legacy_initialize(gw.addr, "alice", "vh").await;
+    let bob = legacy_initialize(gw.addr, "bob", "vh").await;
+    let (alice_auth, bob_auth) = (expiring("alice", 600), expiring("bob", 600));
+    let mut alice_get = get_stream(&gw, &alice_auth, &alice).await;
+    let mut alice_listen = listen(&gw, &alice_auth).await;
+    let mut bob_get = get_stream(&gw, &bob_auth, &bob).await;
+    let mut bob_listen = listen(&gw, &bob_auth).await;
+    // The control: nothing ends while the configuration keeps the virtual host.
+    assert!(!alice_get.ends_within(Duration::from_secs(2)).await);
+
+    // Alice's configuration loses `vh` (she keeps `other`).
+    support::write(dir.path(), "users.json", &users(&backend, false));
+    assert!(
+        alice_get.ends_within(WAIT).await,
+        "alice's GET stream outlived her virtual host"
+    );
+    complete_result(&mut alice_listen).await;
+    assert!(alice_listen.ends_within(WAIT).await);
+    assert!(
+        !bob_get.ends_within(Duration::from_secs(2)).await,
+        "bob's GET stream ended with alice's virtual host"
+    );
+    assert!(!bob_listen.ends_within(Duration::from_secs(1)).await);
 }

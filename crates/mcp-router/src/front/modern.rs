@@ -94,9 +94,9 @@ async fn subscribe(
         return respond::too_many_streams(front.streams.max());
     };
     let messages = listen::listen(scope, id, filter).await;
-    // At the credentials' expiry the stream ends gracefully: a `complete` result, then the end
-    // (the client listens again with a fresh token).
-    let expiry = scope.ctx.credentials_expire();
+    // At the credentials' expiry, or when the caller's configuration drops the virtual host,
+    // the stream ends gracefully: a `complete` result, then the end (the client listens again).
+    let expiry = scope.ctx.stream_ends();
     let expired = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&expired);
     let closing = listen::closing(id);

@@ -21,6 +21,7 @@ pub mod fuzzing;
 mod get_stream;
 mod link;
 mod meta;
+mod options;
 mod outcome;
 mod request;
 mod scope;
@@ -50,7 +51,6 @@ use mcp_config_store::Transport;
 use mcp_core::headers::{
     MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, encode_header_value,
 };
-use mcp_core::tls::ClientTls;
 use mcp_core::{Envelope, Era, MessageKind, ProtocolVersion, RawObject, RequestId};
 use mcp_fallback::ToolHints;
 use opentelemetry::KeyValue;
@@ -71,6 +71,7 @@ pub use error::UpstreamError;
 pub use exchange::{UpstreamReply, UpstreamRequest};
 pub(crate) use link::LinkWriter;
 pub(crate) use meta::{CLIENT_CAPABILITIES, PROGRESS_TOKEN, PROTOCOL_VERSION};
+pub use options::UpstreamOptions;
 pub(crate) use scope::CredentialScope;
 pub(crate) use scoped_table::ScopedTable;
 pub(crate) use send::legacy_headers;
@@ -86,64 +87,6 @@ use request::Outgoing;
 use scope::digest_of as capability_digest;
 use session::{SessionKey, SessionTable};
 use transport::{Answer, HttpClient};
-
-/// Tuning of the upstream side.
-#[derive(Clone, Debug)]
-#[non_exhaustive]
-pub struct UpstreamOptions {
-    /// TCP connect timeout for every backend.
-    pub connect_timeout: Duration,
-    /// How long a detected backend era is trusted before it is probed again.
-    pub era_ttl: Duration,
-    /// Most upstream legacy sessions kept at once.
-    pub max_sessions: usize,
-    /// Most upstream legacy sessions one principal holds; over it the principal's oldest one is
-    /// given up. The same share bounds each principal's era, breaker and HTTP+SSE-discovery
-    /// entries.
-    pub max_sessions_per_principal: usize,
-    /// Circuit breaker defaults for every backend URL; a backend's `breaker` object overrides
-    /// single keys.
-    pub breaker: BreakerConfig,
-    /// What stdio backends may run: the operator's catalog, the allow-list of free-form commands,
-    /// whether config authors are trusted. The default starts no stdio backend.
-    pub stdio: StdioRules,
-    /// Where backend connections may go (default: the built-in denials only).
-    pub destinations: DestinationPolicy,
-    /// Most stdio backend processes running at once.
-    pub max_stdio_processes: usize,
-    /// TLS towards `https` backends: the platform's roots by default; add a private CA
-    /// ([`ClientTls::add_roots_pem`]) or a client certificate
-    /// ([`ClientTls::client_certificate_pem`]) for backends behind a private PKI or requiring
-    /// mutual TLS. Settings rustls refuses make every `https` backend fail (logged at startup).
-    pub tls: ClientTls,
-    /// Lanes of each credential scope's keep-alive pool (default 1): with one single-threaded
-    /// runtime per thread, one lane per thread keeps a call's upstream connection on its own
-    /// thread (see [`set_pool_lane`](crate::set_pool_lane)).
-    pub pool_lanes: usize,
-    /// The longest a call may take when its backend sets no `deadline_ms` (default 10 min).
-    pub call_deadline: Duration,
-    /// The longest deadline a backend's `deadline_ms` may ask for (default 1 h).
-    pub max_call_deadline: Duration,
-}
-
-impl Default for UpstreamOptions {
-    fn default() -> Self {
-        Self {
-            connect_timeout: Duration::from_secs(5),
-            era_ttl: Duration::from_secs(300),
-            max_sessions: 10_000,
-            max_sessions_per_principal: 64,
-            breaker: BreakerConfig::default(),
-            stdio: StdioRules::default(),
-            destinations: DestinationPolicy::default(),
-            max_stdio_processes: 64,
-            tls: ClientTls::new(),
-            pool_lanes: 1,
-            call_deadline: Duration::from_secs(600),
-            max_call_deadline: Duration::from_secs(3600),
-        }
-    }
-}
 
 /// One JSON-RPC request to send.
 pub(crate) struct Call<'a> {

@@ -61,11 +61,12 @@ pub(crate) async fn get_stream(
     };
     front.ensure_sweeping();
     let session_ended = crate::session_ends::ended(front.ends.watch(session_id));
-    let expired = ctx.credentials_expire();
-    // The stream ends with its session or with the credentials it was opened with, whichever
-    // comes first; the client resumes with `Last-Event-ID` and a fresh token.
+    let stream_ends = ctx.stream_ends();
+    // The stream ends with its session, with the credentials it was opened with, or when the
+    // caller's configuration drops the virtual host, whichever comes first; the client resumes
+    // with `Last-Event-ID` and a fresh token.
     let ended = async move {
-        futures_util::future::select(Box::pin(session_ended), Box::pin(expired)).await;
+        futures_util::future::select(Box::pin(session_ended), Box::pin(stream_ends)).await;
     };
     let caps = RawValue::from_string(record.client_capabilities.clone())
         .unwrap_or_else(|_| RawValue::NULL.to_owned());

@@ -41,8 +41,8 @@ pub(crate) fn open<B>(
     res
 }
 
-/// Registers the session and starts the task that ends it when the client goes away or the
-/// credentials it was opened with expire.
+/// Registers the session and starts the task that ends it when the client goes away, the
+/// credentials it was opened with expire or the caller's configuration drops the virtual host.
 fn start(shared: &Shared, parts: Parts, call: InnerCall) -> Result<EventStream, Refusal> {
     if parts.method != Method::GET {
         let mut res = detail(
@@ -54,10 +54,7 @@ fn start(shared: &Shared, parts: Parts, call: InnerCall) -> Result<EventStream, 
         return Err(Box::new(res));
     }
     let ctx = admitted(&parts.extensions)?;
-    let credentials_expire = parts
-        .extensions
-        .get::<mcp_core::ValidUntil>()
-        .map(|until| until.left(std::time::SystemTime::now()));
+    let stream_ends = ctx.stream_ends();
     let id = new_session_id().ok_or_else(|| {
         Box::new(detail(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -98,7 +95,7 @@ fn start(shared: &Shared, parts: Parts, call: InnerCall) -> Result<EventStream, 
         Arc::clone(&shared.registry),
         session,
         call,
-        credentials_expire,
+        stream_ends,
     ));
     let endpoint = SseEvent::message(endpoint).with_event("endpoint").encode();
     Ok(EventStream::new(

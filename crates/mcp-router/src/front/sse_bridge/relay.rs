@@ -363,19 +363,13 @@ pub(crate) async fn end_when_closed(
     registry: Arc<Registry>,
     session: Arc<BridgeSession>,
     call: InnerCall,
-    credentials_expire: Option<std::time::Duration>,
+    stream_ends: impl std::future::Future<Output = ()>,
 ) {
-    let expired = async move {
-        match credentials_expire {
-            Some(left) => tokio::time::sleep(left).await,
-            None => std::future::pending().await,
-        }
-    };
     tokio::select! {
         () = session.events.closed() => {}
-        // The stream never outlives the credentials it was opened with: the client opens a new
-        // session with a fresh token (the 2024-11-05 transport cannot resume one).
-        () = expired => session.end_stream(),
+        // The stream never outlives the credentials or the configuration it was opened with:
+        // the client opens a new session (the 2024-11-05 transport cannot resume one).
+        () = stream_ends => session.end_stream(),
     }
     registry.remove(&session.id);
     delete_inner(session, call).await;

@@ -1,0 +1,66 @@
+//! [`UpstreamOptions`]: the node-wide tuning of the upstream side, with its defaults.
+
+use std::time::Duration;
+
+use mcp_breaker::BreakerConfig;
+use mcp_core::tls::ClientTls;
+
+use super::{DestinationPolicy, StdioRules};
+
+/// Tuning of the upstream side.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct UpstreamOptions {
+    /// TCP connect timeout for every backend.
+    pub connect_timeout: Duration,
+    /// How long a detected backend era is trusted before it is probed again.
+    pub era_ttl: Duration,
+    /// Most upstream legacy sessions kept at once.
+    pub max_sessions: usize,
+    /// Most upstream legacy sessions one principal holds; over it the principal's oldest one is
+    /// given up. The same share bounds each principal's era, breaker and HTTP+SSE-discovery
+    /// entries.
+    pub max_sessions_per_principal: usize,
+    /// Circuit breaker defaults for every backend URL; a backend's `breaker` object overrides
+    /// single keys.
+    pub breaker: BreakerConfig,
+    /// What stdio backends may run: the operator's catalog, the allow-list of free-form commands,
+    /// whether config authors are trusted. The default starts no stdio backend.
+    pub stdio: StdioRules,
+    /// Where backend connections may go (default: the built-in denials only).
+    pub destinations: DestinationPolicy,
+    /// Most stdio backend processes running at once.
+    pub max_stdio_processes: usize,
+    /// TLS towards `https` backends: the platform's roots by default; add a private CA
+    /// ([`ClientTls::add_roots_pem`]) or a client certificate
+    /// ([`ClientTls::client_certificate_pem`]) for backends behind a private PKI or requiring
+    /// mutual TLS. Settings rustls refuses make every `https` backend fail (logged at startup).
+    pub tls: ClientTls,
+    /// Lanes of each credential scope's keep-alive pool (default 1): with one single-threaded
+    /// runtime per thread, one lane per thread keeps a call's upstream connection on its own
+    /// thread (see [`set_pool_lane`](crate::set_pool_lane)).
+    pub pool_lanes: usize,
+    /// The longest a call may take when its backend sets no `deadline_ms` (default 10 min).
+    pub call_deadline: Duration,
+    /// The longest deadline a backend's `deadline_ms` may ask for (default 1 h).
+    pub max_call_deadline: Duration,
+}
+
+impl Default for UpstreamOptions {
+    fn default() -> Self {
+        Self {
+            connect_timeout: Duration::from_secs(5),
+            era_ttl: Duration::from_secs(300),
+            max_sessions: 10_000,
+            max_sessions_per_principal: 64,
+            breaker: BreakerConfig::default(),
+            stdio: StdioRules::default(),
+            destinations: DestinationPolicy::default(),
+            max_stdio_processes: 64,
+            tls: ClientTls::new(),
+            pool_lanes: 1,
+            call_deadline: Duration::from_secs(600),
+            max_call_deadline: Duration::from_secs(3600),
+        }
+    }
+}

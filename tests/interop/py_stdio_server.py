@@ -5,6 +5,8 @@ process id), sample_with_progress (asks the client to sample, asking for progres
 and says which progress values came back), ask_many (asks the client for `count` samples at once),
 ping_many (pings the client `count` times), flood (`count` progress notifications of `size` bytes,
 saying in a file how it ended). Extra command-line arguments are ignored (tests pass a marker to find the process).
+With `PY_STDIO_INSTRUCTIONS_BYTES=n` in its environment its `initialize` result carries `n` bytes of
+instructions (a backend describing itself at length).
 `build` is also the tool set of `py_sse_server.py`.
 """
 
@@ -107,4 +109,5 @@ def build(name: str, prefix: str, **settings) -> FastMCP:
 
 
 if __name__ == "__main__":
-    build("py-stdio", "py").run()
+    instructions = "x" * int(os.environ.get("PY_STDIO_INSTRUCTIONS_BYTES", "0"))
+    build("py-stdio", "py", instructions=instructions or None).run()

@@ -257,6 +257,7 @@ impl GatewayBuilder {
                 background_relays: held.background_relays(),
                 relayed_requests: held.relayed_requests_waiting(),
                 stale_answer_bytes: held.stale_answer_bytes(),
+                upstream_session_bytes: held.upstream_session_bytes(),
             }),
         });
         Ok(Gateway {
@@ -329,6 +330,8 @@ fn upstream_options(
     options.max_call_deadline = r.max_call_deadline;
     options.max_sessions = r.max_upstream_sessions;
     options.max_sessions_per_principal = r.max_upstream_sessions_per_principal;
+    options.session_bytes_per_principal = config.limits.upstream_session_bytes_per_principal;
+    options.session_bytes = config.limits.upstream_session_bytes;
     options.stdio = config.backends.stdio_rules();
     options.destinations = destinations;
     options.tls = tls;

@@ -101,6 +101,12 @@ impl McpRouter {
         self.front.ops.stale.bytes()
     }
 
+    /// Bytes the caller's upstream 2025 sessions kept on this node weigh (mostly the backends'
+    /// `InitializeResult`s; see [`UpstreamOptions::session_bytes`]), for metrics.
+    pub fn upstream_session_bytes(&self) -> usize {
+        self.front.ops.upstream.session_bytes()
+    }
+
     /// Bytes of messages kept in 2025 sessions' replay buffers on this node, for metrics.
     pub fn replay_bytes(&self) -> usize {
         self.front.replay.bytes()

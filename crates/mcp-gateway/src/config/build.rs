@@ -299,6 +299,9 @@ impl EffectiveConfig {
             max_resource_subscriptions: r.usize("limits.max_resource_subscriptions", 1),
             stale_answer_bytes_per_principal: r.usize("limits.stale_answer_bytes_per_principal", 0),
             stale_answer_bytes: r.usize("limits.stale_answer_bytes", 0),
+            upstream_session_bytes_per_principal: r
+                .usize("limits.upstream_session_bytes_per_principal", 0),
+            upstream_session_bytes: r.usize("limits.upstream_session_bytes", 0),
             replay_bytes_per_session: r.usize("limits.replay_bytes_per_session", 0),
             replay_bytes_per_principal: r.usize("limits.replay_bytes_per_principal", 0),
             replay_bytes: r.usize("limits.replay_bytes", 0),

@@ -349,6 +349,18 @@ pub static KEYS: &[KeySpec] = &[
         "bytes of last good answers kept for stale-if-error on this node, all principals together",
     ),
     key(
+        "limits.upstream_session_bytes_per_principal",
+        I,
+        Int(4 * 1024 * 1024),
+        "bytes one principal's upstream 2025 sessions may weigh (mostly the backends' initialize results, each at most 256 KiB); past it its own oldest session is given up (it idles out at the backend; a later call initialises anew)",
+    ),
+    key(
+        "limits.upstream_session_bytes",
+        I,
+        Int(256 * 1024 * 1024),
+        "bytes every upstream 2025 session on this node may weigh together",
+    ),
+    key(
         "limits.replay_bytes_per_session",
         I,
         Int(1024 * 1024),

@@ -201,6 +201,10 @@ pub struct LimitsConfig {
     pub stale_answer_bytes_per_principal: usize,
     /// `stale_answer_bytes`: bytes of every principal's stale-if-error answers on the node.
     pub stale_answer_bytes: usize,
+    /// `upstream_session_bytes_per_principal`: bytes of one principal's upstream 2025 sessions.
+    pub upstream_session_bytes_per_principal: usize,
+    /// `upstream_session_bytes`: bytes of every upstream 2025 session on the node.
+    pub upstream_session_bytes: usize,
     /// `replay_bytes_per_session`: replay budget of one 2025 session.
     pub replay_bytes_per_session: usize,
     /// `replay_bytes_per_principal`: replay budget of all sessions of one principal.

@@ -1,7 +1,7 @@
 //! Caches in bytes (book: docs/src/security.md, "Budgets"): the last good list answers kept for
-//! stale-if-error are charged to their principal in bytes; a principal storing many large pages
-//! pays with its own oldest, and another principal's answers are still served when its backend
-//! fails.
+//! stale-if-error, and the upstream 2025 sessions (with the backends' `initialize` results), are
+//! charged to their principal in bytes; a principal storing many large ones pays with its own
+//! oldest, and another principal's are still there.
 
 use mcp_test_backends::{BackendSpec, TestBackend};
 use serde_json::json;
@@ -81,5 +81,83 @@ async fn stale_answers_are_charged_in_bytes_to_their_own_principal() {
         !oldest.tool_names().contains(&"a-echo".to_owned()),
         "alice paid with her own oldest page: {}",
         oldest.text()
+    );
+}
+
+/// The byte share of each principal's upstream 2025 sessions in this test.
+const SESSION_SHARE: usize = 256 * 1024;
+/// What each backend's `initialize` result carries in instructions: two sessions fit the share.
+const INSTRUCTIONS: usize = 100 * 1024;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upstream_sessions_are_charged_in_bytes_to_their_own_principal() {
+    let long = "x".repeat(INSTRUCTIONS);
+    let alices = TestBackend::start(BackendSpec::legacy("a").instructions(long.clone())).await;
+    let bobs = TestBackend::start(
+        BackendSpec::legacy("b")
+            .instructions(long)
+            .record_requests(true),
+    )
+    .await;
+    let users = json!({"users": {
+        "alice": {"virtual_hosts": {"vh": {"backends": {"a": {"url": alices.url()}}}}},
+        "bob": {"virtual_hosts": {"vh": {"backends": {"b": {"url": bobs.url()}}}}},
+    }});
+    let dir = workdir("gw-budgets-upstream-sessions");
+    support::write(dir.path(), "users.json", &users.to_string());
+    let config = base_config(&format!(
+        "\n[limits]\nupstream_session_bytes_per_principal = {SESSION_SHARE}\n"
+    ));
+    let gw = GatewayProcess::start(dir.path(), &config, &[]).await;
+    let kept = || async {
+        support::metric(&gw, "mcp_gateway_upstream_session_bytes")
+            .await
+            .expect("the upstream session gauge")
+    };
+    // A 2025 session of `sub` whose client declares capabilities of its own (each set is its
+    // own upstream session), and a call in it.
+    let call = |sub: &'static str, n: usize| {
+        let addr = gw.addr;
+        async move {
+            let capabilities = json!({"experimental": {"n": {"value": n}}});
+            let session = support::legacy_initialize_with(addr, sub, "vh", capabilities).await;
+            let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": format!("{}-echo", &sub[..1]), "arguments": {"text": "hi"}}});
+            let reply = support::legacy_post(addr, sub, "vh", Some(&session), &body).await;
+            assert_eq!(reply.status, 200, "{sub} {n}: {}", reply.text());
+            assert!(
+                reply.text().contains("hi"),
+                "{sub} {n}: the call is served: {}",
+                reply.text()
+            );
+        }
+    };
+
+    // The control: bob's one session is kept, and the gauge weighs it.
+    call("bob", 0).await;
+    let bobs_session = kept().await;
+    assert!(
+        bobs_session > INSTRUCTIONS as f64,
+        "the gauge weighs the initialize result: {bobs_session}"
+    );
+    // Alice opens eight upstream sessions, about three times her share: every call is still
+    // served, and what stays is her share at most, beside bob's untouched session.
+    for n in 0..8 {
+        call("alice", n).await;
+    }
+    let after = kept().await;
+    assert!(
+        after <= bobs_session + SESSION_SHARE as f64,
+        "alice's share plus bob's session at most: {after}"
+    );
+    assert!(
+        after >= 2.0 * bobs_session,
+        "alice keeps sessions within her share: {after}"
+    );
+    call("bob", 0).await;
+    assert_eq!(
+        bobs.requests_for("initialize").len(),
+        1,
+        "bob's upstream session was never given up"
     );
 }

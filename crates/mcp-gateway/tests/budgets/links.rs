@@ -152,3 +152,68 @@ async fn a_flood_its_client_does_not_read_costs_the_gateway_one_calls_share() {
     // The failed call left nothing behind: alice's next flood within the share completes.
     read_small_flood(&gw, "alice", &alice, 5).await;
 }
+
+/// A linked backend whose `initialize` result carries `bytes` of instructions, from the catalog
+/// entry `io` of a gateway whose `alice` and `bob` each have `vh` with backend `io`: alice's
+/// describes itself with `alice_bytes`, bob's with `bob_bytes`.
+async fn described_gateway(
+    python: &Path,
+    alice_bytes: usize,
+    bob_bytes: usize,
+) -> (mcp_test_support::TempDir, GatewayProcess) {
+    let dir = workdir("gw-budgets-identity");
+    let backend = |server: &str| json!({"vh": {"backends": {"io": {"stdio": server}}}});
+    let users = json!({"users": {
+        "alice": {"virtual_hosts": backend("alice-io")},
+        "bob": {"virtual_hosts": backend("bob-io")},
+    }});
+    support::write(dir.path(), "users.json", &users.to_string());
+    let script =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/interop/py_stdio_server.py");
+    let entry = |name: &str, bytes: usize| {
+        format!(
+            "\n[stdio_servers.{name}]\ncommand = {:?}\nargs = [{:?}]\n\
+             env = {{ PY_STDIO_INSTRUCTIONS_BYTES = \"{bytes}\" }}\n",
+            python.to_str().expect("utf-8 path"),
+            script.to_str().expect("utf-8 path"),
+        )
+    };
+    let config = base_config(&format!(
+        "{}{}",
+        entry("alice-io", alice_bytes),
+        entry("bob-io", bob_bytes)
+    ));
+    let process = GatewayProcess::start(dir.path(), &config, &[]).await;
+    (dir, process)
+}
+
+/// `io-echo` for `sub`, as a 2026-07-28 call.
+async fn echo(gw: &GatewayProcess, sub: &str) -> serde_json::Value {
+    let params = json!({"name": "io-echo", "arguments": {"text": sub}});
+    let reply = support::modern(gw.addr, sub, "vh", "tools/call", params, &[]).await;
+    assert_eq!(reply.status, 200, "{sub}: {}", reply.text());
+    reply.json()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_linked_backend_describing_itself_past_the_bound_is_refused_at_its_handshake() {
+    let Some(python) = python_mcp1() else { return };
+    // Bob's backend describes itself in 64 KiB (within the 256 KiB bound), alice's in 4 MiB,
+    // which the link would otherwise keep for as long as it lives.
+    let (_dir, gw) = described_gateway(&python, 4 << 20, 64 << 10).await;
+
+    let control = echo(&gw, "bob").await;
+    assert_eq!(
+        control["result"]["content"][0]["text"], "py: bob",
+        "{control}"
+    );
+    let refused = echo(&gw, "alice").await;
+    assert_eq!(refused["error"]["code"], -32603, "{refused}");
+    assert_eq!(
+        refused["error"]["message"],
+        "Backend io failed: malformed backend response: initialize result larger than 256 KiB"
+    );
+    // Bob's link is untouched by alice's refusal.
+    let again = echo(&gw, "bob").await;
+    assert_eq!(again["result"]["content"][0]["text"], "py: bob", "{again}");
+}

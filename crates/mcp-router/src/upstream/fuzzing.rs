@@ -5,7 +5,7 @@
 use http::HeaderValue;
 use mcp_core::{Era, ProtocolVersion};
 
-use super::session_life::{MAX_INITIALIZE_RESULT_BYTES, MAX_SESSION_ID_BYTES, checked_identity};
+use super::identity::{MAX_INITIALIZE_RESULT_BYTES, MAX_SESSION_ID_BYTES, checked_identity};
 
 /// A linked backend's frames (`data` split on newlines) dispatched to a link with calls in
 /// flight: never panics, and once the calls are dropped nothing of them is left on the link.

@@ -37,6 +37,9 @@
 //!   [`UpstreamError::Disconnected`] and the link refuses new calls.
 //! - **Handshake**: `server/discover` (2026-07-28) when the carrier may reach a modern server,
 //!   else `initialize` + `notifications/initialized`. Callers never see an upstream session.
+//!   What the link keeps of the answer is checked first ([`identity`]: at most 256 KiB, and an
+//!   `InitializeResult` naming a 2025 revision); a backend answering otherwise fails the
+//!   handshake, and so the calls waiting for it, naming why.
 //!
 //! Why this file is long: the multiplexing rules and the pool share [`Link`]'s private state,
 //! and nearly a third is their unit tests (a call's share of messages not taken yet is in
@@ -59,8 +62,8 @@ use mcp_core::{
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
-use super::meta;
 use super::{Call, Target, UpstreamError, UpstreamReply, empty_object, final_result};
+use super::{identity, meta};
 use call_buffer::{CallSender, cancelled, messages};
 
 mod call_buffer;
@@ -236,6 +239,7 @@ impl Link {
                 && RawObject::parse(std::str::from_utf8(&result).unwrap_or("{}"))
                     .is_ok_and(|r| r.contains("supportedVersions"))
             {
+                identity::checked_discover(&result)?;
                 let _ = self.identity.set((Era::Modern, result));
                 return Ok(());
             }
@@ -254,6 +258,9 @@ impl Link {
             }
             other => other,
         })?;
+        // Kept for the link's life: bounded like an upstream session's (the version the link
+        // speaks is the gateway's own request; the server's answer is checked, not adopted).
+        identity::checked_identity(&result, None)?;
         self.write(mcp_core::encode_notification(
             "notifications/initialized",
             None,

@@ -19,6 +19,7 @@ mod exchange;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 mod get_stream;
+mod identity;
 mod link;
 mod meta;
 mod options;
@@ -344,7 +345,12 @@ impl Client {
             ),
             any_sse_url: std::sync::atomic::AtomicBool::new(false),
             pools,
-            sessions: SessionTable::new(options.max_sessions, options.max_sessions_per_principal),
+            sessions: SessionTable::new(
+                options.max_sessions,
+                options.max_sessions_per_principal,
+                options.session_bytes_per_principal,
+                options.session_bytes,
+            ),
             eras: ScopedTable::new(
                 options.max_sessions_per_principal,
                 MAX_SCOPED_ENTRIES,
@@ -465,6 +471,11 @@ impl Client {
         self.breakers
             .get_or_insert_named(&key, target.name, &config)
             .ok()
+    }
+
+    /// Bytes the upstream legacy sessions kept on this node weigh, for metrics.
+    pub(crate) fn session_bytes(&self) -> usize {
+        self.sessions.bytes()
     }
 
     /// The breakers, for metrics and readiness detail.

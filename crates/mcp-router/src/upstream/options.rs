@@ -21,6 +21,12 @@ pub struct UpstreamOptions {
     /// given up. The same share bounds each principal's era, breaker and HTTP+SSE-discovery
     /// entries.
     pub max_sessions_per_principal: usize,
+    /// Bytes one principal's upstream legacy sessions may weigh (the backends'
+    /// `InitializeResult`s are most of it, up to 256 KiB each); over it the principal's oldest
+    /// one is given up (default 4 MiB).
+    pub session_bytes_per_principal: usize,
+    /// Bytes every upstream legacy session of the node may weigh together (default 256 MiB).
+    pub session_bytes: usize,
     /// Circuit breaker defaults for every backend URL; a backend's `breaker` object overrides
     /// single keys.
     pub breaker: BreakerConfig,
@@ -53,6 +59,8 @@ impl Default for UpstreamOptions {
             era_ttl: Duration::from_secs(300),
             max_sessions: 10_000,
             max_sessions_per_principal: 64,
+            session_bytes_per_principal: 4 * 1024 * 1024,
+            session_bytes: 256 * 1024 * 1024,
             breaker: BreakerConfig::default(),
             stdio: StdioRules::default(),
             destinations: DestinationPolicy::default(),

@@ -68,6 +68,15 @@ impl<K> Default for Held<K> {
     }
 }
 
+/// What [`ScopedTable::weigh`] did.
+#[derive(Debug)]
+pub(crate) struct Weighed<K, V> {
+    /// The key is still in the table, charged with its bytes.
+    pub(crate) kept: bool,
+    /// The other entries that left to make room: the principal's own oldest, or expired ones.
+    pub(crate) evicted: Vec<(K, V)>,
+}
+
 /// What [`ScopedTable::get_or_insert_with`] did.
 #[derive(Debug)]
 pub(crate) struct Inserted<K, V> {
@@ -212,6 +221,48 @@ impl<K: Clone + Eq + Hash, V: Clone> ScopedTable<K, V> {
         }
     }
 
+    /// Charges an existing `key` with `bytes` (a value whose weight is known only once it is
+    /// made, like an upstream session after its `initialize`). To make room the key's
+    /// principal gives up its own oldest other entries, after expired entries of anyone when
+    /// the table's bytes are spent; when that is not enough (or `bytes` alone is over the
+    /// principal's byte share) the key itself leaves. Returns whether it was kept, and what
+    /// left besides it.
+    pub(crate) fn weigh(&self, key: &K, bytes: usize) -> Weighed<K, V> {
+        let mut inner = self.lock();
+        let now = Instant::now();
+        let mut evicted = Vec::new();
+        let Some(principal) = inner.charge(key, bytes) else {
+            return Weighed {
+                kept: false,
+                evicted,
+            };
+        };
+        if bytes <= self.bytes_per_principal && bytes <= self.bytes_total {
+            if inner.bytes > self.bytes_total {
+                evicted = inner.expire(now, self.idle);
+                evicted.retain(|(k, _)| k != key);
+            }
+            loop {
+                let weight = inner.order.get(&principal).map_or(0, |held| held.bytes);
+                if weight <= self.bytes_per_principal && inner.bytes <= self.bytes_total {
+                    return Weighed {
+                        kept: inner.entries.contains_key(key),
+                        evicted,
+                    };
+                }
+                match inner.pop_oldest_except(&principal, key) {
+                    Some(gone) => evicted.push(gone),
+                    None => break,
+                }
+            }
+        }
+        inner.remove(key);
+        Weighed {
+            kept: false,
+            evicted,
+        }
+    }
+
     /// Replaces the value of an existing `key`; returns whether it existed.
     pub(crate) fn replace(&self, key: &K, value: V) -> bool {
         match self.lock().entries.get_mut(key) {
@@ -278,6 +329,31 @@ impl<K: Clone + Eq + Hash, V> Inner<K, V> {
                 bytes,
             },
         );
+    }
+
+    /// Sets what `key` weighs to `bytes`; returns its principal (`None`: no such key).
+    fn charge(&mut self, key: &K, bytes: usize) -> Option<Principal> {
+        let entry = self.entries.get_mut(key)?;
+        let before = std::mem::replace(&mut entry.bytes, bytes);
+        let principal = entry.principal.clone();
+        self.bytes = self.bytes.saturating_sub(before).saturating_add(bytes);
+        if let Some(held) = self.order.get_mut(&principal) {
+            held.bytes = held.bytes.saturating_sub(before).saturating_add(bytes);
+        }
+        Some(principal)
+    }
+
+    /// The principal's oldest entry other than `keep`, removed.
+    fn pop_oldest_except(&mut self, principal: &Principal, keep: &K) -> Option<(K, V)> {
+        let oldest = self
+            .order
+            .get(principal)?
+            .keys
+            .iter()
+            .find(|k| *k != keep)?
+            .clone();
+        let value = self.remove(&oldest)?;
+        Some((oldest, value))
     }
 
     fn pop_oldest(&mut self, principal: &Principal) -> Option<(K, V)> {
@@ -376,6 +452,58 @@ mod tests {
         assert!(table.get_or_insert_with(&"b1", &bob, || 9).value.is_some());
         assert_eq!(table.remove_if(&"b1", |v| *v == 1), None, "pred refused");
         assert_eq!(table.remove_if(&"b1", |v| *v == 9), Some(9));
+    }
+
+    #[test]
+    fn a_weighed_entry_makes_room_from_its_own_principal_only() {
+        // 3 entries and 100 bytes per principal, 150 bytes in all.
+        let table = ScopedTable::weighed(3, 10, Duration::from_secs(3600), 100, 150);
+        let alice = Principal::new("i", "alice");
+        let bob = Principal::new("i", "bob");
+        for key in ["a1", "a2", "b1"] {
+            let owner = if key.starts_with('a') { &alice } else { &bob };
+            assert!(table.get_or_insert_with(&key, owner, || 0).value.is_some());
+        }
+        assert!(table.weigh(&"a1", 40).kept);
+        assert!(table.weigh(&"b1", 60).kept);
+        assert_eq!(table.bytes(), 100);
+        // Alice's second entry is over her share with the first: her first leaves.
+        let weighed = table.weigh(&"a2", 70);
+        assert!(weighed.kept);
+        let gone: Vec<_> = weighed.evicted.into_iter().map(|(k, _)| k).collect();
+        assert_eq!(gone, ["a1"]);
+        assert_eq!(table.bytes(), 130);
+        // An entry over the share alone is not kept, and takes nothing with it.
+        assert!(
+            table
+                .get_or_insert_with(&"a3", &alice, || 0)
+                .value
+                .is_some()
+        );
+        let refused = table.weigh(&"a3", 101);
+        assert!(!refused.kept && refused.evicted.is_empty());
+        assert_eq!(table.get(&"a3"), None);
+        assert_eq!(table.get(&"a2"), Some(0), "alice's kept entry stays");
+        // Bob's second entry finds the table's bytes spent: alice's are not his to give back.
+        assert!(table.get_or_insert_with(&"b2", &bob, || 0).value.is_some());
+        let weighed = table.weigh(&"b2", 30);
+        assert!(weighed.kept, "bob gives back his own b1");
+        let gone: Vec<_> = weighed.evicted.into_iter().map(|(k, _)| k).collect();
+        assert_eq!(gone, ["b1"]);
+        assert!(
+            table
+                .get_or_insert_with(&"c1", &Principal::new("i", "carol"), || 0)
+                .value
+                .is_some()
+        );
+        assert!(
+            !table.weigh(&"c1", 60).kept,
+            "carol has nothing to give back"
+        );
+        assert_eq!(table.get(&"a2"), Some(0));
+        assert_eq!(table.get(&"b2"), Some(0));
+        assert_eq!(table.bytes(), 100);
+        assert!(!table.weigh(&"nobody", 1).kept);
     }
 
     #[tokio::test(start_paused = true)]

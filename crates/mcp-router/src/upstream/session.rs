@@ -30,6 +30,19 @@ pub(crate) struct LegacySession {
     pub(crate) clock: SessionClock,
 }
 
+impl LegacySession {
+    /// What the session costs the table, in bytes: the backend's strings it keeps (the
+    /// `InitializeResult` is most of it; each is bounded when the session is made) and the
+    /// record around them.
+    pub(crate) fn weight(&self) -> usize {
+        self.initialize_result.len()
+            + self.id.as_ref().map_or(0, HeaderValue::len)
+            + self.version.len()
+            + self.url.as_str().len()
+            + std::mem::size_of::<Self>()
+    }
+}
+
 /// Which upstream session a call uses: its credential scope and a digest of the client
 /// capabilities it was initialised with (the digest keeps a large capability object out of the
 /// key; its size is capped downstream).
@@ -84,10 +97,16 @@ impl Retired {
 }
 
 impl SessionTable {
-    /// At most `max` sessions, `per_principal` of them one principal's.
-    pub(crate) fn new(max: usize, per_principal: usize) -> Self {
+    /// At most `max` sessions, `per_principal` of them one principal's, weighing at most
+    /// `bytes` in all and `bytes_per_principal` of one principal's ([`LegacySession::weight`]).
+    pub(crate) fn new(
+        max: usize,
+        per_principal: usize,
+        bytes_per_principal: usize,
+        bytes: usize,
+    ) -> Self {
         Self {
-            slots: ScopedTable::new(per_principal, max, IDLE),
+            slots: ScopedTable::weighed(per_principal, max, IDLE, bytes_per_principal, bytes),
             attached: Mutex::new(HashMap::new()),
             retired: Mutex::new(Retired::default()),
             max,
@@ -106,6 +125,28 @@ impl SessionTable {
             self.bump();
         }
         inserted.value.ok_or(UpstreamError::TooManySessions)
+    }
+
+    /// Charges `key`'s slot with what `session` weighs, once it is made: the caller's own
+    /// oldest sessions give way when it is over its byte share (or the table's bytes are spent);
+    /// when that is not enough the slot leaves (the session serves the calls waiting for it, and
+    /// idles out at the backend). Returns whether it was kept.
+    pub(crate) fn keep(&self, key: &SessionKey, session: &LegacySession) -> bool {
+        let weighed = self.slots.weigh(key, session.weight());
+        for (evicted, _) in &weighed.evicted {
+            self.lock_attached().remove(evicted);
+            self.bump();
+        }
+        if !weighed.kept {
+            self.lock_attached().remove(key);
+            self.bump();
+        }
+        weighed.kept
+    }
+
+    /// Bytes the kept sessions weigh together.
+    pub(crate) fn bytes(&self) -> usize {
+        self.slots.bytes()
     }
 
     /// Forgets `key` when its session could not be initialised, so a failed slot does not hold
@@ -168,8 +209,13 @@ impl SessionTable {
         {
             return false;
         }
-        self.slot(key)
-            .is_ok_and(|slot| slot.set(Arc::new(session)).is_ok())
+        let Ok(slot) = self.slot(key) else {
+            return false;
+        };
+        if slot.initialized() {
+            return false;
+        }
+        self.keep(key, &session) && slot.set(Arc::new(session)).is_ok()
     }
 
     /// One more downstream session uses `key`.
@@ -236,7 +282,7 @@ mod tests {
 
     #[test]
     fn bounded_and_forget_only_same_session() {
-        let table = SessionTable::new(2, 2);
+        let table = SessionTable::new(2, 2, usize::MAX, usize::MAX);
         let _ = slot(&table, &key(0));
         let _ = slot(&table, &key(1));
         assert!(
@@ -244,7 +290,7 @@ mod tests {
             "a full table refuses a newcomer"
         );
         assert_eq!(table.len(), 2);
-        let table = SessionTable::new(10, 10);
+        let table = SessionTable::new(10, 10, usize::MAX, usize::MAX);
         let slot = slot(&table, &key(9));
         let session = Arc::new(LegacySession {
             url: url::Url::parse("http://b/mcp").expect("url"),
@@ -272,7 +318,7 @@ mod tests {
 
     #[test]
     fn a_caller_over_its_share_recycles_its_own_oldest_session_only() {
-        let table = SessionTable::new(100, 3);
+        let table = SessionTable::new(100, 3, usize::MAX, usize::MAX);
         let bob = key_of("bob", 0);
         slot(&table, &bob)
             .set(Arc::new(recorded("bob-1")))
@@ -304,7 +350,7 @@ mod tests {
 
     #[test]
     fn adoption_fills_only_empty_slots_and_never_revives_a_retired_id() {
-        let table = SessionTable::new(10, 10);
+        let table = SessionTable::new(10, 10, usize::MAX, usize::MAX);
         assert!(table.adopt(&key(1), recorded("up-1")), "empty slot");
         assert!(
             !table.adopt(&key(1), recorded("up-2")),
@@ -337,7 +383,7 @@ mod tests {
 
     #[test]
     fn the_last_detach_ends_the_upstream_session() {
-        let table = SessionTable::new(10, 10);
+        let table = SessionTable::new(10, 10, usize::MAX, usize::MAX);
         let session = Arc::new(LegacySession {
             url: url::Url::parse("http://b/mcp").expect("url"),
             id: None,
@@ -368,7 +414,7 @@ mod tests {
     /// would race the DELETE. Control: before the detach, the same id is adoptable elsewhere.
     #[test]
     fn an_ended_upstream_session_is_never_adopted_again() {
-        let table = SessionTable::new(10, 10);
+        let table = SessionTable::new(10, 10, usize::MAX, usize::MAX);
         assert!(table.adopt(&key(1), recorded("up-1")), "adopted");
         table.attach(&key(1));
         assert!(

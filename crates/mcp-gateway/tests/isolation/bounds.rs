@@ -384,6 +384,77 @@ async fn resource_subscriptions_are_capped_per_session_and_per_listen() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_keeps_only_subscriptions_to_a_backends_resource_of_bounded_length() {
+    let s = setup(
+        "iso-subscription-uris",
+        "[limits]\nmax_resource_subscriptions = 2\n",
+    )
+    .await;
+    let subscribe = |id: i64, uri: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "resources/subscribe",
+            "params": {"uri": uri}})
+    };
+    let alice = legacy_initialize(s.gw.addr, "alice", "vh").await;
+    let post = |body: Value| {
+        let alice = alice.clone();
+        let addr = s.gw.addr;
+        async move { legacy_post(addr, "alice", "vh", Some(&alice), &body).await }
+    };
+    // URIs no backend owns are refused by the routing, and not kept: they would otherwise
+    // take the session's two places.
+    for (id, uri) in [
+        (1, "nobody-test://x/1"),
+        (2, "gamma-test://x/2"),
+        (3, "no-prefix"),
+    ] {
+        let reply = post(subscribe(id, uri)).await;
+        assert_eq!(reply.status, 200);
+        // The 2025 era's routing error (the failure contract: -32603 naming the name).
+        assert_eq!(
+            rpc_error(&reply),
+            (-32603, format!("wrong resource name: {uri}"))
+        );
+    }
+    // A URI past 4 KiB is refused before anything, naming the bound.
+    let long = format!("beta-test://beta/item/{}", "9".repeat(8 * 1024));
+    let reply = post(subscribe(4, &long)).await;
+    assert_eq!(
+        rpc_error(&reply),
+        (
+            -32602,
+            format!(
+                "Resource URI too long to subscribe to: {} bytes, at most 4096",
+                long.len()
+            )
+        )
+    );
+    // The control: both places are still free for resources a backend owns, and the cap holds.
+    for (id, item) in [(5, 1), (6, 2)] {
+        let reply = post(subscribe(id, &format!("beta-test://beta/item/{item}"))).await;
+        assert!(reply.json()["result"].is_object(), "{}", reply.text());
+    }
+    let reply = post(subscribe(7, "beta-test://beta/item/3")).await;
+    assert_eq!(
+        rpc_error(&reply),
+        (
+            -32600,
+            "Too many resource subscriptions for this session (at most 2)".to_owned()
+        )
+    );
+    // A listen naming a URI past the bound is refused the same way.
+    let listen = modern(
+        s.gw.addr,
+        "alice",
+        "vh",
+        "subscriptions/listen",
+        json!({"notifications": {"resourceSubscriptions": [long]}}),
+        &[],
+    )
+    .await;
+    assert_eq!(rpc_error(&listen).0, -32602, "{}", listen.text());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn background_relays_are_capped_per_principal() {
     let s = setup(
         "iso-relays",

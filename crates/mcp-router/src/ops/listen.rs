@@ -39,6 +39,21 @@ use crate::upstream::Call;
 use mcp_core::ItemKind;
 
 const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+
+/// The longest resource URI a subscription names (a 2025 session keeps its subscriptions in its
+/// record for its whole life; real URIs are far shorter).
+pub(crate) const MAX_SUBSCRIPTION_URI_BYTES: usize = 4096;
+
+/// Refuses a subscription to a URI longer than [`MAX_SUBSCRIPTION_URI_BYTES`].
+pub(crate) fn check_subscription_uri(uri: &str) -> Result<(), ErrorObject> {
+    if uri.len() > MAX_SUBSCRIPTION_URI_BYTES {
+        return Err(ErrorObject::invalid_params(format!(
+            "Resource URI too long to subscribe to: {} bytes, at most {MAX_SUBSCRIPTION_URI_BYTES}",
+            uri.len()
+        )));
+    }
+    Ok(())
+}
 const LIST_FLAGS: [(&str, &str); 3] = [
     ("toolsListChanged", "notifications/tools/list_changed"),
     ("promptsListChanged", "notifications/prompts/list_changed"),
@@ -89,6 +104,9 @@ pub(crate) fn filter(scope: &Scope<'_>, params: &RawObject<'_>) -> Result<Filter
             "Too many resource subscriptions: {} in one subscriptions/listen, at most {max}",
             requested.len()
         )));
+    }
+    for uri in &requested {
+        check_subscription_uri(uri)?;
     }
     let task_ids = asked.get_as::<Vec<String>>("taskIds").unwrap_or_default();
     if task_ids.len() > max {

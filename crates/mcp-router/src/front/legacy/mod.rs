@@ -51,7 +51,7 @@ use crate::session::SessionRecord;
 use crate::upstream::empty_object;
 use relayed::{answer_backend, cancel_elsewhere};
 use subscriptions::{
-    linked_backend, over_subscription_cap, owned_by_modern_backend, track_subscription,
+    linked_backend, owned, owned_by_modern_backend, refused_subscription, track_subscription,
 };
 
 /// Serves a legacy request: a POST whose envelope is `env`, or a GET/DELETE (`env` is `None`).
@@ -401,10 +401,14 @@ async fn in_session(
             Err(error) => respond::error(StatusCode::OK, Some(id), &error),
         },
         Method::ResourcesSubscribe | Method::ResourcesUnsubscribe => {
-            if method == Method::ResourcesSubscribe
-                && let Some(error) = over_subscription_cap(front, record, &params)
-            {
-                return respond::error(StatusCode::OK, Some(id), &error);
+            if method == Method::ResourcesSubscribe {
+                if let Some(error) = refused_subscription(front, record, &params) {
+                    return respond::error(StatusCode::OK, Some(id), &error);
+                }
+                if !owned(&scope, &params) {
+                    // Not kept: the routed call answers with the error naming the URI.
+                    return routed(front, &scope, record, id, method, params).await;
+                }
             }
             Box::pin(track_subscription(front, session_id, method, &params)).await;
             if let Some(link) = Box::pin(linked_backend(&scope, &params)).await

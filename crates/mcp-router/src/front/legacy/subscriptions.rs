@@ -5,6 +5,7 @@
 use mcp_core::{ErrorObject, Method, RawObject};
 
 use crate::front::Front;
+use crate::ops::listen::check_subscription_uri;
 use crate::ops::scope::Scope;
 use crate::session::SessionRecord;
 
@@ -45,18 +46,34 @@ pub(super) async fn linked_backend(
     scope.ops.upstream.link_events(&target).await
 }
 
-/// The error for a `resources/subscribe` of a new URI by a session that has `max_subscriptions`.
-pub(super) fn over_subscription_cap(
+/// Why a `resources/subscribe` is not kept in the session's record: a URI over the length bound,
+/// or a new URI for a session that has `max_subscriptions` already. (A URI no backend owns is
+/// not kept either: see [`owned`].)
+pub(super) fn refused_subscription(
     front: &Front,
     record: &SessionRecord,
     params: &RawObject<'_>,
 ) -> Option<ErrorObject> {
     let max = front.ops.max_subscriptions;
     let uri = params.get_str("uri")?;
+    if let Err(error) = check_subscription_uri(&uri) {
+        return Some(error);
+    }
     (record.subscriptions.len() >= max && !record.subscriptions.contains(&uri)).then(|| {
         ErrorObject::invalid_request(format!(
             "Too many resource subscriptions for this session (at most {max})"
         ))
+    })
+}
+
+/// Whether the resource `params.uri` names belongs to exactly one backend: only such a URI is
+/// kept in the session's record (the routed call answers the others with the error naming them).
+pub(super) fn owned(scope: &Scope<'_>, params: &RawObject<'_>) -> bool {
+    params.get_str("uri").is_some_and(|uri| {
+        matches!(
+            scope.namer().resolve(&uri, mcp_core::ItemKind::Resource),
+            crate::naming::Resolution::One(_)
+        )
     })
 }
 

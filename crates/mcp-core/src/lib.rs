@@ -6,6 +6,7 @@
 //! | module | what it holds |
 //! |---|---|
 //! | `principal` | [`Principal`], the authenticated caller (issuer + subject), a request extension |
+//! | `byte_budget` | [`ByteBudget`], bytes each principal holds of one kind, with a share per principal and a ceiling per node, charged on an [`Account`] without locks ([`Spent`] says which limit refused) |
 //! | `principal_slots` | [`PrincipalSlots`], a cap on what each principal holds at once (requests in flight, streams), with [`Slot`] given back on drop |
 //! | `valid_until` | [`ValidUntil`], when the request's credentials expire (token `exp` + leeway), a request extension |
 //! | `virtual_host_id` | [`VirtualHostId`], the virtual host a request addresses, a request extension |
@@ -38,6 +39,7 @@
 //! strings, so a layer reads what another produced without depending on the producer's crate.
 
 mod body;
+mod byte_budget;
 mod detail_future;
 pub mod error_code;
 mod error_object;
@@ -59,6 +61,7 @@ mod valid_until;
 mod virtual_host_id;
 
 pub use body::ResponseBody;
+pub use byte_budget::{Account, ByteBudget, Spent};
 pub use detail_future::DetailFuture;
 pub use error_object::ErrorObject;
 pub use http_error::{APPLICATION_JSON, detail_body, detail_response};

@@ -28,8 +28,8 @@ pub struct PrincipalSlots {
     shards: Arc<[Shard; SHARDS]>,
 }
 
-/// Locks the counters are spread over.
-const SHARDS: usize = 16;
+/// Locks the counters are spread over (the byte budgets' accounts too).
+pub(crate) const SHARDS: usize = 16;
 
 type Shard = Mutex<HashMap<Principal, usize>>;
 
@@ -79,7 +79,8 @@ impl PrincipalSlots {
     }
 }
 
-fn shard_of(principal: &Principal) -> usize {
+/// The lock `principal`'s counter is under.
+pub(crate) fn shard_of(principal: &Principal) -> usize {
     use std::hash::BuildHasher;
     // A fixed-key hasher: the shard only spreads the lock, it guards nothing.
     let hash =

@@ -258,6 +258,7 @@ impl GatewayBuilder {
                 relayed_requests: held.relayed_requests_waiting(),
                 stale_answer_bytes: held.stale_answer_bytes(),
                 upstream_session_bytes: held.upstream_session_bytes(),
+                link_buffer_bytes: held.link_buffer_bytes(),
             }),
         });
         Ok(Gateway {
@@ -332,6 +333,8 @@ fn upstream_options(
     options.max_sessions_per_principal = r.max_upstream_sessions_per_principal;
     options.session_bytes_per_principal = config.limits.upstream_session_bytes_per_principal;
     options.session_bytes = config.limits.upstream_session_bytes;
+    options.link_buffer_bytes_per_principal = config.limits.link_buffer_bytes_per_principal;
+    options.link_buffer_bytes = config.limits.link_buffer_bytes;
     options.stdio = config.backends.stdio_rules();
     options.destinations = destinations;
     options.tls = tls;

@@ -147,6 +147,7 @@
 //! | `mcp_gateway_background_relays` | gauge, read at each scrape: 2025 POST response streams being relayed | |
 //! | `mcp_gateway_relayed_requests_waiting` | gauge, read at each scrape: requests of the gateway's own (a linked backend's, or a bridged input request) waiting for a 2025 client's answer | |
 //! | `mcp_gateway_stale_answer_bytes` | gauge, read at each scrape: bytes of last good list and discover answers kept for stale-if-error | |
+//! | `mcp_gateway_link_buffer_bytes` | gauge, read at each scrape: bytes linked backends (stdio, HTTP+SSE) sent calls that their clients have not read yet | |
 //! | `mcp_gateway_upstream_session_bytes` | gauge, read at each scrape: bytes the upstream 2025 sessions kept on this node weigh (mostly backends' initialize results) | |
 //! | `mcp_server_operation_duration_seconds` | histogram, `mcp.server.operation.duration` of the MCP semantic conventions: MCP messages the router served, to the answer's head | `mcp_method_name`, `mcp_protocol_version`, `error_type` |
 //! | `mcp_client_operation_duration_seconds` | histogram, `mcp.client.operation.duration`: upstream MCP requests, to the backend's answer | `mcp_method_name`, `error_type` |

@@ -27,6 +27,7 @@ pub(crate) const BACKGROUND_RELAYS: &str = "mcp_gateway_background_relays";
 pub(crate) const RELAYED_REQUESTS: &str = "mcp_gateway_relayed_requests_waiting";
 pub(crate) const STALE_ANSWER_BYTES: &str = "mcp_gateway_stale_answer_bytes";
 pub(crate) const UPSTREAM_SESSION_BYTES: &str = "mcp_gateway_upstream_session_bytes";
+pub(crate) const LINK_BUFFER_BYTES: &str = "mcp_gateway_link_buffer_bytes";
 
 /// Latency buckets in seconds: sub-millisecond gateway overhead up to long streamed calls.
 const BUCKETS: &[f64] = &[
@@ -275,6 +276,7 @@ pub(crate) struct Held {
     pub(crate) relayed_requests: usize,
     pub(crate) stale_answer_bytes: usize,
     pub(crate) upstream_session_bytes: usize,
+    pub(crate) link_buffer_bytes: usize,
 }
 
 /// Records [`Held`].
@@ -285,6 +287,7 @@ pub(crate) fn record_held(held: &Held) {
     metrics::gauge!(RELAYED_REQUESTS).set(held.relayed_requests as f64);
     metrics::gauge!(STALE_ANSWER_BYTES).set(held.stale_answer_bytes as f64);
     metrics::gauge!(UPSTREAM_SESSION_BYTES).set(held.upstream_session_bytes as f64);
+    metrics::gauge!(LINK_BUFFER_BYTES).set(held.link_buffer_bytes as f64);
 }
 
 /// Records the store's readiness.

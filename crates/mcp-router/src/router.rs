@@ -107,6 +107,12 @@ impl McpRouter {
         self.front.ops.upstream.session_bytes()
     }
 
+    /// Bytes linked backends (stdio, HTTP+SSE) sent calls on this node that their clients have
+    /// not read yet (see [`UpstreamOptions::link_buffer_bytes`]), for metrics.
+    pub fn link_buffer_bytes(&self) -> usize {
+        self.front.ops.upstream.link_buffer_bytes()
+    }
+
     /// Bytes of messages kept in 2025 sessions' replay buffers on this node, for metrics.
     pub fn replay_bytes(&self) -> usize {
         self.front.replay.bytes()

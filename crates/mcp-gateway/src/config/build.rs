@@ -302,6 +302,8 @@ impl EffectiveConfig {
             upstream_session_bytes_per_principal: r
                 .usize("limits.upstream_session_bytes_per_principal", 0),
             upstream_session_bytes: r.usize("limits.upstream_session_bytes", 0),
+            link_buffer_bytes_per_principal: r.usize("limits.link_buffer_bytes_per_principal", 0),
+            link_buffer_bytes: r.usize("limits.link_buffer_bytes", 0),
             replay_bytes_per_session: r.usize("limits.replay_bytes_per_session", 0),
             replay_bytes_per_principal: r.usize("limits.replay_bytes_per_principal", 0),
             replay_bytes: r.usize("limits.replay_bytes", 0),

@@ -361,6 +361,18 @@ pub static KEYS: &[KeySpec] = &[
         "bytes every upstream 2025 session on this node may weigh together",
     ),
     key(
+        "limits.link_buffer_bytes_per_principal",
+        I,
+        Int(16 * 1024 * 1024),
+        "bytes linked backends (stdio, HTTP+SSE) sent one principal's calls that its clients have not read yet, all its calls together (each call also holds at most 1 MiB); a message past it fails the call it was for (-32603 naming this key) and cancels it upstream",
+    ),
+    key(
+        "limits.link_buffer_bytes",
+        I,
+        Int(256 * 1024 * 1024),
+        "the same for every principal on this node together",
+    ),
+    key(
         "limits.replay_bytes_per_session",
         I,
         Int(1024 * 1024),

@@ -205,6 +205,11 @@ pub struct LimitsConfig {
     pub upstream_session_bytes_per_principal: usize,
     /// `upstream_session_bytes`: bytes of every upstream 2025 session on the node.
     pub upstream_session_bytes: usize,
+    /// `link_buffer_bytes_per_principal`: bytes linked backends sent one principal's calls that
+    /// its clients have not read yet.
+    pub link_buffer_bytes_per_principal: usize,
+    /// `link_buffer_bytes`: the same for every principal on the node.
+    pub link_buffer_bytes: usize,
     /// `replay_bytes_per_session`: replay budget of one 2025 session.
     pub replay_bytes_per_session: usize,
     /// `replay_bytes_per_principal`: replay budget of all sessions of one principal.

@@ -25,6 +25,11 @@ const GROWTH_KIB: u64 = 48 * 1024;
 
 /// A gateway whose `alice` and `bob` each have virtual host `vh` with the stdio backend `io`.
 async fn gateway(python: &Path) -> (mcp_test_support::TempDir, GatewayProcess) {
+    gateway_with(python, "").await
+}
+
+/// [`gateway`] with `extra` process configuration.
+async fn gateway_with(python: &Path, extra: &str) -> (mcp_test_support::TempDir, GatewayProcess) {
     let dir = workdir("gw-budgets-links");
     let backends = json!({"io": {"stdio": "io", "timeout_ms": 30000}});
     let users = json!({"users": {
@@ -35,7 +40,7 @@ async fn gateway(python: &Path) -> (mcp_test_support::TempDir, GatewayProcess) {
     let script =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/interop/py_stdio_server.py");
     let config = base_config(&format!(
-        "\n[stdio_servers.io]\ncommand = {:?}\nargs = [{:?}]\n",
+        "\n{extra}\n[stdio_servers.io]\ncommand = {:?}\nargs = [{:?}]\n",
         python.to_str().expect("utf-8 path"),
         script.to_str().expect("utf-8 path")
     ));
@@ -54,6 +59,17 @@ async fn flood(
     done: Option<&Path>,
 ) -> EventStream {
     let size = if count == FLOOD { FLOOD_SIZE } else { 1024 };
+    flood_of(gw, sub, session, (id, count, size), done).await
+}
+
+/// [`flood`] of `count` notifications of `size` bytes, as call `id`.
+async fn flood_of(
+    gw: &GatewayProcess,
+    sub: &str,
+    session: &str,
+    (id, count, size): (u64, u64, u64),
+    done: Option<&Path>,
+) -> EventStream {
     let done = done.map_or(String::new(), |p| p.display().to_string());
     let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
         "name": "io-flood",
@@ -150,6 +166,46 @@ async fn a_flood_its_client_does_not_read_costs_the_gateway_one_calls_share() {
     );
 
     // The failed call left nothing behind: alice's next flood within the share completes.
+    read_small_flood(&gw, "alice", &alice, 5).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_principals_unread_calls_draw_from_its_own_budget() {
+    let Some(python) = python_mcp1() else { return };
+    // 256 KiB for all of a principal's calls, below one call's own 1 MiB.
+    let (dir, gw) = gateway_with(
+        &python,
+        "[limits]\nlink_buffer_bytes_per_principal = 262144\n",
+    )
+    .await;
+    let alice = support::legacy_initialize(gw.addr, "alice", "vh").await;
+    let bob = support::legacy_initialize(gw.addr, "bob", "vh").await;
+    read_small_flood(&gw, "alice", &alice, 1).await;
+    read_small_flood(&gw, "bob", &bob, 2).await;
+
+    // Alice's flood nobody reads fails at her principal's budget, not at the call's 1 MiB,
+    // and is cancelled upstream; bob is served meanwhile.
+    let marker = dir.path().join("alice-flood");
+    let mut stalled = flood(&gw, "alice", &alice, 3, FLOOD, Some(&marker)).await;
+    read_small_flood(&gw, "bob", &bob, 4).await;
+    let ended = support::poll_until(WAIT, || async { marker.exists() }).await;
+    assert!(ended, "alice's flood was not cancelled");
+    let end = stalled.next_message_where(WAIT, |m| m["id"] == 3).await;
+    assert_eq!(end["error"]["code"], -32603, "{end}");
+    assert_eq!(
+        end["error"]["message"],
+        "Backend io failed: backend messages not read yet by this caller's clients reached \
+         256 KiB (limits.link_buffer_bytes_per_principal)"
+    );
+    drop(stalled);
+
+    // What the failed call held went back to her account: the node holds nothing, and her
+    // next call within budget is served whole.
+    let released = support::poll_until(WAIT, || async {
+        support::metric(&gw, "mcp_gateway_link_buffer_bytes").await == Some(0.0)
+    })
+    .await;
+    assert!(released, "the unread bytes were given back");
     read_small_flood(&gw, "alice", &alice, 5).await;
 }
 

@@ -13,6 +13,7 @@ pub(crate) use sse::SsePool;
 #[cfg(any(test, not(feature = "stdio")))]
 mod stdio {
     use bytes::Bytes;
+    use mcp_core::ByteBudget;
     use serde_json::value::RawValue;
 
     use crate::upstream::stdio::catalog::StdioRules;
@@ -24,7 +25,7 @@ mod stdio {
     pub(crate) struct StdioPool;
 
     impl StdioPool {
-        pub(crate) fn new(_: StdioRules, _: usize, _: Box<RawValue>) -> Self {
+        pub(crate) fn new(_: StdioRules, _: usize, _: Box<RawValue>, _: ByteBudget) -> Self {
             Self
         }
 
@@ -49,6 +50,7 @@ mod stdio {
 #[cfg(any(test, not(feature = "sse")))]
 mod sse {
     use bytes::Bytes;
+    use mcp_core::ByteBudget;
     use serde_json::value::RawValue;
     use url::Url;
 
@@ -63,7 +65,7 @@ mod sse {
     pub(crate) struct SsePool;
 
     impl SsePool {
-        pub(crate) fn new(_: std::sync::Arc<ScopedPools>, _: Box<RawValue>) -> Self {
+        pub(crate) fn new(_: std::sync::Arc<ScopedPools>, _: Box<RawValue>, _: ByteBudget) -> Self {
             Self
         }
 
@@ -110,11 +112,15 @@ mod sse {
 mod tests {
     use http::HeaderMap;
     use mcp_config_store::BackendConfig;
-    use mcp_core::{Era, Principal};
+    use mcp_core::{ByteBudget, Era, Principal};
     use serde_json::value::RawValue;
 
     use crate::upstream::transport::ScopedPools;
     use crate::upstream::{CredentialScope, Target, UpstreamError};
+
+    fn unbounded() -> ByteBudget {
+        ByteBudget::new(usize::MAX, usize::MAX)
+    }
 
     fn backend(json: &str) -> BackendConfig {
         serde_json::from_str(json).expect("backend config")
@@ -145,7 +151,7 @@ mod tests {
             hints: mcp_fallback::ToolHints::NONE,
             headers: None,
         };
-        let stdio = super::stdio::StdioPool::new(Default::default(), 1, caps.clone());
+        let stdio = super::stdio::StdioPool::new(Default::default(), 1, caps.clone(), unbounded());
         let refused = UpstreamError::TransportDisabled("stdio");
         assert_eq!(
             stdio.send(&target, &call).await.err(),
@@ -182,7 +188,7 @@ mod tests {
             1,
             std::time::Duration::from_secs(1),
         );
-        let sse = super::sse::SsePool::new(std::sync::Arc::new(pools), caps.clone());
+        let sse = super::sse::SsePool::new(std::sync::Arc::new(pools), caps.clone(), unbounded());
         let refused = UpstreamError::TransportDisabled("sse");
         assert_eq!(
             sse.send(&target, &url, &scope, &call).await.err(),

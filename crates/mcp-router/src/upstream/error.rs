@@ -75,6 +75,21 @@ pub enum UpstreamError {
         /// `MiB` or `messages`.
         unit: &'static str,
     },
+    /// The messages linked backends sent a principal's calls that its clients have not read yet
+    /// reached the principal's share (or, of every principal, the node's ceiling): the call
+    /// that was sent one more failed and was cancelled upstream.
+    #[error(
+        "backend messages not read yet by {whose} reached {} ({key})",
+        size(*limit)
+    )]
+    LinkBufferSpent {
+        /// `this caller's clients` or `the clients of every caller on this node`.
+        whose: &'static str,
+        /// The limit that is spent, in bytes.
+        limit: usize,
+        /// The configuration key of that limit.
+        key: &'static str,
+    },
     /// A linked backend's outbound queue holds as many messages as it may (the backend does not
     /// read them as fast as they come): the call was not sent.
     #[error(
@@ -107,6 +122,7 @@ impl UpstreamError {
             Self::CircuitOpen(_) => "circuit_open",
             Self::TransportDisabled(_) => "transport_disabled",
             Self::CallBufferFull { .. } => "call_buffer_full",
+            Self::LinkBufferSpent { .. } => "link_buffer_spent",
             Self::LinkBusy(_) => "link_busy",
         }
     }
@@ -163,5 +179,18 @@ pub(crate) fn classify_client_error(e: &hyper_util::client::legacy::Error) -> Up
         UpstreamError::Connect
     } else {
         UpstreamError::Disconnected
+    }
+}
+
+/// `bytes` as an operator writes it: in MiB or KiB when it is a whole number of them.
+fn size(bytes: usize) -> String {
+    const KIB: usize = 1024;
+    const MIB: usize = 1024 * KIB;
+    if bytes >= MIB && bytes.is_multiple_of(MIB) {
+        format!("{} MiB", bytes / MIB)
+    } else if bytes >= KIB && bytes.is_multiple_of(KIB) {
+        format!("{} KiB", bytes / KIB)
+    } else {
+        format!("{bytes} bytes")
     }
 }

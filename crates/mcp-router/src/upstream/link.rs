@@ -57,13 +57,15 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http::HeaderMap;
 use mcp_core::{
-    Envelope, Era, MessageKind, RawObject, RequestId, encode_error, encode_request_object,
+    ByteBudget, Envelope, Era, MessageKind, RawObject, RequestId, encode_error,
+    encode_request_object,
 };
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
 use super::{Call, Target, UpstreamError, UpstreamReply, empty_object, final_result};
 use super::{identity, meta};
+pub(super) use call_buffer::CallTerms;
 use call_buffer::{CallSender, cancelled, messages};
 
 mod call_buffer;
@@ -186,6 +188,9 @@ pub(super) struct Link {
     next: AtomicU64,
     last_used: Mutex<Instant>,
     idle_timeout: Duration,
+    /// What the calls hold that their clients have not read yet is drawn from their principals'
+    /// accounts here (see [`call_buffer`]).
+    budget: ByteBudget,
 }
 
 impl Link {
@@ -194,6 +199,7 @@ impl Link {
         backend: &str,
         idle_timeout: Duration,
         exclusive: bool,
+        budget: ByteBudget,
     ) -> (Arc<Self>, mpsc::Receiver<Outbound>) {
         let (out, outbound) = mpsc::channel(OUTBOUND);
         let link = Arc::new(Self {
@@ -208,6 +214,7 @@ impl Link {
             next: AtomicU64::new(1),
             last_used: Mutex::new(Instant::now()),
             idle_timeout,
+            budget,
         });
         (link, outbound)
     }
@@ -224,7 +231,6 @@ impl Link {
         client_info: &RawValue,
         discover: bool,
     ) -> Result<(), UpstreamError> {
-        let timeout = call_timeout(target);
         if discover {
             let meta = meta::modern(None, target.client_caps, client_info, None);
             let request = self.request(
@@ -232,7 +238,7 @@ impl Link {
                 RawObject::new(),
                 Some(meta),
                 None,
-                timeout,
+                self.terms(target),
                 None,
             )?;
             if let Ok(result) = final_result(request).await
@@ -251,7 +257,8 @@ impl Link {
         // capabilities when it arrives, and declined when that client lacks it.
         params.set_raw("capabilities", relayed_capabilities());
         params.set_borrowed("clientInfo", client_info);
-        let initialize = self.request("initialize", params, None, None, timeout, None)?;
+        let initialize =
+            self.request("initialize", params, None, None, self.terms(target), None)?;
         let result = final_result(initialize).await.map_err(|e| match e {
             UpstreamError::Malformed("backend answered with an error") => {
                 UpstreamError::Malformed("backend refused the handshake")
@@ -292,9 +299,17 @@ impl Link {
             call.params.clone(),
             meta,
             call.progress_token,
-            call_timeout(target),
+            self.terms(target),
             headers,
         )
+    }
+
+    /// How `target`'s call waits: its backend's gap bound, and its principal's account.
+    fn terms(&self, target: &Target<'_>) -> CallTerms {
+        CallTerms {
+            timeout: call_timeout(target),
+            account: self.budget.account(target.principal),
+        }
     }
 
     pub(super) fn era(&self) -> Era {
@@ -367,7 +382,7 @@ impl Link {
         mut params: RawObject<'_>,
         meta: Option<Box<RawValue>>,
         progress_token: Option<&str>,
-        timeout: Duration,
+        terms: CallTerms,
         headers: Option<HeaderMap>,
     ) -> Result<UpstreamReply, UpstreamError> {
         if !self.alive() {
@@ -391,7 +406,7 @@ impl Link {
         if let Some(meta) = meta {
             params.set_raw("_meta", meta);
         }
-        let (tx, rx) = call_buffer::channel();
+        let (tx, rx) = call_buffer::channel(terms.account);
         let waiting = Waiting {
             tx,
             takes_input: TAKES_INPUT.contains(&method),
@@ -407,7 +422,13 @@ impl Link {
         });
         Ok(UpstreamReply {
             id,
-            messages: messages(rx, timeout, self.out.clone(), key, Arc::clone(&self.calls)),
+            messages: messages(
+                rx,
+                terms.timeout,
+                self.out.clone(),
+                key,
+                Arc::clone(&self.calls),
+            ),
             session: None,
             link: Some(LinkWriter(self.out.clone())),
             permit: None,
@@ -774,12 +795,27 @@ fn backoff(failures: u32) -> Duration {
     doubled.min(BACKOFF_MAX)
 }
 
+/// A budget that never refuses, for links made outside a router.
+#[cfg(any(test, feature = "fuzzing"))]
+fn unbounded() -> ByteBudget {
+    ByteBudget::new(usize::MAX, usize::MAX)
+}
+
+/// The terms of a call drawing from no real budget.
+#[cfg(any(test, feature = "fuzzing"))]
+fn unbounded_terms() -> CallTerms {
+    CallTerms {
+        timeout: Duration::from_secs(60),
+        account: unbounded().account(&mcp_core::Principal::new("i", "caller")),
+    }
+}
+
 /// A link of one principal with two calls in flight, fed `data`'s lines as frames from the
 /// backend, then the calls dropped: nothing may panic, and nothing of the calls may stay on the
 /// link (`crate::upstream::fuzzing::link_frames`).
 #[cfg(feature = "fuzzing")]
 pub(super) fn fuzz_frames(data: &[u8]) {
-    let (link, mut outbound) = Link::new("b", Duration::from_secs(60), true);
+    let (link, mut outbound) = Link::new("b", Duration::from_secs(60), true, unbounded());
     let calls: Vec<UpstreamReply> = [("tools/call", "t0"), ("tools/list", "t1")]
         .into_iter()
         .filter_map(|(method, token)| {
@@ -788,7 +824,7 @@ pub(super) fn fuzz_frames(data: &[u8]) {
                 RawObject::new(),
                 None,
                 Some(token),
-                Duration::from_secs(60),
+                unbounded_terms(),
                 None,
             )
             .ok()
@@ -839,7 +875,7 @@ mod tests {
             RawObject::new(),
             None,
             token,
-            Duration::from_secs(60),
+            unbounded_terms(),
             None,
         )
         .expect("a live link")
@@ -865,7 +901,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_request_goes_to_the_only_call_of_a_one_principal_link() {
-        let (link, mut outbound) = Link::new("b", Duration::from_secs(60), true);
+        let (link, mut outbound) = Link::new("b", Duration::from_secs(60), true, unbounded());
         let mut tool = call(&link, "tools/call", None);
         link.dispatch(SAMPLING.as_bytes());
         assert_eq!(next_text(&mut tool).await, SAMPLING);
@@ -885,7 +921,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_shared_link_relays_only_what_names_its_call() {
-        let (link, mut outbound) = Link::new("b", Duration::from_secs(60), false);
+        let (link, mut outbound) = Link::new("b", Duration::from_secs(60), false, unbounded());
         let mut alice = call(&link, "tools/call", Some("t-alice"));
         // Alone in flight, but on a link shared by principals: never guessed.
         link.dispatch(SAMPLING.as_bytes());
@@ -909,7 +945,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_dropped_call_leaves_the_link_and_the_next_is_the_only_one_in_flight() {
-        let (link, mut outbound) = Link::new("b", Duration::from_secs(60), true);
+        let (link, mut outbound) = Link::new("b", Duration::from_secs(60), true, unbounded());
         let first = call(&link, "tools/call", None);
         let _ = written(&mut outbound);
         drop(first);
@@ -931,7 +967,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_call_that_cannot_ask_its_client_gets_no_request() {
-        let (link, mut outbound) = Link::new("b", Duration::from_secs(60), true);
+        let (link, mut outbound) = Link::new("b", Duration::from_secs(60), true, unbounded());
         let _list = call(&link, "tools/list", None);
         link.dispatch(SAMPLING.as_bytes());
         assert!(written(&mut outbound).contains("cannot tell which call"));
@@ -958,7 +994,7 @@ mod tests {
     #[tokio::test]
     async fn a_call_whose_caller_does_not_take_its_messages_fails_past_its_share() {
         use futures_util::StreamExt;
-        let (link, mut outbound) = Link::new("b", Duration::from_secs(60), false);
+        let (link, mut outbound) = Link::new("b", Duration::from_secs(60), false, unbounded());
         let mut stalled = call(&link, "tools/call", Some("t-stalled"));
         let mut read = call(&link, "tools/call", Some("t-read"));
         let _ = all_written(&mut outbound);
@@ -1014,8 +1050,80 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_principals_calls_draw_from_one_account_and_give_it_back() {
+        use futures_util::StreamExt;
+        const SHARE: usize = 256 * 1024;
+        let budget = ByteBudget::new(SHARE, usize::MAX);
+        let (link, mut outbound) = Link::new("b", Duration::from_secs(60), false, budget.clone());
+        let on = |token: &str, who: &str| {
+            let terms = CallTerms {
+                timeout: Duration::from_secs(60),
+                account: budget.account(&mcp_core::Principal::new("i", who)),
+            };
+            link.request(
+                "tools/call",
+                RawObject::new(),
+                None,
+                Some(token),
+                terms,
+                None,
+            )
+            .expect("a live link")
+        };
+        let (mut first, mut second, mut bobs) =
+            (on("a1", "alice"), on("a2", "alice"), on("b1", "bob"));
+        let _ = all_written(&mut outbound);
+        let message = progress("a1", 64 * 1024);
+        for _ in 0..3 {
+            link.dispatch(&message);
+            link.dispatch(&progress("b1", 64 * 1024));
+        }
+        // Alice's second call takes one while her account holds less than the share (each call
+        // is far below its own 1 MiB) ...
+        link.dispatch(&progress("a2", 64 * 1024));
+        assert!(
+            all_written(&mut outbound).is_empty(),
+            "within alice's share"
+        );
+        // ... and fails at the next one: her two calls hold her share together.
+        link.dispatch(&progress("a2", 64 * 1024));
+        let cancels = all_written(&mut outbound);
+        assert!(
+            cancels.len() == 1 && cancels[0].contains(r#""g2""#),
+            "{cancels:?}"
+        );
+        assert!(next_text(&mut second).await.contains("a2"));
+        let error = second.messages.next().await.expect("the failure");
+        let spent = UpstreamError::LinkBufferSpent {
+            whose: "this caller's clients",
+            limit: SHARE,
+            key: "limits.link_buffer_bytes_per_principal",
+        };
+        assert_eq!(error.err(), Some(spent.clone()));
+        assert_eq!(
+            spent.to_string(),
+            "backend messages not read yet by this caller's clients reached 256 KiB \
+             (limits.link_buffer_bytes_per_principal)"
+        );
+        // Bob's account is his own: his three are all kept.
+        for _ in 0..3 {
+            assert!(next_text(&mut bobs).await.contains("b1"));
+        }
+        // What alice's calls held goes back as it is read, or with the call.
+        drop(second);
+        for _ in 0..3 {
+            assert!(next_text(&mut first).await.contains("a1"));
+        }
+        assert_eq!(budget.held(), 0, "everything was read or dropped");
+        link.dispatch(&progress("a1", 64 * 1024));
+        assert_eq!(budget.held(), message.len(), "alice's account works again");
+        drop(first);
+        assert_eq!(budget.held(), 0);
+    }
+
+    #[tokio::test]
     async fn many_small_messages_fill_a_calls_share_and_taking_them_frees_it() {
-        let (link, mut outbound) = Link::new("b", Duration::from_secs(60), true);
+        let (link, mut outbound) = Link::new("b", Duration::from_secs(60), true, unbounded());
         let mut tool = call(&link, "tools/call", None);
         let _ = all_written(&mut outbound);
         for _ in 0..MAX_CALL_MESSAGES {
@@ -1056,7 +1164,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_calls_response_is_taken_when_its_share_is_full() {
-        let (link, _outbound) = Link::new("b", Duration::from_secs(60), true);
+        let (link, _outbound) = Link::new("b", Duration::from_secs(60), true, unbounded());
         let mut tool = call(&link, "tools/call", Some("t"));
         // One message larger than the whole share is taken, and fills it.
         link.dispatch(&progress("t", 2 * MAX_CALL_BYTES));
@@ -1071,14 +1179,14 @@ mod tests {
 
     #[tokio::test]
     async fn a_full_outbound_queue_refuses_new_calls_at_once() {
-        let (link, mut outbound) = Link::new("b", Duration::from_secs(60), true);
+        let (link, mut outbound) = Link::new("b", Duration::from_secs(60), true, unbounded());
         let request = |link: &Link| {
             link.request(
                 "tools/list",
                 RawObject::new(),
                 None,
                 None,
-                Duration::from_secs(60),
+                unbounded_terms(),
                 None,
             )
         };
@@ -1121,7 +1229,7 @@ mod tests {
             UpstreamError::TooManyConnections,
         );
         let start = || async {
-            let (link, rx) = Link::new("b", Duration::from_secs(60), true);
+            let (link, rx) = Link::new("b", Duration::from_secs(60), true, unbounded());
             Ok(Arc::new(TestCarrier(link, rx)))
         };
         let alice = mcp_core::Principal::new("i", "alice");

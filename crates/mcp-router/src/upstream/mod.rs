@@ -52,7 +52,7 @@ use mcp_config_store::Transport;
 use mcp_core::headers::{
     MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, encode_header_value,
 };
-use mcp_core::{Envelope, Era, MessageKind, ProtocolVersion, RawObject, RequestId};
+use mcp_core::{ByteBudget, Envelope, Era, MessageKind, ProtocolVersion, RawObject, RequestId};
 use mcp_fallback::ToolHints;
 use opentelemetry::KeyValue;
 use opentelemetry::context::FutureExt as _;
@@ -157,6 +157,8 @@ pub(crate) struct Client {
     /// failures (which forget the era) only ever touch its own entries.
     eras: ScopedTable<CredentialScope, EraSlot>,
     sessions: SessionTable,
+    /// What linked backends' calls hold for clients that have not read it yet, per principal.
+    link_buffers: ByteBudget,
     /// Upstream request ids and progress tokens, unique across nodes and restarts: several nodes
     /// send on one shared upstream 2025 session (see `crate::node_id`).
     ids: IdMint,
@@ -317,10 +319,15 @@ impl Client {
         node: &str,
         via: http::HeaderValue,
     ) -> Self {
+        let link_buffers = ByteBudget::new(
+            options.link_buffer_bytes_per_principal,
+            options.link_buffer_bytes,
+        );
         let stdio = stdio::StdioPool::new(
             options.stdio.clone(),
             options.max_stdio_processes,
             client_info.clone(),
+            link_buffers.clone(),
         );
         let pools = Arc::new(
             transport::ScopedPools::new(
@@ -337,7 +344,12 @@ impl Client {
             .marking(via),
         );
         Self {
-            sse: sse::SsePool::new(Arc::clone(&pools), client_info.clone()),
+            sse: sse::SsePool::new(
+                Arc::clone(&pools),
+                client_info.clone(),
+                link_buffers.clone(),
+            ),
+            link_buffers,
             sse_urls: ScopedTable::new(
                 options.max_sessions_per_principal,
                 MAX_SCOPED_ENTRIES,
@@ -471,6 +483,11 @@ impl Client {
         self.breakers
             .get_or_insert_named(&key, target.name, &config)
             .ok()
+    }
+
+    /// Bytes linked backends sent calls that their clients have not read yet, for metrics.
+    pub(crate) fn link_buffer_bytes(&self) -> usize {
+        self.link_buffers.held()
     }
 
     /// Bytes the upstream legacy sessions kept on this node weigh, for metrics.

@@ -27,6 +27,12 @@ pub struct UpstreamOptions {
     pub session_bytes_per_principal: usize,
     /// Bytes every upstream legacy session of the node may weigh together (default 256 MiB).
     pub session_bytes: usize,
+    /// Bytes of messages linked backends (stdio, HTTP+SSE) sent one principal's calls that its
+    /// clients have not read yet, all its calls together; past it the call sent one more fails
+    /// and is cancelled upstream (default 16 MiB; each call also has its own 1 MiB).
+    pub link_buffer_bytes_per_principal: usize,
+    /// The same for every principal of the node together (default 256 MiB).
+    pub link_buffer_bytes: usize,
     /// Circuit breaker defaults for every backend URL; a backend's `breaker` object overrides
     /// single keys.
     pub breaker: BreakerConfig,
@@ -61,6 +67,8 @@ impl Default for UpstreamOptions {
             max_sessions_per_principal: 64,
             session_bytes_per_principal: 4 * 1024 * 1024,
             session_bytes: 256 * 1024 * 1024,
+            link_buffer_bytes_per_principal: 16 * 1024 * 1024,
+            link_buffer_bytes: 256 * 1024 * 1024,
             breaker: BreakerConfig::default(),
             stdio: StdioRules::default(),
             destinations: DestinationPolicy::default(),

@@ -32,7 +32,8 @@ pub(super) fn outcome_of(error: &UpstreamError) -> Outcome {
         | UpstreamError::TooManyConnections
         | UpstreamError::TooManySessions
         | UpstreamError::TransportDisabled(_)
-        | UpstreamError::CallBufferFull { .. } => Outcome::Ignore,
+        | UpstreamError::CallBufferFull { .. }
+        | UpstreamError::LinkBufferSpent { .. } => Outcome::Ignore,
     }
 }
 

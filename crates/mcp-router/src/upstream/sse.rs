@@ -37,6 +37,7 @@ use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Request, header};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
+use mcp_core::ByteBudget;
 use mcp_core::sse::{SseDecoder, SseEvent};
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
@@ -82,10 +83,16 @@ pub(crate) struct SsePool {
     /// The keep-alive pools: a connection's GET stream and POSTs go through its scope's.
     pools: Arc<ScopedPools>,
     client_info: Box<RawValue>,
+    /// What the connections' calls hold for their clients is drawn from here.
+    budget: ByteBudget,
 }
 
 impl SsePool {
-    pub(crate) fn new(pools: Arc<ScopedPools>, client_info: Box<RawValue>) -> Self {
+    pub(crate) fn new(
+        pools: Arc<ScopedPools>,
+        client_info: Box<RawValue>,
+        budget: ByteBudget,
+    ) -> Self {
         Self {
             pool: Pool::new(
                 MAX_CONNECTIONS,
@@ -95,6 +102,7 @@ impl SsePool {
             ),
             pools,
             client_info,
+            budget,
         }
     }
 
@@ -166,7 +174,13 @@ impl SsePool {
         };
         self.pool
             .get(&key, || {
-                Connection::open(self.pools.client(scope), target, url, &self.client_info)
+                Connection::open(
+                    self.pools.client(scope),
+                    target,
+                    url,
+                    &self.client_info,
+                    self.budget.clone(),
+                )
             })
             .await
     }
@@ -199,6 +213,7 @@ impl Connection {
         target: &Target<'_>,
         url: &Url,
         client_info: &RawValue,
+        budget: ByteBudget,
     ) -> Result<Arc<Self>, UpstreamError> {
         let timeout = Duration::from_millis(target.config.timeout_ms.max(1));
         let mut events = Events::open(&http, target, url, timeout).await?;
@@ -222,7 +237,7 @@ impl Connection {
             .idle_timeout_s
             .map_or(DEFAULT_IDLE, Duration::from_secs);
         // One credential scope (so one principal) per connection.
-        let (link, outbound) = Link::new(target.name, idle, true);
+        let (link, outbound) = Link::new(target.name, idle, true, budget);
         let poster = Poster {
             http,
             uri: endpoint_uri(&endpoint)?,

@@ -13,15 +13,22 @@
 //! the call, so it adds one message at most. A call thus holds at most its share, one message
 //! and its response.
 //!
-//! The accounting is two atomic counters per call beside an unbounded channel: adding on the
-//! link's side, subtracting on the caller's as it takes a message; no lock.
+//! Beside its own share, a call draws what it holds from its principal's account of the
+//! links' [`ByteBudget`] (`limits.link_buffer_bytes_per_principal`, and the node's
+//! `limits.link_buffer_bytes`): a principal with many calls whose clients do not read cannot
+//! hold more than its share in all, whatever the number of calls. A message arriving while the
+//! account or the node holds its limit fails the call the same way, with
+//! [`UpstreamError::LinkBufferSpent`]; what a call still holds when it goes is given back.
+//!
+//! The accounting is two atomic counters per call beside an unbounded channel, and the account's
+//! two: adding on the link's side, subtracting on the caller's as it takes a message; no lock.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
-use mcp_core::{Envelope, MessageKind, RawObject};
+use mcp_core::{Account, Envelope, MessageKind, RawObject, Spent};
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
@@ -40,11 +47,24 @@ const _: () = assert!(MAX_CALL_BYTES.is_multiple_of(MIB));
 
 type Item = Result<Bytes, UpstreamError>;
 
-/// What a call holds that its caller has not taken yet.
-#[derive(Default)]
+/// What a call holds that its caller has not taken yet, and the account it is drawn from.
 struct Held {
     bytes: AtomicUsize,
     messages: AtomicUsize,
+    account: Account,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        // Both ends are gone: what was never taken goes back to the principal's account.
+        self.account.release(*self.bytes.get_mut());
+    }
+}
+
+/// How a call's messages wait: the longest gap between two, and whose budget they draw from.
+pub(in crate::upstream) struct CallTerms {
+    pub(in crate::upstream) timeout: Duration,
+    pub(in crate::upstream) account: Account,
 }
 
 /// The link's end of one call's channel.
@@ -60,10 +80,14 @@ pub(super) struct CallReceiver {
     held: Arc<Held>,
 }
 
-/// A new call's channel.
-pub(super) fn channel() -> (CallSender, CallReceiver) {
+/// A new call's channel, drawing from `account`.
+pub(super) fn channel(account: Account) -> (CallSender, CallReceiver) {
     let (tx, rx) = mpsc::unbounded_channel();
-    let held = Arc::new(Held::default());
+    let held = Arc::new(Held {
+        bytes: AtomicUsize::new(0),
+        messages: AtomicUsize::new(0),
+        account,
+    });
     (
         CallSender {
             tx,
@@ -92,12 +116,28 @@ impl CallSender {
                 unit: "messages",
             });
         }
+        self.held
+            .account
+            .charge(message.len())
+            .map_err(|spent| match spent {
+                Spent::Share(limit) => UpstreamError::LinkBufferSpent {
+                    whose: "this caller's clients",
+                    limit,
+                    key: "limits.link_buffer_bytes_per_principal",
+                },
+                Spent::Ceiling(limit) => UpstreamError::LinkBufferSpent {
+                    whose: "the clients of every caller on this node",
+                    limit,
+                    key: "limits.link_buffer_bytes",
+                },
+            })?;
         self.keep(message);
         Ok(())
     }
 
-    /// Hands the call its response, whatever it holds.
+    /// Hands the call its response, whatever it holds (still counted: it ends the call).
     pub(super) fn respond(&self, message: &[u8]) {
+        self.held.account.force(message.len());
         self.keep(message);
     }
 
@@ -123,6 +163,7 @@ impl CallReceiver {
         if let Some(Ok(message)) = &item {
             self.held.bytes.fetch_sub(message.len(), Ordering::Relaxed);
             self.held.messages.fetch_sub(1, Ordering::Relaxed);
+            self.held.account.release(message.len());
         }
         item
     }

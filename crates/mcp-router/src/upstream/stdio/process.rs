@@ -6,6 +6,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use bytes::Bytes;
+use mcp_core::ByteBudget;
 use serde_json::value::RawValue;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
@@ -50,10 +51,17 @@ pub(crate) struct StdioPool {
     pool: Pool<ProcessKey, Process>,
     rules: StdioRules,
     client_info: Box<RawValue>,
+    /// What the processes' calls hold for their clients is drawn from here.
+    budget: ByteBudget,
 }
 
 impl StdioPool {
-    pub(crate) fn new(rules: StdioRules, max_processes: usize, client_info: Box<RawValue>) -> Self {
+    pub(crate) fn new(
+        rules: StdioRules,
+        max_processes: usize,
+        client_info: Box<RawValue>,
+        budget: ByteBudget,
+    ) -> Self {
         Self {
             pool: Pool::new(
                 max_processes,
@@ -63,6 +71,7 @@ impl StdioPool {
             ),
             rules,
             client_info,
+            budget,
         }
     }
 
@@ -112,7 +121,9 @@ impl StdioPool {
             principal,
         };
         self.pool
-            .get(&key, || Process::start(&key, target, &self.client_info))
+            .get(&key, || {
+                Process::start(&key, target, &self.client_info, self.budget.clone())
+            })
             .await
     }
 }
@@ -135,6 +146,7 @@ impl Process {
         key: &ProcessKey,
         target: &Target<'_>,
         client_info: &RawValue,
+        budget: ByteBudget,
     ) -> Result<Arc<Self>, UpstreamError> {
         let launch = &key.launch;
         let Some(program) = resolve_program(&launch.command) else {
@@ -165,7 +177,8 @@ impl Process {
         };
         let (kill, killed) = tokio::sync::oneshot::channel();
         let idle_timeout = launch.idle_timeout.unwrap_or(DEFAULT_IDLE);
-        let (link, outbound) = Link::new(&key.backend, idle_timeout, key.principal.is_some());
+        let (link, outbound) =
+            Link::new(&key.backend, idle_timeout, key.principal.is_some(), budget);
         tokio::spawn(write_stdin(stdin, outbound));
         tokio::spawn(read_stderr(key.backend.clone(), stderr));
         tokio::spawn(read_stdout(Arc::downgrade(&link), stdout));

@@ -5,8 +5,10 @@
 //! loses its own oldest one; a full table refuses a principal with nothing to give back (the
 //! caller then works without the cached state: probes again, opens no session, keeps no hint).
 //! No insertion ever evicts another principal's entry that is in use: entries nobody asked for
-//! within the table's idle lifetime have expired, and a full table drops expired entries (of any
-//! principal) before it refuses, so a table filled once cannot lock newcomers out for good.
+//! within the table's idle lifetime have expired. A principal's insertion drops its own expired
+//! entries (so they do not wait for the table to fill), and a full table drops expired entries
+//! (of any principal) before it refuses, so a table filled once cannot lock newcomers out for
+//! good.
 //!
 //! A table of values that differ in size ([`ScopedTable::weighed`]) also counts bytes, with a
 //! byte share per principal and a byte total beside the entry counts, and drops a principal's
@@ -145,7 +147,7 @@ impl<K: Clone + Eq + Hash, V: Clone> ScopedTable<K, V> {
         if bytes > self.bytes_per_principal || bytes > self.bytes_total {
             return false;
         }
-        inner.expire_own(principal, now, self.idle);
+        drop(inner.expire_own(principal, now, self.idle));
         let full = |inner: &Inner<K, V>| {
             inner.entries.len() >= self.total
                 || inner.bytes.saturating_add(bytes) > self.bytes_total
@@ -200,9 +202,10 @@ impl<K: Clone + Eq + Hash, V: Clone> ScopedTable<K, V> {
                 evicted: Vec::new(),
             };
         }
-        let mut evicted = Vec::new();
+        // Each insertion sweeps what its own principal left to expire (a scan of its share).
+        let mut evicted = inner.expire_own(principal, now, self.idle);
         if inner.entries.len() >= self.total {
-            evicted = inner.expire(now, self.idle);
+            evicted.extend(inner.expire(now, self.idle));
         }
         let held = inner.order.get(principal).map_or(0, |held| held.keys.len());
         if held >= self.per_principal || (inner.entries.len() >= self.total && held > 0) {
@@ -364,7 +367,7 @@ impl<K: Clone + Eq + Hash, V> Inner<K, V> {
 
     /// Drops `principal`'s entries unused for longer than `idle`, looking from its oldest
     /// stored: each store sweeps what its own principal left to expire.
-    fn expire_own(&mut self, principal: &Principal, now: Instant, idle: Duration) {
+    fn expire_own(&mut self, principal: &Principal, now: Instant, idle: Duration) -> Vec<(K, V)> {
         let expired: Vec<K> = self
             .order
             .get(principal)
@@ -380,9 +383,10 @@ impl<K: Clone + Eq + Hash, V> Inner<K, V> {
                     .collect()
             })
             .unwrap_or_default();
-        for key in expired {
-            self.remove(&key);
-        }
+        expired
+            .into_iter()
+            .filter_map(|k| self.remove(&k).map(|v| (k, v)))
+            .collect()
     }
 
     /// Drops every entry unused for longer than `idle` (only when the table is full: a scan).
@@ -504,6 +508,30 @@ mod tests {
         assert_eq!(table.get(&"b2"), Some(0));
         assert_eq!(table.bytes(), 100);
         assert!(!table.weigh(&"nobody", 1).kept);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_principals_insertion_sweeps_its_own_expired_entries_only() {
+        let table = ScopedTable::new(10, 100, Duration::from_secs(60));
+        let alice = Principal::new("i", "alice");
+        let bob = Principal::new("i", "bob");
+        for key in ["a1", "a2"] {
+            let _ = table.get_or_insert_with(&key, &alice, || 0);
+        }
+        let _ = table.get_or_insert_with(&"b1", &bob, || 0);
+        tokio::time::advance(Duration::from_secs(30)).await;
+        assert_eq!(table.get(&"a2"), Some(0), "a2 is used again");
+        tokio::time::advance(Duration::from_secs(45)).await;
+        // The table is far from full: alice's expired a1 leaves with her next insertion ...
+        let inserted = table.get_or_insert_with(&"a3", &alice, || 3);
+        let gone: Vec<_> = inserted.evicted.into_iter().map(|(k, _)| k).collect();
+        assert_eq!(gone, ["a1"]);
+        assert_eq!(table.held_by(&alice), 2);
+        // ... while bob's expired entry waits for his own.
+        assert_eq!(table.held_by(&bob), 1);
+        let inserted = table.get_or_insert_with(&"b2", &bob, || 2);
+        assert_eq!(inserted.evicted.len(), 1);
+        assert_eq!(table.held_by(&bob), 1);
     }
 
     #[tokio::test(start_paused = true)]

@@ -4,6 +4,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use tokio::sync::broadcast::Receiver;
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::store::{Invalidation, UserConfigStore};
@@ -24,8 +25,7 @@ use crate::store::{Invalidation, UserConfigStore};
 /// ).unwrap();
 /// store.insert("alice", config);
 /// let source = ConfigSource::new(Arc::new(store.clone()), "alice".into());
-/// let removed = tokio::spawn(async move { source.vhost_removed("vh").await });
-/// tokio::task::yield_now().await;
+/// let removed = tokio::spawn(source.vhost_removed("vh"));
 /// store.remove("alice");
 /// removed.await.unwrap(); // resolves: alice's configuration no longer has `vh`
 /// # }
@@ -51,24 +51,48 @@ impl ConfigSource {
     }
 
     /// Resolves once the configuration no longer has virtual host `vhost` (the host was
-    /// removed, or the whole configuration), as the store's invalidations tell: after each
-    /// invalidation that may concern it, the configuration is read again. A store that cannot
-    /// be read is not a removal; a store that stops announcing changes never resolves this.
-    pub async fn vhost_removed(&self, vhost: &str) {
+    /// removed, or the whole configuration), as the store's invalidations tell. The store's
+    /// announcements are followed from this call on (not from the first poll), and the
+    /// configuration is read once at the start and again after each invalidation that may
+    /// concern it, so a removal between the request's load and this call is not missed. A store
+    /// that cannot be read is not a removal (it is read again after a second, then at the next
+    /// invalidation); a store that stops announcing changes never resolves this.
+    pub fn vhost_removed(&self, vhost: &str) -> impl Future<Output = ()> + Send + 'static {
         let mut changes = self.store.invalidations();
-        loop {
-            match changes.recv().await {
-                Ok(Invalidation::Subject(subject)) if *subject != *self.subject => continue,
-                Ok(_) | Err(RecvError::Lagged(_)) => {}
-                Err(RecvError::Closed) => return std::future::pending().await,
-            }
-            match self.store.load(Arc::clone(&self.subject)).await {
-                Ok(Some(config)) if config.virtual_hosts.contains_key(vhost) => {}
-                Ok(_) => return,
-                Err(e) => {
-                    tracing::debug!(error = %e, "store unreadable while checking a stream's virtual host");
+        let store = Arc::clone(&self.store);
+        let subject = Arc::clone(&self.subject);
+        let vhost = vhost.to_owned();
+        async move {
+            loop {
+                match store.load(Arc::clone(&subject)).await {
+                    Ok(Some(config)) if config.virtual_hosts.contains_key(&vhost) => {}
+                    Ok(_) => return,
+                    Err(e) => {
+                        tracing::debug!(error = %e, "store unreadable while checking a stream's virtual host");
+                        // Read again soon: the invalidation that told of a removal is spent.
+                        tokio::select! {
+                            () = tokio::time::sleep(UNREADABLE_RETRY) => continue,
+                            () = next_change(&mut changes, &subject) => continue,
+                        }
+                    }
                 }
+                next_change(&mut changes, &subject).await;
             }
+        }
+    }
+}
+
+/// How soon a store that could not be read is read again.
+const UNREADABLE_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The next invalidation that may concern `subject` (a lagging receiver may have missed one:
+/// that counts); never when the store stops announcing.
+async fn next_change(changes: &mut Receiver<Invalidation>, subject: &str) {
+    loop {
+        match changes.recv().await {
+            Ok(Invalidation::Subject(changed)) if *changed != *subject => {}
+            Ok(_) | Err(RecvError::Lagged(_)) => return,
+            Err(RecvError::Closed) => return std::future::pending().await,
         }
     }
 }
@@ -99,6 +123,20 @@ mod tests {
             tokio::task::yield_now().await;
         }
         matches!(futures_util::poll!(future.as_mut()), Poll::Ready(()))
+    }
+
+    #[tokio::test]
+    async fn a_removal_before_the_first_poll_is_seen() {
+        let store = MemoryStore::new();
+        store.insert("alice", config(&["vh"]));
+        let source = ConfigSource::new(Arc::new(store.clone()), "alice".into());
+        let mut removed = pin!(source.vhost_removed("vh"));
+        // Removed after the wait began, before anything polled it.
+        store.insert("alice", config(&["other"]));
+        assert!(settled(removed.as_mut()).await, "the removal was missed");
+        // A configuration that lacks the host already ends the wait at once.
+        let mut gone = pin!(source.vhost_removed("vh"));
+        assert!(settled(gone.as_mut()).await);
     }
 
     #[tokio::test]

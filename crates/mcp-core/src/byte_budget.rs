@@ -6,9 +6,11 @@
 //! A holder takes its principal's [`Account`] once (one lock), then charges and releases
 //! bytes on it with atomic operations only: this is made for paths that see every message.
 //! A charge is taken while the account holds less than the share and the node less than the
-//! ceiling, and counts in full (so a holder is over by one message at most, the way a buffer
-//! that takes whole messages is); what an account still holds when its last handle goes is given
-//! back to the node.
+//! ceiling, and counts in full (so each holder charging at the same moment may go over by one
+//! charge, the way a buffer that takes whole messages does). What must be kept whatever the
+//! budget holds ([`Account::force`]) counts on the principal's account only, never towards the
+//! node's ceiling: one principal's forced bytes cannot spend everybody's ceiling. What an
+//! account still holds when its last handle goes is given back to the node.
 //!
 //! ```
 //! use mcp_core::{ByteBudget, Principal, Spent};
@@ -68,7 +70,10 @@ pub struct Account {
 struct Ledger {
     node: Arc<Node>,
     principal: Principal,
+    /// Charged bytes, counted towards the node's ceiling too.
     held: AtomicUsize,
+    /// Forced bytes, counted on this account only.
+    forced: AtomicUsize,
 }
 
 impl ByteBudget {
@@ -97,7 +102,7 @@ impl ByteBudget {
         self.node.ceiling
     }
 
-    /// Bytes every principal holds together (for metrics and tests).
+    /// Bytes every principal charged together, forced bytes aside (for metrics and tests).
     #[must_use]
     pub fn held(&self) -> usize {
         self.node.held.load(Ordering::Relaxed)
@@ -115,6 +120,7 @@ impl ByteBudget {
             node: Arc::clone(&self.node),
             principal: principal.clone(),
             held: AtomicUsize::new(0),
+            forced: AtomicUsize::new(0),
         });
         accounts.insert(principal.clone(), Arc::downgrade(&ledger));
         Account { ledger }
@@ -130,33 +136,42 @@ impl Account {
     /// The limit that is spent; nothing is charged then.
     pub fn charge(&self, bytes: usize) -> Result<(), Spent> {
         let node = &self.ledger.node;
-        if self.ledger.held.load(Ordering::Relaxed) >= node.share {
+        if self.held() >= node.share {
             return Err(Spent::Share(node.share));
         }
         if node.held.load(Ordering::Relaxed) >= node.ceiling {
             return Err(Spent::Ceiling(node.ceiling));
         }
-        self.force(bytes);
+        self.ledger.held.fetch_add(bytes, Ordering::Relaxed);
+        node.held.fetch_add(bytes, Ordering::Relaxed);
         Ok(())
     }
 
-    /// Charges `bytes` whatever the account holds: for what must be kept (a call's response,
-    /// which ends it), and is still counted.
+    /// Counts `bytes` on the account whatever it holds, and not towards the node's ceiling: for
+    /// what must be kept (a call's response, which ends it). The principal's later charges
+    /// see them.
     pub fn force(&self, bytes: usize) {
-        self.ledger.held.fetch_add(bytes, Ordering::Relaxed);
-        self.ledger.node.held.fetch_add(bytes, Ordering::Relaxed);
+        self.ledger.forced.fetch_add(bytes, Ordering::Relaxed);
     }
 
-    /// Gives back `bytes` charged before.
+    /// Gives back `bytes` charged before ([`charge`](Self::charge)).
     pub fn release(&self, bytes: usize) {
         let given = sub(&self.ledger.held, bytes);
         sub(&self.ledger.node.held, given);
     }
 
-    /// Bytes this account holds.
+    /// Gives back `bytes` forced before ([`force`](Self::force)).
+    pub fn release_forced(&self, bytes: usize) {
+        sub(&self.ledger.forced, bytes);
+    }
+
+    /// Bytes this account holds, charged and forced.
     #[must_use]
     pub fn held(&self) -> usize {
-        self.ledger.held.load(Ordering::Relaxed)
+        self.ledger
+            .held
+            .load(Ordering::Relaxed)
+            .saturating_add(self.ledger.forced.load(Ordering::Relaxed))
     }
 }
 
@@ -228,8 +243,28 @@ mod tests {
     fn releasing_more_than_held_never_wraps() {
         let budget = ByteBudget::new(100, 1_000);
         let alice = budget.account(&Principal::new("i", "alice"));
-        alice.force(10);
+        alice.charge(10).expect("room");
         alice.release(50);
+        alice.force(5);
+        alice.release_forced(50);
         assert_eq!((alice.held(), budget.held()), (0, 0));
+    }
+
+    #[test]
+    fn forced_bytes_spend_their_principals_share_but_not_the_ceiling() {
+        let budget = ByteBudget::new(100, 150);
+        let alice = budget.account(&Principal::new("i", "alice"));
+        let bob = budget.account(&Principal::new("i", "bob"));
+        alice.force(1_000);
+        assert_eq!(
+            alice.charge(1),
+            Err(Spent::Share(100)),
+            "alice pays for them"
+        );
+        bob.charge(100)
+            .expect("the node's ceiling does not count them");
+        assert_eq!(budget.held(), 100);
+        alice.release_forced(1_000);
+        alice.charge(40).expect("given back");
     }
 }

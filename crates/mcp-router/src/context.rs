@@ -45,8 +45,11 @@ impl RequestContext {
         let left = self
             .valid_until
             .map(|until| until.left(std::time::SystemTime::now()));
-        let source = self.config_source.clone();
-        let vhost = self.vhost_id.as_str().to_owned();
+        // Followed from now on, so that a removal before the stream is first polled counts.
+        let removed = self
+            .config_source
+            .as_ref()
+            .map(|source| source.vhost_removed(self.vhost_id.as_str()));
         async move {
             let expired = async move {
                 match left {
@@ -55,8 +58,8 @@ impl RequestContext {
                 }
             };
             let removed = async move {
-                match source {
-                    Some(source) => source.vhost_removed(&vhost).await,
+                match removed {
+                    Some(removed) => removed.await,
                     None => std::future::pending().await,
                 }
             };

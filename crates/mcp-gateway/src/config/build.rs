@@ -11,6 +11,12 @@ use mcp_config_store::RedisTopology;
 use url::Url;
 
 use super::error::{ConfigError, Problems, Source};
+
+/// The least `limits.upstream_session_bytes*` may be: an upstream session with the largest
+/// `InitializeResult` kept (256 KiB), its session id and its record.
+const MIN_SESSION_BYTES: u64 = 512 * 1024;
+/// The least `limits.link_buffer_bytes*` may be.
+const MIN_LINK_BUFFER_BYTES: u64 = 64 * 1024;
 use super::layers::{EffectiveConfig, Value};
 use super::{
     AuthConfig, BackendsConfig, GatewayConfig, JwtConfig, LimitsConfig, ListenConfig, LogFormat,
@@ -299,11 +305,18 @@ impl EffectiveConfig {
             max_resource_subscriptions: r.usize("limits.max_resource_subscriptions", 1),
             stale_answer_bytes_per_principal: r.usize("limits.stale_answer_bytes_per_principal", 0),
             stale_answer_bytes: r.usize("limits.stale_answer_bytes", 0),
-            upstream_session_bytes_per_principal: r
-                .usize("limits.upstream_session_bytes_per_principal", 0),
-            upstream_session_bytes: r.usize("limits.upstream_session_bytes", 0),
-            link_buffer_bytes_per_principal: r.usize("limits.link_buffer_bytes_per_principal", 0),
-            link_buffer_bytes: r.usize("limits.link_buffer_bytes", 0),
+            // One session of the largest kept kind must fit, or none would ever be kept.
+            upstream_session_bytes_per_principal: r.usize(
+                "limits.upstream_session_bytes_per_principal",
+                MIN_SESSION_BYTES,
+            ),
+            upstream_session_bytes: r.usize("limits.upstream_session_bytes", MIN_SESSION_BYTES),
+            // Room for a few messages, or every notification would fail its call.
+            link_buffer_bytes_per_principal: r.usize(
+                "limits.link_buffer_bytes_per_principal",
+                MIN_LINK_BUFFER_BYTES,
+            ),
+            link_buffer_bytes: r.usize("limits.link_buffer_bytes", MIN_LINK_BUFFER_BYTES),
             replay_bytes_per_session: r.usize("limits.replay_bytes_per_session", 0),
             replay_bytes_per_principal: r.usize("limits.replay_bytes_per_principal", 0),
             replay_bytes: r.usize("limits.replay_bytes", 0),

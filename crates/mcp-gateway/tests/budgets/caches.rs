@@ -85,9 +85,9 @@ async fn stale_answers_are_charged_in_bytes_to_their_own_principal() {
 }
 
 /// The byte share of each principal's upstream 2025 sessions in this test.
-const SESSION_SHARE: usize = 256 * 1024;
+const SESSION_SHARE: usize = 512 * 1024;
 /// What each backend's `initialize` result carries in instructions: two sessions fit the share.
-const INSTRUCTIONS: usize = 100 * 1024;
+const INSTRUCTIONS: usize = 200 * 1024;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn upstream_sessions_are_charged_in_bytes_to_their_own_principal() {

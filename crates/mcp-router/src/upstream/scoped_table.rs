@@ -346,14 +346,15 @@ impl<K: Clone + Eq + Hash, V> Inner<K, V> {
         Some(principal)
     }
 
-    /// The principal's oldest entry other than `keep`, removed.
+    /// The principal's oldest entry other than `keep` that weighs something, removed (one that
+    /// weighs nothing, like a session still being made, would free no bytes).
     fn pop_oldest_except(&mut self, principal: &Principal, keep: &K) -> Option<(K, V)> {
         let oldest = self
             .order
             .get(principal)?
             .keys
             .iter()
-            .find(|k| *k != keep)?
+            .find(|k| *k != keep && self.entries.get(*k).is_some_and(|e| e.bytes > 0))?
             .clone();
         let value = self.remove(&oldest)?;
         Some((oldest, value))

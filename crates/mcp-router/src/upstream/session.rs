@@ -212,10 +212,10 @@ impl SessionTable {
         let Ok(slot) = self.slot(key) else {
             return false;
         };
-        if slot.initialized() {
-            return false;
-        }
-        self.keep(key, &session) && slot.set(Arc::new(session)).is_ok()
+        // Weighed only once it is this slot's: a session another call just made stays weighed
+        // as its own.
+        let session = Arc::new(session);
+        slot.set(Arc::clone(&session)).is_ok() && self.keep(key, &session)
     }
 
     /// One more downstream session uses `key`.

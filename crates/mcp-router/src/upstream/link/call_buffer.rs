@@ -46,18 +46,25 @@ const MIB: usize = 1024 * 1024;
 const _: () = assert!(MAX_CALL_BYTES.is_multiple_of(MIB));
 
 type Item = Result<Bytes, UpstreamError>;
+/// A message on its way, and whether it was forced on the account (the response).
+type Queued = Result<(Bytes, bool), UpstreamError>;
 
 /// What a call holds that its caller has not taken yet, and the account it is drawn from.
 struct Held {
     bytes: AtomicUsize,
     messages: AtomicUsize,
+    /// Of `bytes`, the response's (forced on the account, not charged).
+    forced: AtomicUsize,
     account: Account,
 }
 
 impl Drop for Held {
     fn drop(&mut self) {
         // Both ends are gone: what was never taken goes back to the principal's account.
-        self.account.release(*self.bytes.get_mut());
+        let forced = *self.forced.get_mut();
+        self.account
+            .release(self.bytes.get_mut().saturating_sub(forced));
+        self.account.release_forced(forced);
     }
 }
 
@@ -70,13 +77,13 @@ pub(in crate::upstream) struct CallTerms {
 /// The link's end of one call's channel.
 #[derive(Clone)]
 pub(super) struct CallSender {
-    tx: mpsc::UnboundedSender<Item>,
+    tx: mpsc::UnboundedSender<Queued>,
     held: Arc<Held>,
 }
 
 /// The caller's end of one call's channel.
 pub(super) struct CallReceiver {
-    rx: mpsc::UnboundedReceiver<Item>,
+    rx: mpsc::UnboundedReceiver<Queued>,
     held: Arc<Held>,
 }
 
@@ -86,6 +93,7 @@ pub(super) fn channel(account: Account) -> (CallSender, CallReceiver) {
     let held = Arc::new(Held {
         bytes: AtomicUsize::new(0),
         messages: AtomicUsize::new(0),
+        forced: AtomicUsize::new(0),
         account,
     });
     (
@@ -131,14 +139,17 @@ impl CallSender {
                     key: "limits.link_buffer_bytes",
                 },
             })?;
-        self.keep(message);
+        self.keep(message, false);
         Ok(())
     }
 
-    /// Hands the call its response, whatever it holds (still counted: it ends the call).
+    /// Hands the call its response, whatever it holds: it ends the call. It counts on the
+    /// principal's account, not towards the node's ceiling (one principal's responses must not
+    /// spend everybody's).
     pub(super) fn respond(&self, message: &[u8]) {
         self.held.account.force(message.len());
-        self.keep(message);
+        self.held.forced.fetch_add(message.len(), Ordering::Relaxed);
+        self.keep(message, true);
     }
 
     /// Ends the call with `error` (after what it holds).
@@ -147,25 +158,30 @@ impl CallSender {
         let _ = self.tx.send(Err(error));
     }
 
-    fn keep(&self, message: &[u8]) {
+    fn keep(&self, message: &[u8], forced: bool) {
         // Counted before it is sent, so the caller never takes away more than was added.
         self.held.bytes.fetch_add(message.len(), Ordering::Relaxed);
         self.held.messages.fetch_add(1, Ordering::Relaxed);
-        // A caller already gone takes nothing: what it held no longer matters.
-        let _ = self.tx.send(Ok(Bytes::copy_from_slice(message)));
+        // A caller already gone takes nothing: what it held is given back with `Held`.
+        let _ = self.tx.send(Ok((Bytes::copy_from_slice(message), forced)));
     }
 }
 
 impl CallReceiver {
     /// The call's next message, released from its share; `None` when the link dropped the call.
     async fn recv(&mut self) -> Option<Item> {
-        let item = self.rx.recv().await;
-        if let Some(Ok(message)) = &item {
+        let item = self.rx.recv().await?;
+        Some(item.map(|(message, forced)| {
             self.held.bytes.fetch_sub(message.len(), Ordering::Relaxed);
             self.held.messages.fetch_sub(1, Ordering::Relaxed);
-            self.held.account.release(message.len());
-        }
-        item
+            if forced {
+                self.held.forced.fetch_sub(message.len(), Ordering::Relaxed);
+                self.held.account.release_forced(message.len());
+            } else {
+                self.held.account.release(message.len());
+            }
+            message
+        }))
     }
 }
 

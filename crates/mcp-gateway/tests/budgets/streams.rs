@@ -133,25 +133,21 @@ async fn a_listen_ends_with_a_complete_result_when_its_token_expires() {
     );
 }
 
+/// A 2024-11-05 bridged `…/sse` stream of `vh` opened with `auth`, past its `endpoint` event.
+async fn bridged(gw: &GatewayProcess, auth: &str) -> EventStream {
+    let headers = [("authorization", auth), ("accept", "text/event-stream")];
+    let mut stream = EventStream::open(gw.addr, "GET", "/servers/vh/sse", &headers, "").await;
+    assert_eq!(stream.status, 200);
+    let endpoint = stream.next_event(WAIT).await.expect("the endpoint event");
+    assert_eq!(endpoint.event.as_deref(), Some("endpoint"));
+    stream
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bridged_sse_stream_ends_when_its_token_expires() {
     let (_dir, gw, _backend) = gateway().await;
-    let open = |auth: String| {
-        let addr = gw.addr;
-        async move {
-            let headers = [
-                ("authorization", auth.as_str()),
-                ("accept", "text/event-stream"),
-            ];
-            let mut stream = EventStream::open(addr, "GET", "/servers/vh/sse", &headers, "").await;
-            assert_eq!(stream.status, 200);
-            let endpoint = stream.next_event(WAIT).await.expect("the endpoint event");
-            assert_eq!(endpoint.event.as_deref(), Some("endpoint"));
-            stream
-        }
-    };
-    let mut short = open(expiring("alice", 10)).await;
-    let mut long = open(expiring("bob", 600)).await;
+    let mut short = bridged(&gw, &expiring("alice", 10)).await;
+    let mut long = bridged(&gw, &expiring("bob", 600)).await;
     assert!(
         short.ends_within(WAIT).await,
         "alice's SSE stream outlived her token"
@@ -172,8 +168,11 @@ async fn streams_end_when_the_configuration_drops_their_virtual_host() {
     let mut alice_listen = listen(&gw, &alice_auth).await;
     let mut bob_get = get_stream(&gw, &bob_auth, &bob).await;
     let mut bob_listen = listen(&gw, &bob_auth).await;
+    let mut alice_sse = bridged(&gw, &alice_auth).await;
+    let mut bob_sse = bridged(&gw, &bob_auth).await;
     // The control: nothing ends while the configuration keeps the virtual host.
     assert!(!alice_get.ends_within(Duration::from_secs(2)).await);
+    assert!(!alice_sse.ends_within(Duration::from_secs(1)).await);
 
     // Alice's configuration loses `vh` (she keeps `other`).
     support::write(dir.path(), "users.json", &users(&backend, false));
@@ -184,8 +183,13 @@ async fn streams_end_when_the_configuration_drops_their_virtual_host() {
     complete_result(&mut alice_listen).await;
     assert!(alice_listen.ends_within(WAIT).await);
     assert!(
+        alice_sse.ends_within(WAIT).await,
+        "alice's bridged SSE stream outlived her virtual host"
+    );
+    assert!(
         !bob_get.ends_within(Duration::from_secs(2)).await,
         "bob's GET stream ended with alice's virtual host"
     );
     assert!(!bob_listen.ends_within(Duration::from_secs(1)).await);
+    assert!(!bob_sse.ends_within(Duration::from_secs(1)).await);
 }

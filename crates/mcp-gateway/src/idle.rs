@@ -15,11 +15,13 @@ use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use http::{Request, Response};
-use http_body::{Body, Frame, SizeHint};
+
 use pin_project_lite::pin_project;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 use tower_service::Service;
+
+use crate::guarded_body::Guarded;
 
 /// The requests in flight on one connection.
 #[derive(Debug)]
@@ -107,7 +109,7 @@ impl Activity {
 
 /// One request in flight; dropping it ends the request.
 #[derive(Debug)]
-struct InFlight(Arc<Activity>);
+pub(crate) struct InFlight(Arc<Activity>);
 
 impl Drop for InFlight {
     fn drop(&mut self) {
@@ -175,46 +177,12 @@ where
         let this = self.project();
         let result = ready!(this.inner.poll(cx));
         let in_flight = this.in_flight.take();
-        Poll::Ready(result.map(|res| {
-            res.map(|inner| TrackedBody {
-                inner,
-                _in_flight: in_flight,
-            })
-        }))
+        Poll::Ready(result.map(|res| res.map(|inner| Guarded::new(inner, in_flight))))
     }
 }
 
-pin_project! {
-    /// A response body that keeps its request in flight until it is dropped.
-    pub(crate) struct TrackedBody<B> {
-        #[pin]
-        inner: B,
-        _in_flight: Option<InFlight>,
-    }
-}
-
-impl<B: Body> Body for TrackedBody<B> {
-    type Data = B::Data;
-    type Error = B::Error;
-
-    #[inline]
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
-        self.project().inner.poll_frame(cx)
-    }
-
-    #[inline]
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    #[inline]
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
-    }
-}
+/// A response body that keeps its request in flight until it is dropped.
+pub(crate) type TrackedBody<B> = Guarded<B, Option<InFlight>>;
 
 #[cfg(test)]
 mod tests {

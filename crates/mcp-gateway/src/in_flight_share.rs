@@ -15,12 +15,12 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
-use bytes::Bytes;
 use http::{HeaderValue, Request, Response, StatusCode, Version, header};
-use http_body::{Body, Frame, SizeHint};
 use mcp_core::{Principal, PrincipalSlots, ResponseBody, Slot};
 use pin_project_lite::pin_project;
 use tower_service::Service;
+
+use crate::guarded_body::Guarded;
 
 /// Counts each principal's requests in flight around `inner` (see the module docs).
 #[derive(Clone, Debug)]
@@ -112,7 +112,7 @@ where
                 let Ok(response) = ready!(future.poll(cx));
                 let slot = slot.take();
                 Poll::Ready(Ok(
-                    response.map(|inner| ResponseBody::inner(Held { inner, _slot: slot }))
+                    response.map(|inner| ResponseBody::inner(Guarded::new(inner, slot)))
                 ))
             }
             ShareProj::Refused { max, version } => Poll::Ready(Ok(refusal(*max, *version))),
@@ -120,40 +120,12 @@ where
     }
 }
 
-pin_project! {
-    /// A response body holding its principal's slot until it is dropped.
-    pub(crate) struct Held<B> {
-        #[pin]
-        inner: B,
-        _slot: Option<Slot>,
-    }
-}
-
-impl<B> Body for Held<B>
-where
-    B: Body<Data = Bytes>,
-{
-    type Data = Bytes;
-    type Error = B::Error;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
-        self.project().inner.poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
-    }
-}
+/// A response body holding its principal's slot until it is dropped.
+pub(crate) type Held<B> = Guarded<B, Option<Slot>>;
 
 #[cfg(test)]
 mod tests {
+    use bytes::Bytes;
     use http_body_util::{BodyExt, Full};
     use tower::ServiceExt;
 

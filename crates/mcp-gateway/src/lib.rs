@@ -183,6 +183,7 @@
 //! | `service` | [`GatewayService`] |
 //! | `json_posts` | [`JsonPosts`], the 415 for a POST that does not declare `application/json` |
 //! | `in_flight_share` | (inside the stack) each principal's share of requests in flight, the 429 past it (`limits.max_in_flight_per_principal`) |
+//! | `guarded_body` | (inside the stack) the response body that keeps a request's in-flight count or principal slot until it is dropped |
 //! | `admin` | [`AdminService`] |
 //! | `auth` | [`build_validator`], [`hs256_secret`] |
 //! | `store` | [`check_documents`] |
@@ -195,6 +196,7 @@ mod check;
 pub mod config;
 mod error;
 mod gateway;
+mod guarded_body;
 mod idle;
 mod in_flight_share;
 mod json_posts;

@@ -204,10 +204,21 @@ impl<K: Clone + Eq + Hash, V: Clone> ScopedTable<K, V> {
         }
         // Each insertion sweeps what its own principal left to expire (a scan of its share).
         let mut evicted = inner.expire_own(principal, now, self.idle);
-        if inner.entries.len() >= self.total {
+        if inner.entries.len() >= self.total || inner.bytes >= self.bytes_total {
             evicted.extend(inner.expire(now, self.idle));
         }
-        let held = inner.order.get(principal).map_or(0, |held| held.keys.len());
+        let (held, weight) = inner
+            .order
+            .get(principal)
+            .map_or((0, 0), |held| (held.keys.len(), held.bytes));
+        if inner.bytes >= self.bytes_total && weight == 0 {
+            // The table's bytes are spent and the principal holds none to give back when its
+            // entry is weighed: refused like a newcomer to a full table.
+            return Inserted {
+                value: None,
+                evicted,
+            };
+        }
         if held >= self.per_principal || (inner.entries.len() >= self.total && held > 0) {
             evicted.extend(inner.pop_oldest(principal));
         } else if inner.entries.len() >= self.total {
@@ -509,6 +520,34 @@ mod tests {
         assert_eq!(table.get(&"b2"), Some(0));
         assert_eq!(table.bytes(), 100);
         assert!(!table.weigh(&"nobody", 1).kept);
+    }
+
+    #[test]
+    fn a_principal_with_no_bytes_to_give_back_is_refused_when_the_bytes_are_spent() {
+        let table = ScopedTable::weighed(3, 10, Duration::from_secs(3600), 100, 100);
+        let alice = Principal::new("i", "alice");
+        let bob = Principal::new("i", "bob");
+        assert!(
+            table
+                .get_or_insert_with(&"a1", &alice, || 0)
+                .value
+                .is_some()
+        );
+        assert!(table.weigh(&"a1", 100).kept);
+        // Bob would make an entry (an upstream session) that could never be kept: refused
+        // before it is made, like a newcomer to a full table.
+        assert!(table.get_or_insert_with(&"b1", &bob, || 0).value.is_none());
+        // Alice holds bytes she can give back when her next entry is weighed.
+        assert!(
+            table
+                .get_or_insert_with(&"a2", &alice, || 0)
+                .value
+                .is_some()
+        );
+        let weighed = table.weigh(&"a2", 50);
+        assert!(weighed.kept);
+        assert_eq!(table.bytes(), 50, "her a1 gave way");
+        assert!(table.get_or_insert_with(&"b1", &bob, || 0).value.is_some());
     }
 
     #[tokio::test(start_paused = true)]

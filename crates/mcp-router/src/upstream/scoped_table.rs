@@ -14,6 +14,9 @@
 //! byte share per principal and a byte total beside the entry counts, and drops a principal's
 //! own expired entries whenever it stores one (not only when the table is full). It is the
 //! budget rule in bytes (book: docs/src/security.md, "Budgets").
+//!
+//! Why this file is long: a third of it is the unit tests of the eviction and byte rules,
+//! which read the table's private state.
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::Hash;
@@ -34,6 +37,8 @@ pub(crate) struct ScopedTable<K, V> {
     /// Bytes one principal's entries may weigh, and all of them ([`ScopedTable::weighed`]).
     bytes_per_principal: usize,
     bytes_total: usize,
+    /// What a newcomer's entry may come to weigh once made ([`reserving`](Self::reserving)).
+    reserve: usize,
     /// How long an entry nobody asks for lives.
     idle: Duration,
 }
@@ -103,6 +108,7 @@ impl<K: Clone + Eq + Hash, V: Clone> ScopedTable<K, V> {
             total: total.max(1),
             bytes_per_principal: usize::MAX,
             bytes_total: usize::MAX,
+            reserve: 0,
             idle,
         }
     }
@@ -122,6 +128,14 @@ impl<K: Clone + Eq + Hash, V: Clone> ScopedTable<K, V> {
             bytes_total,
             ..Self::new(per_principal, total, idle)
         }
+    }
+
+    /// An entry inserted by a principal holding no bytes needs `bytes` of room: the most an
+    /// entry weighed after it is made ([`weigh`](Self::weigh)) may come to. Without it, a
+    /// newcomer is refused only once the bytes are spent to the last one.
+    pub(crate) fn reserving(mut self, bytes: usize) -> Self {
+        self.reserve = bytes;
+        self
     }
 
     /// What every entry weighs together.
@@ -211,9 +225,9 @@ impl<K: Clone + Eq + Hash, V: Clone> ScopedTable<K, V> {
             .order
             .get(principal)
             .map_or((0, 0), |held| (held.keys.len(), held.bytes));
-        if inner.bytes >= self.bytes_total && weight == 0 {
-            // The table's bytes are spent and the principal holds none to give back when its
-            // entry is weighed: refused like a newcomer to a full table.
+        if weight == 0 && inner.bytes.saturating_add(self.reserve.max(1)) > self.bytes_total {
+            // The table's bytes have no room for the entry once weighed, and the principal holds
+            // none to give back then: refused like a newcomer to a full table.
             return Inserted {
                 value: None,
                 evicted,
@@ -548,6 +562,33 @@ mod tests {
         assert!(weighed.kept);
         assert_eq!(table.bytes(), 50, "her a1 gave way");
         assert!(table.get_or_insert_with(&"b1", &bob, || 0).value.is_some());
+    }
+
+    #[test]
+    fn a_newcomer_needs_room_for_the_largest_entry() {
+        let table = ScopedTable::weighed(3, 10, Duration::from_secs(3600), 100, 100).reserving(40);
+        let alice = Principal::new("i", "alice");
+        assert!(
+            table
+                .get_or_insert_with(&"a1", &alice, || 0)
+                .value
+                .is_some()
+        );
+        assert!(table.weigh(&"a1", 50).kept);
+        let bob = Principal::new("i", "bob");
+        assert!(
+            table.get_or_insert_with(&"b1", &bob, || 0).value.is_some(),
+            "50 + 40 fit"
+        );
+        assert!(table.weigh(&"b1", 20).kept);
+        let carol = Principal::new("i", "carol");
+        assert!(
+            table
+                .get_or_insert_with(&"c1", &carol, || 0)
+                .value
+                .is_none(),
+            "70 + 40 do not: carol's entry could not be kept"
+        );
     }
 
     #[tokio::test(start_paused = true)]

@@ -11,6 +11,7 @@ use http::HeaderValue;
 use tokio::sync::OnceCell;
 
 use super::UpstreamError;
+use super::identity::{MAX_INITIALIZE_RESULT_BYTES, MAX_SESSION_ID_BYTES};
 use super::scope::CredentialScope;
 use super::scoped_table::ScopedTable;
 use crate::telemetry::SessionClock;
@@ -106,7 +107,9 @@ impl SessionTable {
         bytes: usize,
     ) -> Self {
         Self {
-            slots: ScopedTable::weighed(per_principal, max, IDLE, bytes_per_principal, bytes),
+            // A newcomer needs room for a session of the largest kind it may get.
+            slots: ScopedTable::weighed(per_principal, max, IDLE, bytes_per_principal, bytes)
+                .reserving(MAX_INITIALIZE_RESULT_BYTES + MAX_SESSION_ID_BYTES),
             attached: Mutex::new(HashMap::new()),
             retired: Mutex::new(Retired::default()),
             max,

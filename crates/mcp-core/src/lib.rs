@@ -6,8 +6,7 @@
 //! | module | what it holds |
 //! |---|---|
 //! | `principal` | [`Principal`], the authenticated caller (issuer + subject), a request extension |
-//! | `byte_budget` | [`ByteBudget`], bytes each principal holds of one kind, with a share per principal and a ceiling per node, charged on an [`Account`] without locks ([`Spent`] says which limit refused) |
-//! | `principal_slots` | [`PrincipalSlots`], a cap on what each principal holds at once (requests in flight, streams), with [`Slot`] given back on drop |
+//! | `budget` | [`Budget`], what each principal holds of one kind in bytes and slots, with a share per principal and a ceiling per node for each: charged on an [`Account`] without locks, a [`Slot`] or [`Charge`] given back on drop, [`Spent`] saying which limit refused, [`Refusals`] counting them |
 //! | `valid_until` | [`ValidUntil`], when the request's credentials expire (token `exp` + leeway), a request extension |
 //! | `virtual_host_id` | [`VirtualHostId`], the virtual host a request addresses, a request extension |
 //! | `body` | [`ResponseBody`], inner body or locally generated body, `Default` when the inner is |
@@ -39,7 +38,7 @@
 //! strings, so a layer reads what another produced without depending on the producer's crate.
 
 mod body;
-mod byte_budget;
+mod budget;
 mod detail_future;
 pub mod error_code;
 mod error_object;
@@ -51,7 +50,6 @@ pub mod media;
 mod method;
 pub mod outcome;
 mod principal;
-mod principal_slots;
 mod protocol_version;
 mod raw_object;
 pub mod sse;
@@ -61,7 +59,7 @@ mod valid_until;
 mod virtual_host_id;
 
 pub use body::ResponseBody;
-pub use byte_budget::{Account, ByteBudget, Spent};
+pub use budget::{Account, Budget, Charge, Refusals, Slot, Spent};
 pub use detail_future::DetailFuture;
 pub use error_object::ErrorObject;
 pub use http_error::{APPLICATION_JSON, detail_body, detail_response};
@@ -72,7 +70,6 @@ pub use jsonrpc::{
 };
 pub use method::{Direction, Eras, Method, MethodKind, RouteKey};
 pub use principal::Principal;
-pub use principal_slots::{PrincipalSlots, Slot};
 pub use protocol_version::{Era, ProtocolVersion, UnknownProtocolVersion};
 pub use raw_object::RawObject;
 pub use valid_until::ValidUntil;

@@ -10,6 +10,7 @@ use std::time::Duration;
 use hyper_util::server::graceful::GracefulShutdown;
 use mcp_claims::{ClaimsLayer, JwtValidator};
 use mcp_config_store::{ConfigStoreLayer, PrincipalKey, UserConfigStore, VirtualHostConfigLayer};
+use mcp_core::Budget;
 use mcp_core::tls::ClientTls;
 use mcp_plugins::PluginRuntime;
 use mcp_router::bus::NodeBus;
@@ -225,7 +226,10 @@ impl GatewayBuilder {
             .max_sessions(config.limits.max_sse_sessions)
             .max_sessions_per_principal(config.limits.max_sse_sessions_per_principal)
             .max_batch(config.limits.max_sse_batch);
+        let sse_budget = sse.budget();
         let bridged = sse.layer(router);
+        let in_flight = Budget::new("in_flight")
+            .with_slots(config.limits.max_in_flight_per_principal, usize::MAX);
         // Several trusted issuers may each have an `alice`: their configurations are looked up
         // (and cached) under `<issuer>#<sub>` then (mcp_config_store::lookup_key).
         let key = PrincipalKey::for_issuer_count(config.auth.jwt.issuers.len());
@@ -235,7 +239,7 @@ impl GatewayBuilder {
             key,
             bridged,
             Arc::clone(&metadata),
-            config.limits.max_in_flight_per_principal,
+            in_flight.clone(),
         );
         let shared = Arc::new(Shared {
             limits: RequestLimits::from_config(&config),
@@ -259,6 +263,10 @@ impl GatewayBuilder {
                 stale_answer_bytes: held.stale_answer_bytes(),
                 upstream_session_bytes: held.upstream_session_bytes(),
                 link_buffer_bytes: held.link_buffer_bytes(),
+                budgets: [in_flight.clone(), sse_budget.clone()]
+                    .into_iter()
+                    .chain(held.budgets())
+                    .collect(),
             }),
         });
         Ok(Gateway {
@@ -312,6 +320,8 @@ fn session_store(
             limits.idle_timeout = s.idle_timeout;
             limits.max_sessions = s.max_sessions;
             limits.max_per_principal = s.max_per_principal;
+            limits.max_bytes_per_principal = s.record_bytes_per_principal;
+            limits.max_bytes = s.record_bytes;
             Arc::new(LocalSessionStore::new(limits))
         }
     };
@@ -420,7 +430,7 @@ fn build_stack(
     key: PrincipalKey,
     router: SseBridge<McpRouter>,
     metadata: Arc<ResourceMetadata>,
-    max_in_flight_per_principal: usize,
+    in_flight: Budget,
 ) -> McpStack {
     let claims = ClaimsLayer::new(validator)
         .resource_metadata_fn(move |parts: &http::request::Parts| metadata.url_for_request(parts));
@@ -432,7 +442,7 @@ fn build_stack(
     let paths = PathPattern::default()
         .also_suffix(SSE_PATH_SUFFIX)
         .also_suffix(MESSAGES_PATH_SUFFIX);
-    let shared = InFlightShare::new(config_store, max_in_flight_per_principal);
+    let shared = InFlightShare::new(config_store, in_flight);
     VhostLayer::with_pattern(paths).layer(claims.layer(shared))
 }
 

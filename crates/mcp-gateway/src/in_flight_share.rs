@@ -16,7 +16,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
 use http::{HeaderValue, Request, Response, StatusCode, Version, header};
-use mcp_core::{Principal, PrincipalSlots, ResponseBody, Slot};
+use mcp_core::{Budget, Principal, ResponseBody, Slot};
 use pin_project_lite::pin_project;
 use tower_service::Service;
 
@@ -26,16 +26,14 @@ use crate::guarded_body::Guarded;
 #[derive(Clone, Debug)]
 pub(crate) struct InFlightShare<S> {
     inner: S,
-    slots: PrincipalSlots,
+    slots: Budget,
 }
 
 impl<S> InFlightShare<S> {
-    /// At most `max` requests of one principal in flight in `inner`.
-    pub(crate) fn new(inner: S, max: usize) -> Self {
-        Self {
-            inner,
-            slots: PrincipalSlots::new(max),
-        }
+    /// Each principal's requests in flight in `inner` hold a slot of `slots` (at most its
+    /// share of them).
+    pub(crate) fn new(inner: S, slots: Budget) -> Self {
+        Self { inner, slots }
     }
 }
 
@@ -56,10 +54,10 @@ where
             // Nothing to charge before authentication (the claims layer answered already).
             None => None,
             Some(principal) => match self.slots.take(principal) {
-                Some(slot) => Some(slot),
-                None => {
+                Ok(slot) => Some(slot),
+                Err(_) => {
                     return ShareFuture::Refused {
-                        max: self.slots.max(),
+                        max: self.slots.slots_share(),
                         version: req.version(),
                     };
                 }
@@ -144,7 +142,7 @@ mod tests {
         let inner = tower::service_fn(|_req: Request<Full<Bytes>>| async {
             Ok::<_, Infallible>(Response::new(Full::new(Bytes::from_static(b"ok"))))
         });
-        let service = InFlightShare::new(inner, 1);
+        let service = InFlightShare::new(inner, Budget::new("in_flight").with_slots(1, usize::MAX));
         let held = service.clone().oneshot(request(Some("alice"))).await;
         let Ok(held) = held;
         assert_eq!(held.status(), StatusCode::OK);

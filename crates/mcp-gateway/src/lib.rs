@@ -149,6 +149,9 @@
 //! | `mcp_gateway_stale_answer_bytes` | gauge, read at each scrape: bytes of last good list and discover answers kept for stale-if-error | |
 //! | `mcp_gateway_link_buffer_bytes` | gauge, read at each scrape: bytes linked backends (stdio, HTTP+SSE) sent calls that their clients have not read yet | |
 //! | `mcp_gateway_upstream_session_bytes` | gauge, read at each scrape: bytes the upstream 2025 sessions kept on this node weigh (mostly backends' initialize results) | |
+//! | `mcp_gateway_budget_held` | gauge, read at each scrape: what every principal holds of a budget together (book: docs/src/security.md, "Budgets") | `budget` (its fixed name), `unit` (`bytes`, `slots`; shown when the budget limits it) |
+//! | `mcp_gateway_budget_limit` | gauge: a budget's per-principal share and node ceiling (an unlimited one is not shown) | `budget`, `unit`, `limit` (`share`, `ceiling`) |
+//! | `mcp_gateway_budget_refusals_total` | counter: work a budget refused since the process started | `budget`, `limit` (the one that was spent: `share`, `ceiling`) |
 //! | `mcp_server_operation_duration_seconds` | histogram, `mcp.server.operation.duration` of the MCP semantic conventions: MCP messages the router served, to the answer's head | `mcp_method_name`, `mcp_protocol_version`, `error_type` |
 //! | `mcp_client_operation_duration_seconds` | histogram, `mcp.client.operation.duration`: upstream MCP requests, to the backend's answer | `mcp_method_name`, `error_type` |
 //! | `mcp_client_session_duration_seconds` | histogram, `mcp.client.session.duration`: upstream 2025 sessions this node opened, until it let go of them (ended with the last downstream session using it, forgotten after a 404, evicted) | `mcp_protocol_version` |

@@ -28,6 +28,9 @@ pub(crate) const RELAYED_REQUESTS: &str = "mcp_gateway_relayed_requests_waiting"
 pub(crate) const STALE_ANSWER_BYTES: &str = "mcp_gateway_stale_answer_bytes";
 pub(crate) const UPSTREAM_SESSION_BYTES: &str = "mcp_gateway_upstream_session_bytes";
 pub(crate) const LINK_BUFFER_BYTES: &str = "mcp_gateway_link_buffer_bytes";
+pub(crate) const BUDGET_HELD: &str = "mcp_gateway_budget_held";
+pub(crate) const BUDGET_LIMIT: &str = "mcp_gateway_budget_limit";
+pub(crate) const BUDGET_REFUSALS: &str = "mcp_gateway_budget_refusals_total";
 
 /// Latency buckets in seconds: sub-millisecond gateway overhead up to long streamed calls.
 const BUCKETS: &[f64] = &[
@@ -148,6 +151,18 @@ fn describe() {
     metrics::describe_gauge!(
         NOTIFICATION_STREAMS,
         "Open 2025 GET streams and 2026-07-28 subscriptions/listen streams"
+    );
+    metrics::describe_gauge!(
+        BUDGET_HELD,
+        "What every principal holds of a budget on this node, by budget and unit (bytes, slots)"
+    );
+    metrics::describe_gauge!(
+        BUDGET_LIMIT,
+        "A budget's per-principal share and node ceiling, by budget, unit and limit (share, ceiling); an unlimited one is not shown"
+    );
+    metrics::describe_counter!(
+        BUDGET_REFUSALS,
+        "Work a budget refused since the process started, by budget and the limit that was spent (share, ceiling)"
     );
     metrics::describe_gauge!(
         BACKGROUND_RELAYS,
@@ -277,6 +292,8 @@ pub(crate) struct Held {
     pub(crate) stale_answer_bytes: usize,
     pub(crate) upstream_session_bytes: usize,
     pub(crate) link_buffer_bytes: usize,
+    /// Every budget of the node (book: docs/src/security.md, "Budgets").
+    pub(crate) budgets: Vec<mcp_core::Budget>,
 }
 
 /// Records [`Held`].
@@ -288,6 +305,45 @@ pub(crate) fn record_held(held: &Held) {
     metrics::gauge!(STALE_ANSWER_BYTES).set(held.stale_answer_bytes as f64);
     metrics::gauge!(UPSTREAM_SESSION_BYTES).set(held.upstream_session_bytes as f64);
     metrics::gauge!(LINK_BUFFER_BYTES).set(held.link_buffer_bytes as f64);
+    for budget in &held.budgets {
+        record_budget(budget);
+    }
+}
+
+/// A budget's use, limits and refusals. A unit shows when the budget limits it (a budget of
+/// slots only has no bytes to show); labels are the budget's fixed name, never a caller's.
+fn record_budget(budget: &mcp_core::Budget) {
+    let name = budget.name();
+    let units = [
+        (
+            "bytes",
+            budget.held_bytes(),
+            budget.bytes_share(),
+            budget.bytes_ceiling(),
+        ),
+        (
+            "slots",
+            budget.held_slots(),
+            budget.slots_share(),
+            budget.slots_ceiling(),
+        ),
+    ];
+    for (unit, held, share, ceiling) in units {
+        if share == usize::MAX && ceiling == usize::MAX {
+            continue;
+        }
+        metrics::gauge!(BUDGET_HELD, "budget" => name, "unit" => unit).set(held as f64);
+        for (limit, value) in [("share", share), ("ceiling", ceiling)] {
+            if value != usize::MAX {
+                metrics::gauge!(BUDGET_LIMIT, "budget" => name, "unit" => unit, "limit" => limit)
+                    .set(value as f64);
+            }
+        }
+    }
+    let refusals = budget.refusals();
+    for (limit, count) in [("share", refusals.share), ("ceiling", refusals.ceiling)] {
+        metrics::counter!(BUDGET_REFUSALS, "budget" => name, "limit" => limit).absolute(count);
+    }
 }
 
 /// Records the store's readiness.

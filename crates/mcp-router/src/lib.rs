@@ -113,7 +113,7 @@
 //! | `hops` | shared | this deployment's `Via` mark on upstream requests, and the 508 of a request that carries it (loops) |
 //! | `node_id` | shared | this node's random id, and the upstream request ids and progress tokens minted with it (unique across nodes and restarts) |
 //! | `replay`, `session_ends` | shared | a 2025 session's event buffers for `Last-Event-ID`; signals to its streams when it ends |
-//! | `inflight` | shared | calls in progress by session and request id (per-principal stream slots are `mcp_core::PrincipalSlots`) |
+//! | `inflight` | shared | calls in progress by session and request id (per-principal stream slots draw from an `mcp_core::Budget`) |
 //! | `degraded`, `log_level` | shared | the degraded marker of partial answers; log severities |
 //! | `context` | shared | the request facts the foundation layers put in extensions |
 //! | [`telemetry`] | shared | OpenTelemetry spans and metrics after the MCP semantic conventions |

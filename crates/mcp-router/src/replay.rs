@@ -24,7 +24,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 
 use bytes::Bytes;
-use mcp_core::Principal;
+use mcp_core::{Budget, Principal, Slot};
 
 /// Events kept per stream for replay.
 const PER_STREAM: usize = 128;
@@ -68,7 +68,8 @@ struct StreamEvents {
 }
 
 struct SessionStreams {
-    principal: Principal,
+    /// The session's place in the `replay` budget; its account is charged the kept bytes.
+    slot: Slot,
     next_post: u64,
     /// Orders the events of all the session's streams, to find the oldest.
     next_seq: u64,
@@ -79,9 +80,9 @@ struct SessionStreams {
 }
 
 impl SessionStreams {
-    fn new(principal: Principal) -> Self {
+    fn new(slot: Slot) -> Self {
         Self {
-            principal,
+            slot,
             next_post: 0,
             next_seq: 0,
             bytes: 0,
@@ -126,50 +127,31 @@ impl SessionStreams {
     }
 }
 
-/// What one principal's sessions hold.
-#[derive(Default)]
-struct PrincipalUse {
-    sessions: usize,
-    bytes: usize,
-}
-
-#[derive(Default)]
 struct Table {
     sessions: HashMap<String, SessionStreams>,
-    principals: HashMap<Principal, PrincipalUse>,
-    total_bytes: usize,
+    /// A slot per session with buffers, and the bytes they keep.
+    budget: Budget,
     /// Event numbers for sessions the table has no room for: unique, so their ids still are.
     unbuffered_next: u64,
 }
 
 impl Table {
-    fn release(&mut self, principal: &Principal, bytes: usize) {
-        self.total_bytes -= bytes;
-        if let Some(used) = self.principals.get_mut(principal) {
-            used.bytes -= bytes;
+    fn new(limits: &ReplayLimits) -> Self {
+        Self {
+            sessions: HashMap::new(),
+            budget: Budget::new("replay")
+                .with_slots(limits.sessions_per_principal, limits.sessions)
+                .with_bytes(limits.principal_bytes, limits.total_bytes),
+            unbuffered_next: 0,
         }
     }
 
     /// The session's buffers, created when the table and its principal have room.
-    fn session(
-        &mut self,
-        limits: &ReplayLimits,
-        principal: &Principal,
-        session: &str,
-    ) -> Option<&mut SessionStreams> {
+    fn session(&mut self, principal: &Principal, session: &str) -> Option<&mut SessionStreams> {
         if !self.sessions.contains_key(session) {
-            let used = self.principals.entry(principal.clone()).or_default();
-            if self.sessions.len() >= limits.sessions
-                || used.sessions >= limits.sessions_per_principal
-            {
-                if used.sessions == 0 {
-                    self.principals.remove(principal);
-                }
-                return None;
-            }
-            used.sessions += 1;
+            let slot = self.budget.take(principal).ok()?;
             self.sessions
-                .insert(session.to_owned(), SessionStreams::new(principal.clone()));
+                .insert(session.to_owned(), SessionStreams::new(slot));
         }
         self.sessions.get_mut(session)
     }
@@ -188,10 +170,10 @@ impl Table {
         stream: &str,
         message: Bytes,
     ) -> u64 {
-        let Some(s) = self.session(limits, principal, session) else {
+        let Some(s) = self.session(principal, session) else {
             return self.unbuffered_number();
         };
-        let owner = s.principal.clone();
+        let account = s.slot.account().clone();
         let (events, forgotten) = s.stream(stream);
         events.next += 1;
         let n = events.next;
@@ -201,50 +183,41 @@ impl Table {
             0
         };
         s.bytes -= popped;
-        self.release(&owner, forgotten + popped);
+        account.release(forgotten + popped);
         let len = message.len();
         if len > limits.session_bytes {
             // It could never fit: the session's kept events stay.
             return n;
         }
-        while let Some(s) = self.sessions.get_mut(session) {
-            let principal_bytes = self.principals.get(&owner).map_or(0, |u| u.bytes);
-            let fits = s.bytes + len <= limits.session_bytes
-                && principal_bytes + len <= limits.principal_bytes
-                && self.total_bytes + len <= limits.total_bytes;
+        loop {
+            let fits = s.bytes + len <= limits.session_bytes && account.room(len, 0).is_ok();
             if fits {
                 let seq = s.next_seq;
                 s.next_seq += 1;
                 s.bytes += len;
                 let (events, _) = s.stream(stream);
                 events.events.push_back((seq, n, message));
-                self.total_bytes += len;
-                if let Some(used) = self.principals.get_mut(&owner) {
-                    used.bytes += len;
-                }
+                account.add(len);
                 break;
             }
             // Only this session's own events make room; when it has none left, the event is
             // sent without being kept.
             match s.drop_oldest() {
-                Some(dropped) => self.release(&owner, dropped),
-                None => break,
+                Some(dropped) => account.release(dropped),
+                None => {
+                    if let Err(spent) = account.room(len, 0) {
+                        self.budget.refuse(spent);
+                    }
+                    break;
+                }
             }
         }
         n
     }
 
     fn forget(&mut self, session: &str) {
-        let Some(gone) = self.sessions.remove(session) else {
-            return;
-        };
-        self.total_bytes -= gone.bytes;
-        if let Some(used) = self.principals.get_mut(&gone.principal) {
-            used.bytes -= gone.bytes;
-            used.sessions -= 1;
-            if used.sessions == 0 {
-                self.principals.remove(&gone.principal);
-            }
+        if let Some(gone) = self.sessions.remove(session) {
+            gone.slot.account().release(gone.bytes);
         }
     }
 }
@@ -267,7 +240,7 @@ impl ReplayBuffers {
     /// Buffers of node `node` (its random id, in every event id).
     pub(crate) fn new(limits: ReplayLimits, node: &str) -> Self {
         Self {
-            table: Mutex::default(),
+            table: Mutex::new(Table::new(&limits)),
             limits,
             node: node.into(),
         }
@@ -284,7 +257,7 @@ impl ReplayBuffers {
     /// A key for a new POST response stream of `principal`'s `session`.
     pub(crate) fn open_post_stream(&self, principal: &Principal, session: &str) -> String {
         let mut table = self.lock();
-        match table.session(&self.limits, principal, session) {
+        match table.session(principal, session) {
             Some(s) => {
                 s.next_post += 1;
                 format!("p{}", s.next_post)
@@ -315,15 +288,14 @@ impl ReplayBuffers {
     /// A fresh event id of `stream` without a message (a priming event).
     pub(crate) fn next_id(&self, principal: &Principal, session: &str, stream: &str) -> String {
         let mut table = self.lock();
-        let Some(s) = table.session(&self.limits, principal, session) else {
+        let Some(s) = table.session(principal, session) else {
             let n = table.unbuffered_number();
             return self.event_id(stream, n);
         };
         let (events, freed) = s.stream(stream);
         events.next += 1;
         let n = events.next;
-        let owner = s.principal.clone();
-        table.release(&owner, freed);
+        s.slot.account().release(freed);
         drop(table);
         self.event_id(stream, n)
     }
@@ -367,7 +339,12 @@ impl ReplayBuffers {
 
     /// Bytes of messages kept in all (for metrics).
     pub(crate) fn bytes(&self) -> usize {
-        self.lock().total_bytes
+        self.lock().budget.held_bytes()
+    }
+
+    /// The budget the buffers draw from (a slot per session, and the bytes kept).
+    pub(crate) fn budget(&self) -> Budget {
+        self.lock().budget.clone()
     }
 }
 

@@ -42,7 +42,7 @@ use crate::upstream::{
     BackendLayer, BackendService, DestinationPolicy, StdioServer, Upstream, UpstreamError,
     UpstreamOptions, UpstreamReply, UpstreamRequest,
 };
-use mcp_core::PrincipalSlots;
+use mcp_core::Budget;
 #[cfg(feature = "plugins")]
 use mcp_plugins::PluginRuntime;
 
@@ -104,13 +104,15 @@ impl McpRouter {
     /// Bytes the caller's upstream 2025 sessions kept on this node weigh (mostly the backends'
     /// `InitializeResult`s; see [`UpstreamOptions::session_bytes`]), for metrics.
     pub fn upstream_session_bytes(&self) -> usize {
-        self.front.ops.upstream.session_bytes()
+        let [_, _, sessions, ..] = self.front.ops.upstream.budgets();
+        sessions.held_bytes()
     }
 
     /// Bytes linked backends (stdio, HTTP+SSE) sent calls on this node that their clients have
     /// not read yet (see [`UpstreamOptions::link_buffer_bytes`]), for metrics.
     pub fn link_buffer_bytes(&self) -> usize {
-        self.front.ops.upstream.link_buffer_bytes()
+        let [_, links, ..] = self.front.ops.upstream.budgets();
+        links.held_bytes()
     }
 
     /// Bytes of messages kept in 2025 sessions' replay buffers on this node, for metrics.
@@ -127,12 +129,44 @@ impl McpRouter {
     /// Open 2025 GET streams and 2026-07-28 `subscriptions/listen` streams on this node, for
     /// metrics.
     pub fn notification_streams(&self) -> usize {
-        self.front.streams.total()
+        self.front.streams.held_slots()
     }
 
     /// 2025 POST response streams being relayed on this node, for metrics.
     pub fn background_relays(&self) -> usize {
-        self.front.relays.total()
+        self.front.relays.held_slots()
+    }
+
+    /// Every budget the router draws from on this node (book: docs/src/security.md,
+    /// "Budgets"), for metrics: what each holds and how often it refused.
+    pub fn budgets(&self) -> Vec<Budget> {
+        let front = &self.front;
+        let ops = &front.ops;
+        [
+            &front.streams,
+            &front.relays,
+            ops.pending.budget(),
+            ops.parked.budget(),
+            ops.stale.budget(),
+            ops.hints.budget(),
+        ]
+        .into_iter()
+        .chain(ops.upstream.budgets())
+        .cloned()
+        .chain([front.replay.budget()])
+        .chain(front.sessions.budget())
+        .chain(Self::bus_budgets(front))
+        .collect()
+    }
+
+    #[cfg(feature = "redis")]
+    fn bus_budgets(front: &Front) -> Option<Budget> {
+        Some(front.forwards.budget().clone())
+    }
+
+    #[cfg(not(feature = "redis"))]
+    fn bus_budgets(_: &Front) -> Option<Budget> {
+        None
     }
 }
 
@@ -583,8 +617,10 @@ impl McpRouterBuilder {
                     .sessions
                     .unwrap_or_else(|| Arc::new(LocalSessionStore::default())),
                 replay: ReplayBuffers::new(self.replay, &node_id),
-                streams: PrincipalSlots::new(self.max_streams_per_principal),
-                relays: PrincipalSlots::new(self.max_relays_per_principal),
+                streams: Budget::new("notification_streams")
+                    .with_slots(self.max_streams_per_principal, usize::MAX),
+                relays: Budget::new("background_relays")
+                    .with_slots(self.max_relays_per_principal, usize::MAX),
                 ends: SessionEnds::default(),
                 session_check_interval: self.session_check_interval,
                 sweeping: std::sync::atomic::AtomicBool::new(false),

@@ -535,6 +535,8 @@ impl EffectiveConfig {
             idle_timeout: Duration::from_secs(r.positive("sessions.idle_timeout_s")),
             max_sessions: r.usize("sessions.max_sessions", 1),
             max_per_principal: r.usize("sessions.max_per_principal", 1),
+            record_bytes_per_principal: r.usize("sessions.record_bytes_per_principal", 1),
+            record_bytes: r.usize("sessions.record_bytes", 1),
             wait_replicas: u32::try_from(r.int("sessions.wait_replicas")).unwrap_or(u32::MAX),
             wait_timeout: Duration::from_millis(r.positive("sessions.wait_timeout_ms")),
         };

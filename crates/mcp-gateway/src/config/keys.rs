@@ -562,6 +562,18 @@ pub static KEYS: &[KeySpec] = &[
         Int(1000),
         "local and Redis stores: most sessions of one principal at once (sessions past idle_timeout_s stop counting); sealed store: most ended sessions of one principal remembered at once (its share of max_sessions)",
     ),
+    key(
+        "sessions.record_bytes_per_principal",
+        I,
+        Int(16 * 1024 * 1024),
+        "local store: bytes one principal's session records may weigh together (the client's capabilities, subscriptions, the backends' session ids); a session or an update past it is refused with 503 -32603 naming this key (sessions past idle_timeout_s stop counting)",
+    ),
+    key(
+        "sessions.record_bytes",
+        I,
+        Int(512 * 1024 * 1024),
+        "local store: bytes every session record on this node may weigh together",
+    ),
     secret(key(
         "sessions.url",
         S,

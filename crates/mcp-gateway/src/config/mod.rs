@@ -316,6 +316,10 @@ pub struct SessionsConfig {
     pub max_sessions: usize,
     /// `max_per_principal`.
     pub max_per_principal: usize,
+    /// `record_bytes_per_principal`: bytes of one principal's local session records.
+    pub record_bytes_per_principal: usize,
+    /// `record_bytes`: bytes of every local session record on the node.
+    pub record_bytes: usize,
     /// `wait_replicas`: replicas that must confirm each Redis session write (0: none).
     pub wait_replicas: u32,
     /// `wait_timeout_ms`: how long a Redis session write waits for them.

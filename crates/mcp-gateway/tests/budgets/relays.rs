@@ -228,19 +228,28 @@ async fn idle_sessions_stop_counting_against_their_principals_share_in_redis() {
     idle_sessions_stop_counting(&format!("kind = \"redis\"\nurl = \"{}\"\n", redis.url())).await;
 }
 
-/// Two principals, `sessions.max_per_principal = 2` in the store `store` configures (local
-/// when empty): the third session is refused, bob is not, and idle sessions stop counting.
-async fn idle_sessions_stop_counting(store: &str) {
+/// A legacy backend `alpha` that alice and bob both have in their virtual host `vh`, and the
+/// directory (named `name`) of their configuration.
+async fn alice_and_bob_on_a_legacy_backend(
+    name: &str,
+) -> (mcp_test_backends::TestBackend, mcp_test_support::TempDir) {
     let backend =
         mcp_test_backends::TestBackend::start(mcp_test_backends::BackendSpec::legacy("alpha"))
             .await;
-    let dir = workdir("gw-budgets-sessions");
+    let dir = workdir(name);
     let backends = json!({"alpha": {"url": backend.url()}});
     let users = json!({"users": {
         "alice": {"virtual_hosts": {"vh": {"backends": backends}}},
         "bob": {"virtual_hosts": {"vh": {"backends": backends}}},
     }});
     support::write(dir.path(), "users.json", &users.to_string());
+    (backend, dir)
+}
+
+/// Two principals, `sessions.max_per_principal = 2` in the store `store` configures (local
+/// when empty): the third session is refused, bob is not, and idle sessions stop counting.
+async fn idle_sessions_stop_counting(store: &str) {
+    let (_backend, dir) = alice_and_bob_on_a_legacy_backend("gw-budgets-sessions").await;
     // Five seconds: the three initializes before the refusal fit in them on a loaded machine.
     let config = base_config(&format!(
         "\n[sessions]\n{store}idle_timeout_s = 5\nmax_per_principal = 2\n"
@@ -270,6 +279,57 @@ async fn idle_sessions_stop_counting(store: &str) {
     })
     .await;
     assert!(accepted, "alice stayed locked out by her idle sessions");
+}
+
+/// `sessions.record_bytes_per_principal`: what a session record weighs (here mostly the
+/// capabilities its client declared) is charged to its principal. Alice spends her share in
+/// bytes long before her count; a light session of hers still fits (the control), bob is not
+/// refused, and a session she ends gives its bytes back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_records_are_charged_in_bytes_to_their_own_principal() {
+    let (_backend, dir) = alice_and_bob_on_a_legacy_backend("gw-budgets-records").await;
+    let config = base_config("\n[sessions]\nrecord_bytes_per_principal = 32768\n");
+    let gw = GatewayProcess::start(dir.path(), &config, &[]).await;
+    let heavy = || json!({"experimental": {"blob": "x".repeat(12 * 1024)}});
+
+    let mut sessions = Vec::new();
+    for _ in 0..2 {
+        let reply = support::legacy_initialize_reply(gw.addr, "alice", "vh", heavy()).await;
+        assert_eq!(reply.status, 200, "{}", reply.text());
+        sessions.push(
+            reply.headers["mcp-session-id"]
+                .to_str()
+                .expect("ascii")
+                .to_owned(),
+        );
+    }
+    let refused = support::legacy_initialize_reply(gw.addr, "alice", "vh", heavy()).await;
+    assert_eq!(refused.status, 503, "{}", refused.text());
+    assert_eq!(
+        refused.json()["error"]["message"],
+        "Cannot create a session: session limit reached: the session records of this principal \
+         weigh their whole share (sessions.record_bytes_per_principal)"
+    );
+    assert_eq!(
+        initialize(gw.addr, "alice").await.status,
+        200,
+        "the control: a light session of alice's still fits"
+    );
+    let bobs = support::legacy_initialize_reply(gw.addr, "bob", "vh", heavy()).await;
+    assert_eq!(bobs.status, 200, "bob is not refused: {}", bobs.text());
+
+    let ended = support::legacy_delete(gw.addr, "alice", "vh", &sessions[0]).await;
+    assert!(ended.status.is_success(), "{}", ended.status);
+    let again = support::legacy_initialize_reply(gw.addr, "alice", "vh", heavy()).await;
+    assert_eq!(again.status, 200, "the ended session gave its bytes back");
+    assert_eq!(
+        support::metric(
+            &gw,
+            r#"mcp_gateway_budget_refusals_total{budget="session_records",limit="share"}"#
+        )
+        .await,
+        Some(1.0)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

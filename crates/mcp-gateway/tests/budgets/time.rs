@@ -153,6 +153,21 @@ async fn one_principals_slow_calls_leave_connections_for_another() {
         2,
         "refused calls never reached the backend"
     );
+    // The budget shows on /metrics: what it holds, its share, and what it refused.
+    let series = |series: &'static str| support::metric(&gw, series);
+    assert_eq!(
+        series(r#"mcp_gateway_budget_refusals_total{budget="in_flight",limit="share"}"#).await,
+        Some(6.0)
+    );
+    assert_eq!(
+        series(r#"mcp_gateway_budget_held{budget="in_flight",unit="slots"}"#).await,
+        Some(2.0),
+        "alice's two calls"
+    );
+    assert_eq!(
+        series(r#"mcp_gateway_budget_limit{budget="in_flight",unit="slots",limit="share"}"#).await,
+        Some(2.0)
+    );
 
     // Alice's slots come back when her calls end.
     for call in alice {

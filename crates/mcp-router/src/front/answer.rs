@@ -52,7 +52,7 @@ pub(crate) async fn render(
                 let session = session.to_owned();
                 // A 2025 session's stream is relayed past a disconnect: it takes one of the
                 // principal's background relays.
-                let Some(slot) = front.relays.take(rest.principal()) else {
+                let Ok(slot) = front.relays.take(rest.principal()) else {
                     return refuse_relay(front, id, *rest);
                 };
                 respond::sse(session_stream(front, &session, primes, first, *rest, slot))
@@ -91,7 +91,7 @@ pub(crate) fn modern_status(code: i64) -> StatusCode {
 /// The answer to a 2025 call that would stream while its principal has all its background
 /// relays: a JSON-RPC error, and the call is cancelled upstream.
 fn refuse_relay(front: &Front, id: &RequestId, mut relay: Relay) -> Response<McpBody> {
-    let max = front.relays.max();
+    let max = front.relays.slots_share();
     relay.cancel_upstream("cancelled by the gateway: too many calls streaming for this principal");
     let error = ErrorObject::invalid_request(format!(
         "Too many streaming calls for this principal (at most {max} relayed at once)"

@@ -13,10 +13,15 @@
 //!
 //! Bounds and failures: the holder must answer within [`HEAD_WAIT`] (the retry is published again
 //! while nobody listens on the holder's channel; without an answer by then, and when it does not
-//! hold the call, the client gets the same `-32602` as without a bus); a node waits for at most
-//! [`MAX_WAITING`] forwarded answers at once (more get that error too). Pub/sub delivery is at
-//! most once: a part lost between the nodes ends the client's stream early (the call itself runs
-//! to its end on the holder). Closing the client's stream does not cancel the call on the holder.
+//! hold the call, the client gets the same `-32602` as without a bus). What a node keeps while
+//! it waits draws from the `forwarded_retries` budget (book: docs/src/security.md, "Budgets"):
+//! a slot per forwarded answer, at most [`MAX_WAITING`] on the node and
+//! [`MAX_WAITING_PER_PRINCIPAL`] of one caller (more get that error too), and the bytes of parts
+//! that arrived and the client has not read yet, at most [`UNREAD_BYTES_PER_PRINCIPAL`] of one
+//! caller's answers together (pub/sub cannot be told to wait, so an answer past it ends early,
+//! like one whose part was lost). Pub/sub delivery is at most once: a part lost between the
+//! nodes ends the client's stream early (the call itself runs to its end on the holder).
+//! Closing the client's stream does not cancel the call on the holder.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -25,7 +30,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode};
 use http_body_util::BodyExt;
-use mcp_core::{Era, RawObject, RequestId};
+use mcp_core::{Account, Budget, Era, RawObject, RequestId, Slot};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
@@ -44,6 +49,12 @@ pub(crate) const HEAD_WAIT: Duration = Duration::from_secs(10);
 const REPUBLISH_AFTER: Duration = Duration::from_millis(50);
 /// Forwarded answers one node waits for at once.
 pub(crate) const MAX_WAITING: usize = 10_000;
+/// Forwarded answers one principal waits for at once on a node.
+pub(crate) const MAX_WAITING_PER_PRINCIPAL: usize = 100;
+/// Bytes of forwarded answers that arrived and one principal's clients have not read yet.
+pub(crate) const UNREAD_BYTES_PER_PRINCIPAL: usize = 16 << 20;
+/// The same for every principal on a node.
+const UNREAD_BYTES: usize = 256 << 20;
 
 /// One part of a forwarded answer.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -60,24 +71,70 @@ pub(crate) enum Part {
 }
 
 /// The forwarded answers this node waits for, by ticket.
-#[derive(Default)]
 pub(crate) struct Waiting {
-    tickets: Mutex<HashMap<String, mpsc::UnboundedSender<Part>>>,
+    tickets: Mutex<HashMap<String, Waiter>>,
+    budget: Budget,
+}
+
+/// Where one forwarded answer's parts go, and the slot (and account) its wait holds.
+struct Waiter {
+    parts: mpsc::UnboundedSender<Part>,
+    slot: Slot,
+}
+
+impl Default for Waiting {
+    fn default() -> Self {
+        Self {
+            tickets: Mutex::default(),
+            budget: Budget::new("forwarded_retries")
+                .with_slots(MAX_WAITING_PER_PRINCIPAL, MAX_WAITING)
+                .with_bytes(UNREAD_BYTES_PER_PRINCIPAL, UNREAD_BYTES),
+        }
+    }
 }
 
 impl Waiting {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, mpsc::UnboundedSender<Part>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Waiter>> {
         self.tickets.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A part arrived for `ticket` (dropped when nobody waits for it any more).
+    /// The budget the waits draw from, for metrics.
+    pub(crate) fn budget(&self) -> &Budget {
+        &self.budget
+    }
+
+    /// A part arrived for `ticket` (dropped when nobody waits for it any more). A chunk is
+    /// charged to the caller's account until the client reads it; one past the budget ends
+    /// the answer (see the module docs).
     pub(crate) fn deliver(&self, ticket: &str, part: Part) {
         let mut tickets = self.lock();
-        let gone = tickets
-            .get(ticket)
-            .is_some_and(|sender| sender.send(part).is_err());
-        if gone {
+        let Some(waiter) = tickets.get(ticket) else {
+            return;
+        };
+        let account = waiter.slot.account();
+        let unread = part.unread_bytes();
+        if let Err(spent) = account.charge(unread) {
+            tracing::warn!(
+                ?spent,
+                "a forwarded answer's client reads too slowly: ending the answer"
+            );
             tickets.remove(ticket);
+            return;
+        }
+        if waiter.parts.send(part).is_err() {
+            account.release(unread);
+            tickets.remove(ticket);
+        }
+    }
+}
+
+impl Part {
+    /// What the part keeps until the client reads it.
+    fn unread_bytes(&self) -> usize {
+        match self {
+            Self::Chunk { data } => data.len(),
+            Self::Head { content_type, .. } => content_type.len(),
+            Self::Missing | Self::End => 0,
         }
     }
 }
@@ -111,15 +168,22 @@ pub(crate) async fn forward(
     }
     let node = elsewhere.node.as_str();
     let ticket = parked::random_token()?;
-    let (sender, mut receiver) = mpsc::unbounded_channel();
-    {
-        let mut tickets = front.forwards.lock();
-        if tickets.len() >= MAX_WAITING {
-            tracing::warn!("too many forwarded retries waiting: answering locally");
-            return None;
-        }
-        tickets.insert(ticket.clone(), sender);
-    }
+    let (sender, receiver) = mpsc::unbounded_channel();
+    let Ok(slot) = front.forwards.budget.take(&elsewhere.principal) else {
+        tracing::warn!("too many forwarded retries waiting: answering locally");
+        return None;
+    };
+    let mut receiver = Unread {
+        parts: receiver,
+        account: slot.account().clone(),
+    };
+    front.forwards.lock().insert(
+        ticket.clone(),
+        Waiter {
+            parts: sender,
+            slot,
+        },
+    );
     // Leaves the table when the answer is done with (or never comes).
     let guard = OwnedTicket {
         front: Arc::clone(front),
@@ -173,6 +237,31 @@ pub(crate) async fn forward(
             .insert(http::header::CONTENT_TYPE, value);
     }
     Some(response)
+}
+
+/// The receiving end of a forwarded answer: a part read is given back to the caller's
+/// account, and so are the parts left unread when the answer is dropped.
+struct Unread {
+    parts: mpsc::UnboundedReceiver<Part>,
+    account: Account,
+}
+
+impl Unread {
+    async fn recv(&mut self) -> Option<Part> {
+        let part = self.parts.recv().await?;
+        self.account.release(part.unread_bytes());
+        Some(part)
+    }
+}
+
+impl Drop for Unread {
+    fn drop(&mut self) {
+        // Closed first: a part delivered from now on fails to send and is given back there.
+        self.parts.close();
+        while let Ok(part) = self.parts.try_recv() {
+            self.account.release(part.unread_bytes());
+        }
+    }
 }
 
 /// A ticket in the table, removed when dropped.

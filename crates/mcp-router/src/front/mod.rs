@@ -30,7 +30,7 @@ use crate::replay::ReplayBuffers;
 use crate::session::SessionStore;
 use crate::session_ends::SessionEnds;
 use legacy::AdoptedRecords;
-use mcp_core::PrincipalSlots;
+use mcp_core::Budget;
 
 /// The front's state, shared by a router and all its clones: the operations' state, and what
 /// this node holds for its clients' sessions and streams.
@@ -45,10 +45,10 @@ pub(crate) struct Front {
     pub(crate) sessions: Arc<dyn SessionStore>,
     pub(crate) replay: ReplayBuffers,
     /// Open 2025 GET streams and 2026-07-28 `subscriptions/listen` streams per principal.
-    pub(crate) streams: PrincipalSlots,
+    pub(crate) streams: Budget,
     /// 2025 POST response streams relayed in the background (past a client's disconnect) per
     /// principal.
-    pub(crate) relays: PrincipalSlots,
+    pub(crate) relays: Budget,
     /// Signals to the streams of 2025 sessions that ended.
     pub(crate) ends: SessionEnds,
     /// How often the sessions this node holds streams and buffers for are checked for expiry.

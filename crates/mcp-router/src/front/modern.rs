@@ -90,8 +90,8 @@ async fn subscribe(
         Ok(filter) => filter,
         Err(error) => return respond::error(modern_status(error.code), Some(id), &error),
     };
-    let Some(slot) = front.streams.take(&scope.ctx.principal) else {
-        return respond::too_many_streams(front.streams.max());
+    let Ok(slot) = front.streams.take(&scope.ctx.principal) else {
+        return respond::too_many_streams(front.streams.slots_share());
     };
     let messages = listen::listen(scope, id, filter).await;
     // At the credentials' expiry, or when the caller's configuration drops the virtual host,

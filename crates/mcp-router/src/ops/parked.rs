@@ -11,8 +11,8 @@
 //!   elsewhere (another node, a restarted one) can never reach another caller's call.
 //! - **Once**: a parked call is taken out exactly once; a second retry with the same state is
 //!   refused.
-//! - **Bounded**: at most `max` calls in all and `max_per_owner` per caller (one caller cannot
-//!   take the room of the others); a call not resumed within its lifetime is dropped, which
+//! - **Bounded**: at most `max` calls in all and `max_per_owner` per caller, a slot each of the
+//!   `parked_calls` budget (one caller cannot take the room of the others); a call not resumed within its lifetime is dropped, which
 //!   cancels the upstream call.
 //! - **Node-local**: a retry that reaches another gateway node cannot resume the call there; with a
 //!   node bus (feature `redis`) that node passes it on to this one (see `super::forward`).
@@ -22,6 +22,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use aws_lc_rs::rand::SecureRandom;
+use mcp_core::{Budget, Principal, Slot};
 use serde::{Deserialize, Serialize};
 
 /// A retry of a parked call: which call, and what the caller's binding is.
@@ -41,35 +42,17 @@ pub(crate) struct ParkedCalls<T> {
 }
 
 struct Table<T> {
-    state: Mutex<State<T>>,
-    max: usize,
-    max_per_owner: usize,
-}
-
-struct State<T> {
-    calls: HashMap<String, Entry<T>>,
-    /// How many calls each owner has parked.
-    owners: HashMap<String, usize>,
+    calls: Mutex<HashMap<String, Entry<T>>>,
+    /// A slot per parked call, of its owner.
+    budget: Budget,
 }
 
 struct Entry<T> {
     call: T,
-    owner: String,
+    /// The owner's place in the table.
+    _slot: Slot,
     /// Drops the call when its lifetime is over; aborted when the call is taken.
     timer: Option<tokio::task::AbortHandle>,
-}
-
-impl<T> State<T> {
-    fn remove(&mut self, token: &str) -> Option<Entry<T>> {
-        let entry = self.calls.remove(token)?;
-        if let Some(count) = self.owners.get_mut(&entry.owner) {
-            *count = count.saturating_sub(1);
-            if *count == 0 {
-                self.owners.remove(&entry.owner);
-            }
-        }
-        Some(entry)
-    }
 }
 
 impl<T: Send + 'static> ParkedCalls<T> {
@@ -77,44 +60,35 @@ impl<T: Send + 'static> ParkedCalls<T> {
     pub(crate) fn new(max: usize, max_per_owner: usize) -> Self {
         Self {
             inner: Arc::new(Table {
-                state: Mutex::new(State {
-                    calls: HashMap::new(),
-                    owners: HashMap::new(),
-                }),
-                max,
-                max_per_owner,
+                calls: Mutex::default(),
+                budget: Budget::new("parked_calls").with_slots(max_per_owner, max),
             }),
         }
     }
 
     /// Parks `call` of `owner` for `lifetime` and returns its token, or gives `call` back when
     /// there is no room (the caller then declines the backend's request instead).
-    pub(crate) fn park(&self, call: T, owner: &str, lifetime: Duration) -> Result<String, T> {
+    pub(crate) fn park(&self, call: T, owner: &Principal, lifetime: Duration) -> Result<String, T> {
         let Some(token) = random_token() else {
             return Err(call);
         };
-        {
-            let mut state = lock(&self.inner.state);
-            let owned = state.owners.get(owner).copied().unwrap_or(0);
-            if state.calls.len() >= self.inner.max || owned >= self.inner.max_per_owner {
-                return Err(call);
-            }
-            *state.owners.entry(owner.to_owned()).or_default() += 1;
-            state.calls.insert(
-                token.clone(),
-                Entry {
-                    call,
-                    owner: owner.to_owned(),
-                    timer: None,
-                },
-            );
-        }
+        let Ok(slot) = self.inner.budget.take(owner) else {
+            return Err(call);
+        };
+        lock(&self.inner.calls).insert(
+            token.clone(),
+            Entry {
+                call,
+                _slot: slot,
+                timer: None,
+            },
+        );
         // Runtime-less callers (none today) would simply keep the call until it is taken.
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             let timer = runtime
                 .spawn(expire(Arc::downgrade(&self.inner), token.clone(), lifetime))
                 .abort_handle();
-            match lock(&self.inner.state).calls.get_mut(&token) {
+            match lock(&self.inner.calls).get_mut(&token) {
                 Some(entry) => entry.timer = Some(timer),
                 None => timer.abort(), // already taken
             }
@@ -126,11 +100,11 @@ impl<T: Send + 'static> ParkedCalls<T> {
     /// caller's binding); otherwise leaves it there.
     pub(crate) fn take(&self, token: &str, belongs: impl FnOnce(&T) -> bool) -> Option<T> {
         let entry = {
-            let mut state = lock(&self.inner.state);
-            if !state.calls.get(token).is_some_and(|e| belongs(&e.call)) {
+            let mut calls = lock(&self.inner.calls);
+            if !calls.get(token).is_some_and(|e| belongs(&e.call)) {
                 return None;
             }
-            state.remove(token)?
+            calls.remove(token)?
         };
         if let Some(timer) = entry.timer {
             timer.abort();
@@ -140,15 +114,19 @@ impl<T: Send + 'static> ParkedCalls<T> {
 
     /// How many calls are parked.
     pub(crate) fn len(&self) -> usize {
-        lock(&self.inner.state).calls.len()
+        lock(&self.inner.calls).len()
+    }
+
+    /// The budget the parked calls draw from (a slot each).
+    pub(crate) fn budget(&self) -> &Budget {
+        &self.inner.budget
     }
 }
 
 impl<T> std::fmt::Debug for ParkedCalls<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ParkedCalls")
-            .field("max", &self.inner.max)
-            .field("max_per_owner", &self.inner.max_per_owner)
+            .field("budget", &self.inner.budget)
             .finish_non_exhaustive()
     }
 }
@@ -167,7 +145,7 @@ async fn expire<T>(table: Weak<Table<T>>, token: String, lifetime: Duration) {
     let Some(table) = table.upgrade() else {
         return;
     };
-    let expired = lock(&table.state).remove(&token);
+    let expired = lock(&table.calls).remove(&token);
     if expired.is_some() {
         tracing::debug!("a parked call was not resumed in time");
     }
@@ -184,10 +162,14 @@ mod tests {
 
     const MINUTE: Duration = Duration::from_secs(60);
 
+    fn p(subject: &str) -> Principal {
+        Principal::new("https://issuer", subject)
+    }
+
     #[tokio::test]
     async fn a_call_is_taken_once_and_only_by_its_owner() {
         let table = ParkedCalls::new(4, 4);
-        let token = table.park("alice's", "alice", MINUTE).expect("room");
+        let token = table.park("alice's", &p("alice"), MINUTE).expect("room");
         assert_eq!(token.len(), 32);
         assert_eq!(table.take(&token, |call| *call == "bob's"), None);
         assert_eq!(
@@ -200,18 +182,24 @@ mod tests {
     #[tokio::test]
     async fn the_table_and_each_owner_are_bounded() {
         let table = ParkedCalls::new(3, 2);
-        let first = table.park(1, "alice", MINUTE).expect("room");
-        let _second = table.park(2, "alice", MINUTE).expect("room");
+        let first = table.park(1, &p("alice"), MINUTE).expect("room");
+        let _second = table.park(2, &p("alice"), MINUTE).expect("room");
         assert_eq!(
-            table.park(3, "alice", MINUTE),
+            table.park(3, &p("alice"), MINUTE),
             Err(3),
             "alice's share is full"
         );
-        let _bob = table.park(4, "bob", MINUTE).expect("bob still has room");
-        assert_eq!(table.park(5, "carol", MINUTE), Err(5), "the table is full");
+        let _bob = table
+            .park(4, &p("bob"), MINUTE)
+            .expect("bob still has room");
+        assert_eq!(
+            table.park(5, &p("carol"), MINUTE),
+            Err(5),
+            "the table is full"
+        );
         assert_eq!(table.take(&first, |_| true), Some(1));
         assert!(
-            table.park(6, "alice", MINUTE).is_ok(),
+            table.park(6, &p("alice"), MINUTE).is_ok(),
             "a taken call frees its room"
         );
     }
@@ -220,7 +208,7 @@ mod tests {
     async fn an_unclaimed_call_is_dropped_after_its_lifetime() {
         let table = ParkedCalls::new(4, 4);
         let token = table
-            .park("call", "alice", Duration::from_secs(5))
+            .park("call", &p("alice"), Duration::from_secs(5))
             .expect("room");
         tokio::time::sleep(Duration::from_secs(4)).await;
         assert_eq!(table.len(), 1);
@@ -228,7 +216,7 @@ mod tests {
         assert_eq!(table.len(), 0);
         assert_eq!(table.take(&token, |_| true), None);
         assert!(
-            table.park("again", "alice", MINUTE).is_ok(),
+            table.park("again", &p("alice"), MINUTE).is_ok(),
             "its room is free"
         );
     }

@@ -34,7 +34,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::HeaderValue;
-use mcp_core::{Principal, RequestId};
+use mcp_core::{Budget, Principal, RequestId, Slot, Spent};
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
@@ -113,8 +113,8 @@ enum Sealed {
 
 struct LocalEntry {
     downstream_session: String,
-    /// Whose request it is (the share it counts against).
-    principal: Principal,
+    /// Its place in its principal's share, given back when the entry leaves.
+    _slot: Slot,
     answer: tokio::sync::oneshot::Sender<Bytes>,
     created: Instant,
     /// A linked backend's request that asked for progress: where the client's progress goes.
@@ -163,19 +163,11 @@ struct LocalTable {
     /// Entry numbers in the order they were registered (so by age), to sweep expired entries
     /// from the front; a taken entry's number stays until it comes up or the queue is compacted.
     order: VecDeque<u64>,
-    per_principal: HashMap<Principal, usize>,
 }
 
 impl LocalTable {
     fn remove(&mut self, entry: u64) -> Option<LocalEntry> {
-        let gone = self.entries.remove(&entry)?;
-        if let Some(count) = self.per_principal.get_mut(&gone.principal) {
-            *count -= 1;
-            if *count == 0 {
-                self.per_principal.remove(&gone.principal);
-            }
-        }
-        Some(gone)
+        self.entries.remove(&entry)
     }
 
     /// Drops the entries older than `ttl`, oldest first: each entry is looked at once, so this
@@ -206,8 +198,8 @@ pub(crate) struct PendingRequests {
     local: Mutex<LocalTable>,
     next: AtomicU64,
     ttl: Duration,
-    max: usize,
-    max_per_principal: usize,
+    /// A slot per entry.
+    budget: Budget,
 }
 
 impl std::fmt::Debug for PendingRequests {
@@ -234,8 +226,7 @@ impl PendingRequests {
             local: Mutex::new(LocalTable::default()),
             next: AtomicU64::new(1),
             ttl,
-            max,
-            max_per_principal,
+            budget: Budget::new("relayed_requests").with_slots(max_per_principal, max),
         }
     }
 
@@ -246,6 +237,11 @@ impl PendingRequests {
     /// How many of the gateway's own requests wait for an answer on this node (for metrics).
     pub(crate) fn waiting(&self) -> usize {
         self.lock().entries.len()
+    }
+
+    /// The budget the waiting requests draw from (a slot each).
+    pub(crate) fn budget(&self) -> &Budget {
+        &self.budget
     }
 
     /// This node's id.
@@ -416,27 +412,23 @@ impl PendingRequests {
         let now = Instant::now();
         let mut local = self.lock();
         local.sweep(now, self.ttl);
-        if local.entries.len() >= self.max {
-            return Err(Refused::Node(self.max));
-        }
-        let held = local.per_principal.get(principal).copied().unwrap_or(0);
-        if held >= self.max_per_principal {
-            return Err(Refused::Principal(self.max_per_principal));
-        }
+        let slot = self.budget.take(principal).map_err(|spent| match spent {
+            Spent::Share(max) => Refused::Principal(max),
+            Spent::Ceiling(max) => Refused::Node(max),
+        })?;
         let entry = self.next.fetch_add(1, Ordering::Relaxed);
         let (answer, receiver) = tokio::sync::oneshot::channel();
         local.entries.insert(
             entry,
             LocalEntry {
                 downstream_session: downstream_session.to_owned(),
-                principal: principal.clone(),
+                _slot: slot,
                 answer,
                 created: now,
                 progress,
             },
         );
         local.order.push_back(entry);
-        *local.per_principal.entry(principal.clone()).or_default() += 1;
         drop(local);
         // Sealing (AES-GCM) runs outside the lock.
         let id = self.seal(
@@ -687,14 +679,15 @@ mod tests {
             PendingRequests::new(Sealer::random(), "n1".into(), Duration::from_secs(60), 2, 2);
         let _first = table.register_local("s1", &alice()).expect("room");
         let _second = table.register_local("s2", &alice()).expect("room");
+        let bob = Principal::new("iss", "bob");
         assert_eq!(
-            table.register_local("s3", &alice()).err(),
+            table.register_local("s3", &bob).err(),
             Some(Refused::Node(2)),
             "a full table shows the client nothing it could not route back"
         );
         tokio::time::advance(Duration::from_secs(61)).await;
         assert!(
-            table.register_local("s3", &alice()).is_ok(),
+            table.register_local("s3", &bob).is_ok(),
             "expired entries make room"
         );
     }

@@ -42,7 +42,14 @@ impl StaleAnswers {
     ) -> Self {
         let share = (entries / 16).max(MIN_SHARE).min(entries.max(1));
         Self {
-            table: ScopedTable::weighed(share, entries, max_staleness, bytes_per_principal, bytes),
+            table: ScopedTable::weighed(
+                "stale_answers",
+                share,
+                entries,
+                max_staleness,
+                bytes_per_principal,
+                bytes,
+            ),
         }
     }
 
@@ -57,6 +64,11 @@ impl StaleAnswers {
     /// What the kept answers weigh.
     pub(crate) fn bytes(&self) -> usize {
         self.table.bytes()
+    }
+
+    /// The budget the kept answers draw from.
+    pub(crate) fn budget(&self) -> &mcp_core::Budget {
+        self.table.budget()
     }
 
     /// The answer under `key` and its age, if stored less than `max_staleness` ago.

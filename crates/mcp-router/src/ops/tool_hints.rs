@@ -23,8 +23,13 @@ pub(crate) struct ToolHintsTable {
 impl ToolHintsTable {
     pub(crate) fn new(max: usize) -> Self {
         Self {
-            hints: ScopedTable::new(PER_PRINCIPAL.min(max), max, IDLE),
+            hints: ScopedTable::new("tool_hints", PER_PRINCIPAL.min(max), max, IDLE),
         }
+    }
+
+    /// The budget the hints draw from.
+    pub(crate) fn budget(&self) -> &mcp_core::Budget {
+        self.hints.budget()
     }
 
     /// The scope `target`'s tool hints are kept under; `None` when hints would decide nothing:

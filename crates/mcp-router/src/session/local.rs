@@ -8,6 +8,8 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use tokio::time::Instant;
 
+use mcp_core::{Budget, Principal, Slot, Spent};
+
 use super::record::SessionRecord;
 use super::store::{SessionStore, SessionStoreError, StoreFuture};
 
@@ -21,6 +23,11 @@ pub struct LocalSessionLimits {
     pub max_sessions: usize,
     /// Most sessions of one principal at once (default 1,000).
     pub max_per_principal: usize,
+    /// Most bytes one principal's session records weigh together ([`SessionRecord::weight`];
+    /// default 16 MiB).
+    pub max_bytes_per_principal: usize,
+    /// Most bytes every session record weighs together (default 512 MiB).
+    pub max_bytes: usize,
 }
 
 impl Default for LocalSessionLimits {
@@ -29,6 +36,8 @@ impl Default for LocalSessionLimits {
             idle_timeout: Duration::from_secs(30 * 60),
             max_sessions: 100_000,
             max_per_principal: 1_000,
+            max_bytes_per_principal: 16 << 20,
+            max_bytes: 512 << 20,
         }
     }
 }
@@ -36,6 +45,9 @@ impl Default for LocalSessionLimits {
 struct Entry {
     record: Arc<SessionRecord>,
     last_used: Instant,
+    /// The session's place in its principal's account, which is charged the record's weight.
+    slot: Slot,
+    weight: usize,
 }
 
 #[derive(Default)]
@@ -53,6 +65,7 @@ impl Table {
 
     fn drop_entry(&mut self, id: &str) -> Option<Arc<SessionRecord>> {
         let entry = self.sessions.remove(id)?;
+        entry.slot.account().release(entry.weight);
         let key = Self::principal_key(&entry.record);
         if let Some(ids) = self.per_principal.get_mut(&key) {
             ids.remove(id);
@@ -129,6 +142,8 @@ impl Table {
 pub struct LocalSessionStore {
     table: Mutex<Table>,
     limits: LocalSessionLimits,
+    /// A slot per session and the weight of its record, charged to its principal.
+    budget: Budget,
 }
 
 impl Default for LocalSessionStore {
@@ -150,6 +165,9 @@ impl LocalSessionStore {
     pub fn new(limits: LocalSessionLimits) -> Self {
         Self {
             table: Mutex::new(Table::default()),
+            budget: Budget::new("session_records")
+                .with_slots(limits.max_per_principal, limits.max_sessions)
+                .with_bytes(limits.max_bytes_per_principal, limits.max_bytes),
             limits,
         }
     }
@@ -171,27 +189,50 @@ impl LocalSessionStore {
     }
 
     fn create_now(&self, record: SessionRecord) -> Result<String, SessionStoreError> {
+        let weight = record.weight();
+        let account = self.budget.account(&Principal::new(
+            record.issuer.as_str(),
+            record.subject.as_str(),
+        ));
         let mut table = self.lock();
         let now = Instant::now();
-        if table.sessions.len() >= self.limits.max_sessions {
-            table.expire(self.limits.idle_timeout, now);
-            if table.sessions.len() >= self.limits.max_sessions {
-                return Err(SessionStoreError::Limit("too many sessions"));
+        let idle = self.limits.idle_timeout;
+        // Which limit a new session would pass, the node's first (the slot, then the bytes).
+        let node_full = || {
+            let budget = &self.budget;
+            if budget.held_slots() >= budget.slots_ceiling() {
+                Some((Spent::Ceiling(budget.slots_ceiling()), "too many sessions"))
+            } else if budget.held_bytes().saturating_add(weight) > budget.bytes_ceiling() {
+                Some((Spent::Ceiling(budget.bytes_ceiling()), NODE_BYTES))
+            } else {
+                None
+            }
+        };
+        let over_share = || match (account.room(0, 1), account.room(weight, 0)) {
+            (Err(spent), _) => Some((spent, "too many sessions for this principal")),
+            (Ok(()), Err(spent)) => Some((spent, PRINCIPAL_BYTES)),
+            (Ok(()), Ok(())) => None,
+        };
+        if node_full().is_some() {
+            table.expire(idle, now);
+            if let Some((spent, limit)) = node_full() {
+                self.budget.refuse(spent);
+                return Err(SessionStoreError::Limit(limit));
             }
         }
         let key = Table::principal_key(&record);
-        let held = |table: &Table| table.per_principal.get(&key).map_or(0, HashSet::len);
-        if held(&table) >= self.limits.max_per_principal {
+        if over_share().is_some() {
             // Sessions past their idle timeout stop counting at once: most clients never DELETE
             // theirs, and a principal must not be locked out until the whole table fills.
-            table.expire_principal(&key, self.limits.idle_timeout, now);
-            if held(&table) >= self.limits.max_per_principal {
-                return Err(SessionStoreError::Limit(
-                    "too many sessions for this principal",
-                ));
+            table.expire_principal(&key, idle, now);
+            if let Some((spent, limit)) = over_share() {
+                self.budget.refuse(spent);
+                return Err(SessionStoreError::Limit(limit));
             }
         }
         let id = new_session_id()?;
+        account.add(weight);
+        let slot = account.add_slot();
         table
             .per_principal
             .entry(key)
@@ -202,9 +243,36 @@ impl LocalSessionStore {
             Entry {
                 record: Arc::new(record),
                 last_used: now,
+                slot,
+                weight,
             },
         );
         Ok(id)
+    }
+
+    /// Replaces the record of `id`, charging the principal the difference in weight: a heavier
+    /// record that does not fit is refused and the old one stays.
+    fn update_now(&self, id: &str, record: SessionRecord) -> Result<bool, SessionStoreError> {
+        let mut table = self.lock();
+        let Some(entry) = table.sessions.get_mut(id) else {
+            return Ok(false);
+        };
+        let weight = record.weight();
+        let account = entry.slot.account();
+        if let Some(more) = weight.checked_sub(entry.weight).filter(|more| *more > 0)
+            && let Err(spent) = account.room(more, 0)
+        {
+            self.budget.refuse(spent);
+            return Err(SessionStoreError::Limit(match spent {
+                Spent::Share(_) => PRINCIPAL_BYTES,
+                Spent::Ceiling(_) => NODE_BYTES,
+            }));
+        }
+        account.release(entry.weight);
+        account.add(weight);
+        entry.weight = weight;
+        entry.record = Arc::new(record);
+        Ok(true)
     }
 
     fn get_now(&self, id: &str) -> Option<Arc<SessionRecord>> {
@@ -225,6 +293,13 @@ impl LocalSessionStore {
         None
     }
 }
+
+/// The refusal of a record past its principal's byte share.
+const PRINCIPAL_BYTES: &str = "the session records of this principal weigh their whole share \
+     (sessions.record_bytes_per_principal)";
+/// The refusal of a record past the node's bytes.
+const NODE_BYTES: &str =
+    "the session records on this gateway node weigh their whole budget (sessions.record_bytes)";
 
 /// 32 random bytes, base64url: visible ASCII and unguessable.
 pub(crate) fn new_session_id() -> Result<String, SessionStoreError> {
@@ -247,15 +322,13 @@ impl SessionStore for LocalSessionStore {
         Box::pin(async move { Ok(result) })
     }
 
+    fn budget(&self) -> Option<Budget> {
+        Some(self.budget.clone())
+    }
+
     fn update<'a>(&'a self, id: &'a str, record: SessionRecord) -> StoreFuture<'a, bool> {
-        let updated = match self.lock().sessions.get_mut(id) {
-            Some(entry) => {
-                entry.record = Arc::new(record);
-                true
-            }
-            None => false,
-        };
-        Box::pin(async move { Ok(updated) })
+        let updated = self.update_now(id, record);
+        Box::pin(async move { updated })
     }
 
     fn remove<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<Arc<SessionRecord>>> {
@@ -316,12 +389,59 @@ mod tests {
         assert!(store.is_empty());
     }
 
+    #[tokio::test]
+    async fn records_are_charged_their_weight_to_their_own_principal() {
+        let store = LocalSessionStore::new(LocalSessionLimits {
+            max_bytes_per_principal: 4_000,
+            max_bytes: 6_000,
+            ..LocalSessionLimits::default()
+        });
+        let heavy = |subject: &str| SessionRecord {
+            client_capabilities: "x".repeat(1_500),
+            ..record(subject)
+        };
+        let weight = heavy("a").weight();
+        assert!((1_500..2_000).contains(&weight), "{weight}");
+        let a1 = store.create(heavy("a")).await.expect("a1");
+        store.create(heavy("a")).await.expect("a2");
+        assert_eq!(
+            store.create(heavy("a")).await,
+            Err(SessionStoreError::Limit(PRINCIPAL_BYTES)),
+            "a's share is spent in bytes, not in sessions"
+        );
+        store
+            .create(heavy("b"))
+            .await
+            .expect("b's share is its own");
+        assert_eq!(
+            store.create(heavy("c")).await,
+            Err(SessionStoreError::Limit(NODE_BYTES)),
+            "the node's bytes are spent"
+        );
+        assert_eq!(store.budget.held_bytes(), 3 * weight);
+        // A heavier record that does not fit is refused and the old one stays.
+        let mut grown = heavy("a");
+        grown.subscriptions = vec!["u".repeat(1_000)];
+        assert_eq!(
+            store.update(&a1, grown).await,
+            Err(SessionStoreError::Limit(PRINCIPAL_BYTES))
+        );
+        let kept = store.get(&a1).await.expect("get").expect("a1");
+        assert!(kept.subscriptions.is_empty());
+        store.remove(&a1).await.expect("remove");
+        assert_eq!(store.budget.held_bytes(), 2 * weight, "given back");
+        store.create(heavy("a")).await.expect("room again");
+        assert_eq!(store.budget.refusals().share, 2);
+        assert_eq!(store.budget.refusals().ceiling, 1);
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_principals_idle_sessions_stop_counting_at_once() {
         let store = LocalSessionStore::new(LocalSessionLimits {
             idle_timeout: Duration::from_secs(10),
             max_sessions: 1000,
             max_per_principal: 2,
+            ..LocalSessionLimits::default()
         });
         store.create(record("a")).await.expect("a1");
         store.create(record("a")).await.expect("a2");

@@ -78,4 +78,29 @@ impl SessionRecord {
     pub fn backend(&self, name: &str) -> Option<&BackendSession> {
         self.backends.iter().find(|b| b.name == name)
     }
+
+    /// About what the record weighs in memory, in bytes: its strings and a fixed part for
+    /// each value (what a store charges to the principal's budget).
+    #[must_use]
+    pub fn weight(&self) -> usize {
+        const FIXED: usize = 64;
+        let text = |s: &str| s.len() + FIXED;
+        let maybe = |s: &Option<String>| s.as_deref().map_or(0, text);
+        let backends: usize = self
+            .backends
+            .iter()
+            .map(|b| {
+                text(&b.name) + maybe(&b.upstream_session_id) + maybe(&b.version) + maybe(&b.url)
+            })
+            .sum();
+        let subscriptions: usize = self.subscriptions.iter().map(|s| text(s)).sum();
+        text(&self.issuer)
+            + text(&self.subject)
+            + text(&self.vhost)
+            + text(&self.protocol_version)
+            + text(&self.client_capabilities)
+            + maybe(&self.log_level)
+            + backends
+            + subscriptions
+    }
 }

@@ -81,6 +81,11 @@ pub trait SessionStore: Send + Sync + 'static {
     }
     /// Applies a [`revocation`](Self::revocation) another node published (default: nothing).
     fn revoke(&self, _revocation: &Revocation) {}
+    /// The budget this node's memory holds the store's sessions in, for metrics; `None` (the
+    /// default) for a store that keeps nothing per session in this process.
+    fn budget(&self) -> Option<mcp_core::Budget> {
+        None
+    }
 }
 
 /// A session one node ended that the others must refuse too (see

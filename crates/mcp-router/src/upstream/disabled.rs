@@ -13,7 +13,7 @@ pub(crate) use sse::SsePool;
 #[cfg(any(test, not(feature = "stdio")))]
 mod stdio {
     use bytes::Bytes;
-    use mcp_core::ByteBudget;
+    use mcp_core::Budget;
     use serde_json::value::RawValue;
 
     use crate::upstream::stdio::catalog::StdioRules;
@@ -25,7 +25,7 @@ mod stdio {
     pub(crate) struct StdioPool;
 
     impl StdioPool {
-        pub(crate) fn new(_: StdioRules, _: usize, _: Box<RawValue>, _: ByteBudget) -> Self {
+        pub(crate) fn new(_: StdioRules, _: usize, _: Box<RawValue>, _: Budget) -> Self {
             Self
         }
 
@@ -50,7 +50,7 @@ mod stdio {
 #[cfg(any(test, not(feature = "sse")))]
 mod sse {
     use bytes::Bytes;
-    use mcp_core::ByteBudget;
+    use mcp_core::Budget;
     use serde_json::value::RawValue;
     use url::Url;
 
@@ -65,7 +65,7 @@ mod sse {
     pub(crate) struct SsePool;
 
     impl SsePool {
-        pub(crate) fn new(_: std::sync::Arc<ScopedPools>, _: Box<RawValue>, _: ByteBudget) -> Self {
+        pub(crate) fn new(_: std::sync::Arc<ScopedPools>, _: Box<RawValue>, _: Budget) -> Self {
             Self
         }
 
@@ -112,14 +112,14 @@ mod sse {
 mod tests {
     use http::HeaderMap;
     use mcp_config_store::BackendConfig;
-    use mcp_core::{ByteBudget, Era, Principal};
+    use mcp_core::{Budget, Era, Principal};
     use serde_json::value::RawValue;
 
     use crate::upstream::transport::ScopedPools;
     use crate::upstream::{CredentialScope, Target, UpstreamError};
 
-    fn unbounded() -> ByteBudget {
-        ByteBudget::new(usize::MAX, usize::MAX)
+    fn unbounded() -> Budget {
+        Budget::new("link_buffers")
     }
 
     fn backend(json: &str) -> BackendConfig {

@@ -90,6 +90,22 @@ pub enum UpstreamError {
         /// The configuration key of that limit.
         key: &'static str,
     },
+    /// The messages waiting in linked backends' outbound queues for a principal's calls (its
+    /// requests, its clients' answers), with what its clients have not read yet, reached the
+    /// principal's share (or the node's ceiling): the call was not sent.
+    #[error(
+        "messages for the backend waiting to be written, with those not read yet by {whose}, \
+         reached {} ({key})",
+        size(*limit)
+    )]
+    LinkQueueSpent {
+        /// `this caller's clients` or `the clients of every caller on this node`.
+        whose: &'static str,
+        /// The limit that is spent, in bytes.
+        limit: usize,
+        /// The configuration key of that limit.
+        key: &'static str,
+    },
     /// A linked backend's outbound queue holds as many messages as it may (the backend does not
     /// read them as fast as they come): the call was not sent.
     #[error(
@@ -124,6 +140,7 @@ impl UpstreamError {
             Self::CallBufferFull { .. } => "call_buffer_full",
             Self::LinkBufferSpent { .. } => "link_buffer_spent",
             Self::LinkBusy(_) => "link_busy",
+            Self::LinkQueueSpent { .. } => "link_queue_spent",
         }
     }
 

@@ -32,7 +32,11 @@
 //!   most [`OUTBOUND`] (1,024) messages: a new call that finds it full fails at once with
 //!   [`UpstreamError::LinkBusy`] rather than wait (a backend that has not read 1,024 messages is
 //!   stalled, and the call may go to another replica); what the link writes itself (answers,
-//!   cancellations) is dropped.
+//!   cancellations) is dropped. A call's request, and a client's answer to a backend's request,
+//!   wait in the queue charged to the caller's account of the links' budget (the same bytes as
+//!   the messages its clients have not read): past it a call fails with
+//!   [`UpstreamError::LinkQueueSpent`], an answer is dropped like one that finds the queue full.
+//!   The link's own cancellations and error answers are small and not charged.
 //! - **Death**: when the carrier ends, every call in flight fails with
 //!   [`UpstreamError::Disconnected`] and the link refuses new calls.
 //! - **Handshake**: `server/discover` (2026-07-28) when the carrier may reach a modern server,
@@ -57,7 +61,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http::HeaderMap;
 use mcp_core::{
-    ByteBudget, Envelope, Era, MessageKind, RawObject, RequestId, encode_error,
+    Account, Budget, Charge, Envelope, Era, MessageKind, RawObject, RequestId, encode_error,
     encode_request_object,
 };
 use serde_json::value::RawValue;
@@ -92,6 +96,9 @@ pub(super) struct Outbound {
     /// header policy); `None`: the carrier's own. stdio ignores them.
     #[cfg_attr(not(feature = "sse"), allow(dead_code))] // read by the HTTP+SSE carrier only
     pub(super) headers: Option<HeaderMap>,
+    /// What the message holds of its caller's account while it waits (given back once
+    /// written or dropped).
+    pub(super) _charge: Option<Charge>,
 }
 
 /// One call waiting for its response.
@@ -112,20 +119,32 @@ const TAKES_INPUT: [&str; 4] = [
     "completion/complete",
 ];
 
-/// Where answers to a backend's own requests go: the link's outbound queue.
+/// Where answers to a backend's own requests go: the link's outbound queue, charged to the
+/// account of the caller whose call the requests are part of.
 #[derive(Clone)]
-pub(crate) struct LinkWriter(mpsc::Sender<Outbound>);
+pub(crate) struct LinkWriter {
+    out: mpsc::Sender<Outbound>,
+    account: Account,
+}
 
 impl LinkWriter {
     /// Sends `message` (a JSON-RPC response) to the backend; dropped when the link's queue is
-    /// full (the backend is not reading: it would not read the answer either).
+    /// full (the backend is not reading: it would not read the answer either), or when the
+    /// caller's account has no room for it.
     pub(crate) fn send(&self, message: Vec<u8>) {
+        let Ok(charge) = self.account.hold(message.len()) else {
+            tracing::debug!(
+                "a caller's link budget is spent: an answer to a backend's request is dropped"
+            );
+            return;
+        };
         let outbound = Outbound {
             body: message,
             call: None,
             headers: None,
+            _charge: Some(charge),
         };
-        match self.0.try_send(outbound) {
+        match self.out.try_send(outbound) {
             Ok(()) => {}
             Err(mpsc::error::TrySendError::Full(_)) => {
                 // Debug: a backend that asks without reading would flood the logs otherwise; the
@@ -145,7 +164,7 @@ impl LinkWriter {
 
     /// Resolves when the link's connection is gone.
     pub(crate) async fn closed(&self) {
-        self.0.closed().await;
+        self.out.closed().await;
     }
 }
 
@@ -190,7 +209,7 @@ pub(super) struct Link {
     idle_timeout: Duration,
     /// What the calls hold that their clients have not read yet is drawn from their principals'
     /// accounts here (see [`call_buffer`]).
-    budget: ByteBudget,
+    budget: Budget,
 }
 
 impl Link {
@@ -199,7 +218,7 @@ impl Link {
         backend: &str,
         idle_timeout: Duration,
         exclusive: bool,
-        budget: ByteBudget,
+        budget: Budget,
     ) -> (Arc<Self>, mpsc::Receiver<Outbound>) {
         let (out, outbound) = mpsc::channel(OUTBOUND);
         let link = Arc::new(Self {
@@ -362,6 +381,7 @@ impl Link {
             body,
             call: None,
             headers: None,
+            _charge: None,
         };
         match self.out.try_send(outbound) {
             Ok(()) => {}
@@ -406,6 +426,15 @@ impl Link {
         if let Some(meta) = meta {
             params.set_raw("_meta", meta);
         }
+        let body = encode_request_object(&id, method, &params);
+        let charge = terms.account.hold(body.len()).map_err(|spent| {
+            let (whose, limit, key) = call_buffer::spent_limit(spent);
+            UpstreamError::LinkQueueSpent { whose, limit, key }
+        })?;
+        let writer = LinkWriter {
+            out: self.out.clone(),
+            account: terms.account.clone(),
+        };
         let (tx, rx) = call_buffer::channel(terms.account);
         let waiting = Waiting {
             tx,
@@ -416,9 +445,10 @@ impl Link {
             lock(&self.calls.progress).insert(token.to_owned(), key.clone());
         }
         slot.send(Outbound {
-            body: encode_request_object(&id, method, &params),
+            body,
             call: Some(key.clone()),
             headers,
+            _charge: Some(charge),
         });
         Ok(UpstreamReply {
             id,
@@ -430,7 +460,7 @@ impl Link {
                 Arc::clone(&self.calls),
             ),
             session: None,
-            link: Some(LinkWriter(self.out.clone())),
+            link: Some(writer),
             permit: None,
         })
     }
@@ -797,8 +827,8 @@ fn backoff(failures: u32) -> Duration {
 
 /// A budget that never refuses, for links made outside a router.
 #[cfg(any(test, feature = "fuzzing"))]
-fn unbounded() -> ByteBudget {
-    ByteBudget::new(usize::MAX, usize::MAX)
+fn unbounded() -> Budget {
+    Budget::new("link_buffers")
 }
 
 /// The terms of a call drawing from no real budget.
@@ -1053,7 +1083,7 @@ mod tests {
     async fn a_principals_calls_draw_from_one_account_and_give_it_back() {
         use futures_util::StreamExt;
         const SHARE: usize = 256 * 1024;
-        let budget = ByteBudget::new(SHARE, usize::MAX);
+        let budget = Budget::new("link_buffers").with_bytes(SHARE, usize::MAX);
         let (link, mut outbound) = Link::new("b", Duration::from_secs(60), false, budget.clone());
         let on = |token: &str, who: &str| {
             let terms = CallTerms {
@@ -1114,11 +1144,15 @@ mod tests {
         for _ in 0..3 {
             assert!(next_text(&mut first).await.contains("a1"));
         }
-        assert_eq!(budget.held(), 0, "everything was read or dropped");
+        assert_eq!(budget.held_bytes(), 0, "everything was read or dropped");
         link.dispatch(&progress("a1", 64 * 1024));
-        assert_eq!(budget.held(), message.len(), "alice's account works again");
+        assert_eq!(
+            budget.held_bytes(),
+            message.len(),
+            "alice's account works again"
+        );
         drop(first);
-        assert_eq!(budget.held(), 0);
+        assert_eq!(budget.held_bytes(), 0);
     }
 
     #[tokio::test]
@@ -1205,6 +1239,50 @@ mod tests {
         // The carrier delivers one: a call fits again.
         assert!(outbound.try_recv().is_ok());
         assert!(request(&link).is_ok());
+    }
+
+    #[tokio::test]
+    async fn requests_waiting_in_the_queue_are_charged_to_their_principal() {
+        const SHARE: usize = 64 * 1024;
+        let budget = Budget::new("link_buffers").with_bytes(SHARE, usize::MAX);
+        let (link, mut outbound) = Link::new("b", Duration::from_secs(60), true, budget.clone());
+        let big = format!(r#"{{"blob":"{}"}}"#, "x".repeat(40 * 1024));
+        let request = |who: &str| {
+            let terms = CallTerms {
+                timeout: Duration::from_secs(60),
+                account: budget.account(&mcp_core::Principal::new("i", who)),
+            };
+            let params = RawObject::parse(&big).expect("an object");
+            link.request("tools/call", params, None, None, terms, None)
+        };
+        // Nobody delivers: alice's second request is taken while she holds less than her
+        // share, her third is refused, and it leaves nothing behind.
+        let (first, second) = (request("alice"), request("alice"));
+        assert!(first.is_ok() && second.is_ok());
+        let held = budget.held_bytes();
+        assert!(held > SHARE, "{held}");
+        let spent = UpstreamError::LinkQueueSpent {
+            whose: "this caller's clients",
+            limit: SHARE,
+            key: "limits.link_buffer_bytes_per_principal",
+        };
+        assert_eq!(request("alice").err(), Some(spent.clone()));
+        assert!(
+            spent
+                .to_string()
+                .starts_with("messages for the backend waiting to be written"),
+            "{spent}"
+        );
+        assert_eq!(
+            budget.held_bytes(),
+            held,
+            "the refused request holds nothing"
+        );
+        assert!(request("bob").is_ok(), "bob's account is his own");
+        // The carrier writes what waits: the bytes are given back.
+        while outbound.try_recv().is_ok() {}
+        assert_eq!(budget.held_bytes(), 0);
+        assert!(request("alice").is_ok(), "alice's account works again");
     }
 
     #[derive(Clone, PartialEq, Eq, Hash)]

@@ -52,7 +52,7 @@ use mcp_config_store::Transport;
 use mcp_core::headers::{
     MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, encode_header_value,
 };
-use mcp_core::{ByteBudget, Envelope, Era, MessageKind, ProtocolVersion, RawObject, RequestId};
+use mcp_core::{Budget, Envelope, Era, MessageKind, ProtocolVersion, RawObject, RequestId};
 use mcp_fallback::ToolHints;
 use opentelemetry::KeyValue;
 use opentelemetry::context::FutureExt as _;
@@ -158,7 +158,7 @@ pub(crate) struct Client {
     eras: ScopedTable<CredentialScope, EraSlot>,
     sessions: SessionTable,
     /// What linked backends' calls hold for clients that have not read it yet, per principal.
-    link_buffers: ByteBudget,
+    link_buffers: Budget,
     /// Upstream request ids and progress tokens, unique across nodes and restarts: several nodes
     /// send on one shared upstream 2025 session (see `crate::node_id`).
     ids: IdMint,
@@ -206,6 +206,7 @@ impl Upstream {
         via: http::HeaderValue,
     ) -> Self {
         let stacks = ScopedTable::new(
+            "backend_stacks",
             options.max_sessions_per_principal,
             MAX_SCOPED_ENTRIES,
             SCOPED_IDLE,
@@ -215,6 +216,21 @@ impl Upstream {
             stacks,
             layer,
         }
+    }
+
+    /// The budgets of what the upstream side keeps for callers, for metrics: the backend
+    /// stacks', the link buffers', the upstream sessions', then the other per-scope tables'.
+    pub(crate) fn budgets(&self) -> [&Budget; 7] {
+        let c = &self.client;
+        [
+            self.stacks.budget(),
+            &c.link_buffers,
+            c.sessions.budget(),
+            c.pools.budget(),
+            c.eras.budget(),
+            c.breaker_configs.budget(),
+            c.sse_urls.budget(),
+        ]
     }
 
     /// Sends `call` to the backend through its stack in the caller's scope: the primary address
@@ -319,7 +335,7 @@ impl Client {
         node: &str,
         via: http::HeaderValue,
     ) -> Self {
-        let link_buffers = ByteBudget::new(
+        let link_buffers = Budget::new("link_buffers").with_bytes(
             options.link_buffer_bytes_per_principal,
             options.link_buffer_bytes,
         );
@@ -351,6 +367,7 @@ impl Client {
             ),
             link_buffers,
             sse_urls: ScopedTable::new(
+                "sse_endpoints",
                 options.max_sessions_per_principal,
                 MAX_SCOPED_ENTRIES,
                 options.era_ttl,
@@ -364,11 +381,13 @@ impl Client {
                 options.session_bytes,
             ),
             eras: ScopedTable::new(
+                "backend_eras",
                 options.max_sessions_per_principal,
                 MAX_SCOPED_ENTRIES,
                 options.era_ttl,
             ),
             breaker_configs: ScopedTable::new(
+                "breaker_configs",
                 options.max_sessions_per_principal,
                 MAX_SCOPED_ENTRIES,
                 SCOPED_IDLE,
@@ -483,16 +502,6 @@ impl Client {
         self.breakers
             .get_or_insert_named(&key, target.name, &config)
             .ok()
-    }
-
-    /// Bytes linked backends sent calls that their clients have not read yet, for metrics.
-    pub(crate) fn link_buffer_bytes(&self) -> usize {
-        self.link_buffers.held()
-    }
-
-    /// Bytes the upstream legacy sessions kept on this node weigh, for metrics.
-    pub(crate) fn session_bytes(&self) -> usize {
-        self.sessions.bytes()
     }
 
     /// The breakers, for metrics and readiness detail.

@@ -33,7 +33,8 @@ pub(super) fn outcome_of(error: &UpstreamError) -> Outcome {
         | UpstreamError::TooManySessions
         | UpstreamError::TransportDisabled(_)
         | UpstreamError::CallBufferFull { .. }
-        | UpstreamError::LinkBufferSpent { .. } => Outcome::Ignore,
+        | UpstreamError::LinkBufferSpent { .. }
+        | UpstreamError::LinkQueueSpent { .. } => Outcome::Ignore,
     }
 }
 

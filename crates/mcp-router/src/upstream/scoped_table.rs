@@ -15,6 +15,11 @@
 //! own expired entries whenever it stores one (not only when the table is full). It is the
 //! budget rule in bytes (book: docs/src/security.md, "Budgets").
 //!
+//! The counts and bytes are an [`mcp_core::Budget`]'s (a slot and the bytes of each entry,
+//! charged to its principal's account), so `/metrics` shows each table like every other
+//! budget; the table decides under its own lock what makes room, and asks the budget only what
+//! it holds.
+//!
 //! Why this file is long: a third of it is the unit tests of the eviction and byte rules,
 //! which read the table's private state.
 
@@ -26,12 +31,14 @@ use std::time::Duration;
 // tokio's clock, so tests can pause time (outside a runtime it is the system clock).
 use tokio::time::Instant;
 
-use mcp_core::Principal;
+use mcp_core::{Account, Budget, Principal, Slot, Spent};
 
 /// A bounded map with a per-principal share. See the module docs.
 #[derive(Debug)]
 pub(crate) struct ScopedTable<K, V> {
     inner: Mutex<Inner<K, V>>,
+    /// Entries (slots) and bytes, with the shares and totals.
+    budget: Budget,
     per_principal: usize,
     total: usize,
     /// Bytes one principal's entries may weigh, and all of them ([`ScopedTable::weighed`]).
@@ -49,30 +56,21 @@ struct Entry<V> {
     value: V,
     used: Instant,
     bytes: usize,
+    /// The entry's place in its principal's account, which is charged its bytes.
+    slot: Slot,
 }
 
 #[derive(Debug)]
 struct Inner<K, V> {
     entries: HashMap<K, Entry<V>>,
-    /// Each principal's keys, oldest first, and what they weigh.
+    /// Each principal's keys, oldest first, and its account.
     order: HashMap<Principal, Held<K>>,
-    /// What every entry weighs.
-    bytes: usize,
 }
 
 #[derive(Debug)]
 struct Held<K> {
     keys: VecDeque<K>,
-    bytes: usize,
-}
-
-impl<K> Default for Held<K> {
-    fn default() -> Self {
-        Self {
-            keys: VecDeque::new(),
-            bytes: 0,
-        }
-    }
+    account: Account,
 }
 
 /// What [`ScopedTable::weigh`] did.
@@ -95,39 +93,50 @@ pub(crate) struct Inserted<K, V> {
 }
 
 impl<K: Clone + Eq + Hash, V: Clone> ScopedTable<K, V> {
-    /// A table of at most `total` entries, at most `per_principal` of them (at least 1) one
-    /// principal's; an entry nobody asked for within `idle` has expired.
-    pub(crate) fn new(per_principal: usize, total: usize, idle: Duration) -> Self {
-        Self {
-            inner: Mutex::new(Inner {
-                entries: HashMap::new(),
-                order: HashMap::new(),
-                bytes: 0,
-            }),
-            per_principal: per_principal.max(1),
-            total: total.max(1),
-            bytes_per_principal: usize::MAX,
-            bytes_total: usize::MAX,
-            reserve: 0,
-            idle,
-        }
+    /// A table named `name` (its budget's, on `/metrics`) of at most `total` entries, at most
+    /// `per_principal` of them (at least 1) one principal's; an entry nobody asked for within
+    /// `idle` has expired.
+    pub(crate) fn new(
+        name: &'static str,
+        per_principal: usize,
+        total: usize,
+        idle: Duration,
+    ) -> Self {
+        Self::weighed(name, per_principal, total, idle, usize::MAX, usize::MAX)
     }
 
     /// [`new`](Self::new) whose entries also weigh bytes ([`upsert_weighing`]
     /// (Self::upsert_weighing)): at most `bytes_per_principal` of one principal's, `bytes_total`
     /// in all.
     pub(crate) fn weighed(
+        name: &'static str,
         per_principal: usize,
         total: usize,
         idle: Duration,
         bytes_per_principal: usize,
         bytes_total: usize,
     ) -> Self {
+        let (per_principal, total) = (per_principal.max(1), total.max(1));
         Self {
+            inner: Mutex::new(Inner {
+                entries: HashMap::new(),
+                order: HashMap::new(),
+            }),
+            budget: Budget::new(name)
+                .with_slots(per_principal, total)
+                .with_bytes(bytes_per_principal, bytes_total),
+            per_principal,
+            total,
             bytes_per_principal,
             bytes_total,
-            ..Self::new(per_principal, total, idle)
+            reserve: 0,
+            idle,
         }
+    }
+
+    /// The budget the entries draw from.
+    pub(crate) fn budget(&self) -> &Budget {
+        &self.budget
     }
 
     /// An entry inserted by a principal holding no bytes needs `bytes` of room: the most an
@@ -140,7 +149,17 @@ impl<K: Clone + Eq + Hash, V: Clone> ScopedTable<K, V> {
 
     /// What every entry weighs together.
     pub(crate) fn bytes(&self) -> usize {
-        self.lock().bytes
+        self.budget.held_bytes()
+    }
+
+    /// What every entry weighs with `bytes` more.
+    fn bytes_with(&self, bytes: usize) -> usize {
+        self.budget.held_bytes().saturating_add(bytes)
+    }
+
+    /// Counts a refusal of the table on its budget.
+    fn refused(&self, spent: Spent) {
+        self.budget.refuse(spent);
     }
 
     /// Sets `key` to `value`, weighing `bytes`, for `principal`. To make room the principal's
@@ -159,31 +178,30 @@ impl<K: Clone + Eq + Hash, V: Clone> ScopedTable<K, V> {
         let now = Instant::now();
         inner.remove(key);
         if bytes > self.bytes_per_principal || bytes > self.bytes_total {
+            self.refused(Spent::Share(self.bytes_per_principal));
             return false;
         }
         drop(inner.expire_own(principal, now, self.idle));
         let full = |inner: &Inner<K, V>| {
-            inner.entries.len() >= self.total
-                || inner.bytes.saturating_add(bytes) > self.bytes_total
+            inner.entries.len() >= self.total || self.bytes_with(bytes) > self.bytes_total
         };
         if full(&inner) {
             drop(inner.expire(now, self.idle));
         }
         loop {
-            let (count, weight) = inner
-                .order
-                .get(principal)
-                .map_or((0, 0), |held| (held.keys.len(), held.bytes));
+            let (count, weight) = inner.held(principal);
             let over_share = count >= self.per_principal
                 || weight.saturating_add(bytes) > self.bytes_per_principal;
             if !over_share && !full(&inner) {
                 break;
             }
             if inner.pop_oldest(principal).is_none() {
+                // Holding nothing, the principal is within its share: the table is full.
+                self.refused(Spent::Ceiling(self.bytes_total));
                 return false;
             }
         }
-        inner.insert(key.clone(), principal, value, now, bytes);
+        inner.insert(key.clone(), principal, value, now, bytes, &self.budget);
         true
     }
 
@@ -218,16 +236,14 @@ impl<K: Clone + Eq + Hash, V: Clone> ScopedTable<K, V> {
         }
         // Each insertion sweeps what its own principal left to expire (a scan of its share).
         let mut evicted = inner.expire_own(principal, now, self.idle);
-        if inner.entries.len() >= self.total || inner.bytes >= self.bytes_total {
+        if inner.entries.len() >= self.total || self.bytes_with(0) >= self.bytes_total {
             evicted.extend(inner.expire(now, self.idle));
         }
-        let (held, weight) = inner
-            .order
-            .get(principal)
-            .map_or((0, 0), |held| (held.keys.len(), held.bytes));
-        if weight == 0 && inner.bytes.saturating_add(self.reserve.max(1)) > self.bytes_total {
+        let (held, weight) = inner.held(principal);
+        if weight == 0 && self.bytes_with(self.reserve.max(1)) > self.bytes_total {
             // The table's bytes have no room for the entry once weighed, and the principal holds
             // none to give back then: refused like a newcomer to a full table.
+            self.refused(Spent::Ceiling(self.bytes_total));
             return Inserted {
                 value: None,
                 evicted,
@@ -236,13 +252,14 @@ impl<K: Clone + Eq + Hash, V: Clone> ScopedTable<K, V> {
         if held >= self.per_principal || (inner.entries.len() >= self.total && held > 0) {
             evicted.extend(inner.pop_oldest(principal));
         } else if inner.entries.len() >= self.total {
+            self.refused(Spent::Ceiling(self.total));
             return Inserted {
                 value: None,
                 evicted,
             };
         }
         let value = make();
-        inner.insert(key.clone(), principal, value.clone(), now, 0);
+        inner.insert(key.clone(), principal, value.clone(), now, 0, &self.budget);
         Inserted {
             value: Some(value),
             evicted,
@@ -266,13 +283,13 @@ impl<K: Clone + Eq + Hash, V: Clone> ScopedTable<K, V> {
             };
         };
         if bytes <= self.bytes_per_principal && bytes <= self.bytes_total {
-            if inner.bytes > self.bytes_total {
+            if self.bytes_with(0) > self.bytes_total {
                 evicted = inner.expire(now, self.idle);
                 evicted.retain(|(k, _)| k != key);
             }
             loop {
-                let weight = inner.order.get(&principal).map_or(0, |held| held.bytes);
-                if weight <= self.bytes_per_principal && inner.bytes <= self.bytes_total {
+                let (_, weight) = inner.held(&principal);
+                if weight <= self.bytes_per_principal && self.bytes_with(0) <= self.bytes_total {
                     return Weighed {
                         kept: inner.entries.contains_key(key),
                         evicted,
@@ -284,6 +301,12 @@ impl<K: Clone + Eq + Hash, V: Clone> ScopedTable<K, V> {
                 }
             }
         }
+        let (_, weight) = inner.held(&principal);
+        self.refused(if weight > self.bytes_per_principal {
+            Spent::Share(self.bytes_per_principal)
+        } else {
+            Spent::Ceiling(self.bytes_total)
+        });
         inner.remove(key);
         Weighed {
             kept: false,
@@ -343,11 +366,30 @@ impl<K: Clone + Eq + Hash, V: Clone> ScopedTable<K, V> {
 }
 
 impl<K: Clone + Eq + Hash, V> Inner<K, V> {
-    fn insert(&mut self, key: K, principal: &Principal, value: V, now: Instant, bytes: usize) {
-        let held = self.order.entry(principal.clone()).or_default();
+    /// How many entries `principal` holds, and what they weigh.
+    fn held(&self, principal: &Principal) -> (usize, usize) {
+        self.order
+            .get(principal)
+            .map_or((0, 0), |held| (held.keys.len(), held.account.held_bytes()))
+    }
+
+    /// Stores an entry the table made room for (so the budget takes it whatever it holds).
+    fn insert(
+        &mut self,
+        key: K,
+        principal: &Principal,
+        value: V,
+        now: Instant,
+        bytes: usize,
+        budget: &Budget,
+    ) {
+        let held = self.order.entry(principal.clone()).or_insert_with(|| Held {
+            keys: VecDeque::new(),
+            account: budget.account(principal),
+        });
         held.keys.push_back(key.clone());
-        held.bytes = held.bytes.saturating_add(bytes);
-        self.bytes = self.bytes.saturating_add(bytes);
+        held.account.add(bytes);
+        let slot = held.account.add_slot();
         self.entries.insert(
             key,
             Entry {
@@ -355,6 +397,7 @@ impl<K: Clone + Eq + Hash, V> Inner<K, V> {
                 value,
                 used: now,
                 bytes,
+                slot,
             },
         );
     }
@@ -363,12 +406,10 @@ impl<K: Clone + Eq + Hash, V> Inner<K, V> {
     fn charge(&mut self, key: &K, bytes: usize) -> Option<Principal> {
         let entry = self.entries.get_mut(key)?;
         let before = std::mem::replace(&mut entry.bytes, bytes);
-        let principal = entry.principal.clone();
-        self.bytes = self.bytes.saturating_sub(before).saturating_add(bytes);
-        if let Some(held) = self.order.get_mut(&principal) {
-            held.bytes = held.bytes.saturating_sub(before).saturating_add(bytes);
-        }
-        Some(principal)
+        let account = entry.slot.account();
+        account.release(before);
+        account.add(bytes);
+        Some(entry.principal.clone())
     }
 
     /// The principal's oldest entry other than `keep` that weighs something, removed (one that
@@ -431,10 +472,9 @@ impl<K: Clone + Eq + Hash, V> Inner<K, V> {
 
     fn remove(&mut self, key: &K) -> Option<V> {
         let entry = self.entries.remove(key)?;
-        self.bytes = self.bytes.saturating_sub(entry.bytes);
+        entry.slot.account().release(entry.bytes);
         if let Some(held) = self.order.get_mut(&entry.principal) {
             held.keys.retain(|k| k != key);
-            held.bytes = held.bytes.saturating_sub(entry.bytes);
             if held.keys.is_empty() {
                 self.order.remove(&entry.principal);
             }
@@ -449,7 +489,7 @@ mod tests {
 
     #[test]
     fn a_principal_at_its_share_evicts_only_its_own_oldest_entry() {
-        let table = ScopedTable::new(2, 10, Duration::from_secs(3600));
+        let table = ScopedTable::new("test", 2, 10, Duration::from_secs(3600));
         let alice = Principal::new("i", "alice");
         let bob = Principal::new("i", "bob");
         let _ = table.get_or_insert_with(&"bob-1", &bob, || 1);
@@ -465,7 +505,7 @@ mod tests {
 
     #[test]
     fn a_full_table_refuses_a_newcomer_and_never_evicts_another_tenant() {
-        let table = ScopedTable::new(5, 3, Duration::from_secs(3600));
+        let table = ScopedTable::new("test", 5, 3, Duration::from_secs(3600));
         let alice = Principal::new("i", "alice");
         let bob = Principal::new("i", "bob");
         for key in ["a1", "a2", "a3"] {
@@ -474,6 +514,9 @@ mod tests {
         let refused = table.get_or_insert_with(&"b1", &bob, || 0);
         assert!(refused.value.is_none(), "bob is refused");
         assert_eq!(table.len(), 3);
+        // The table's budget holds what it holds, and counted the refusal.
+        assert_eq!(table.budget().held_slots(), 3);
+        assert_eq!(table.budget().refusals().ceiling, 1);
         // Alice, who holds entries, recycles her own oldest.
         let recycled = table.get_or_insert_with(&"a4", &alice, || 4);
         let gone: Vec<_> = recycled.evicted.into_iter().map(|(k, _)| k).collect();
@@ -482,12 +525,13 @@ mod tests {
         assert!(table.get_or_insert_with(&"b1", &bob, || 9).value.is_some());
         assert_eq!(table.remove_if(&"b1", |v| *v == 1), None, "pred refused");
         assert_eq!(table.remove_if(&"b1", |v| *v == 9), Some(9));
+        assert_eq!(table.budget().held_slots(), 2, "a3 and a4");
     }
 
     #[test]
     fn a_weighed_entry_makes_room_from_its_own_principal_only() {
         // 3 entries and 100 bytes per principal, 150 bytes in all.
-        let table = ScopedTable::weighed(3, 10, Duration::from_secs(3600), 100, 150);
+        let table = ScopedTable::weighed("test", 3, 10, Duration::from_secs(3600), 100, 150);
         let alice = Principal::new("i", "alice");
         let bob = Principal::new("i", "bob");
         for key in ["a1", "a2", "b1"] {
@@ -538,7 +582,7 @@ mod tests {
 
     #[test]
     fn a_principal_with_no_bytes_to_give_back_is_refused_when_the_bytes_are_spent() {
-        let table = ScopedTable::weighed(3, 10, Duration::from_secs(3600), 100, 100);
+        let table = ScopedTable::weighed("test", 3, 10, Duration::from_secs(3600), 100, 100);
         let alice = Principal::new("i", "alice");
         let bob = Principal::new("i", "bob");
         assert!(
@@ -566,7 +610,8 @@ mod tests {
 
     #[test]
     fn a_newcomer_needs_room_for_the_largest_entry() {
-        let table = ScopedTable::weighed(3, 10, Duration::from_secs(3600), 100, 100).reserving(40);
+        let table =
+            ScopedTable::weighed("test", 3, 10, Duration::from_secs(3600), 100, 100).reserving(40);
         let alice = Principal::new("i", "alice");
         assert!(
             table
@@ -593,7 +638,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_principals_insertion_sweeps_its_own_expired_entries_only() {
-        let table = ScopedTable::new(10, 100, Duration::from_secs(60));
+        let table = ScopedTable::new("test", 10, 100, Duration::from_secs(60));
         let alice = Principal::new("i", "alice");
         let bob = Principal::new("i", "bob");
         for key in ["a1", "a2"] {
@@ -617,7 +662,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_full_table_drops_idle_entries_of_anyone_before_refusing() {
-        let table = ScopedTable::new(5, 2, Duration::from_secs(60));
+        let table = ScopedTable::new("test", 5, 2, Duration::from_secs(60));
         let alice = Principal::new("i", "alice");
         let bob = Principal::new("i", "bob");
         for key in ["a1", "a2"] {

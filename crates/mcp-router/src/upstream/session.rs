@@ -108,8 +108,15 @@ impl SessionTable {
     ) -> Self {
         Self {
             // A newcomer needs room for a session of the largest kind it may get.
-            slots: ScopedTable::weighed(per_principal, max, IDLE, bytes_per_principal, bytes)
-                .reserving(MAX_INITIALIZE_RESULT_BYTES + MAX_SESSION_ID_BYTES),
+            slots: ScopedTable::weighed(
+                "upstream_sessions",
+                per_principal,
+                max,
+                IDLE,
+                bytes_per_principal,
+                bytes,
+            )
+            .reserving(MAX_INITIALIZE_RESULT_BYTES + MAX_SESSION_ID_BYTES),
             attached: Mutex::new(HashMap::new()),
             retired: Mutex::new(Retired::default()),
             max,
@@ -147,9 +154,9 @@ impl SessionTable {
         weighed.kept
     }
 
-    /// Bytes the kept sessions weigh together.
-    pub(crate) fn bytes(&self) -> usize {
-        self.slots.bytes()
+    /// The budget the sessions draw from.
+    pub(crate) fn budget(&self) -> &mcp_core::Budget {
+        self.slots.budget()
     }
 
     /// Forgets `key` when its session could not be initialised, so a failed slot does not hold

@@ -37,7 +37,7 @@ use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Request, header};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
-use mcp_core::ByteBudget;
+use mcp_core::Budget;
 use mcp_core::sse::{SseDecoder, SseEvent};
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
@@ -84,15 +84,11 @@ pub(crate) struct SsePool {
     pools: Arc<ScopedPools>,
     client_info: Box<RawValue>,
     /// What the connections' calls hold for their clients is drawn from here.
-    budget: ByteBudget,
+    budget: Budget,
 }
 
 impl SsePool {
-    pub(crate) fn new(
-        pools: Arc<ScopedPools>,
-        client_info: Box<RawValue>,
-        budget: ByteBudget,
-    ) -> Self {
+    pub(crate) fn new(pools: Arc<ScopedPools>, client_info: Box<RawValue>, budget: Budget) -> Self {
         Self {
             pool: Pool::new(
                 MAX_CONNECTIONS,
@@ -213,7 +209,7 @@ impl Connection {
         target: &Target<'_>,
         url: &Url,
         client_info: &RawValue,
-        budget: ByteBudget,
+        budget: Budget,
     ) -> Result<Arc<Self>, UpstreamError> {
         let timeout = Duration::from_millis(target.config.timeout_ms.max(1));
         let mut events = Events::open(&http, target, url, timeout).await?;

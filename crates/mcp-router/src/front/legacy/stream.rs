@@ -56,8 +56,8 @@ pub(crate) async fn get_stream(
     record: &SessionRecord,
     session_id: &str,
 ) -> Response<McpBody> {
-    let Some(slot) = front.streams.take(&ctx.principal) else {
-        return respond::too_many_streams(front.streams.max());
+    let Ok(slot) = front.streams.take(&ctx.principal) else {
+        return respond::too_many_streams(front.streams.slots_share());
     };
     front.ensure_sweeping();
     let session_ended = crate::session_ends::ended(front.ends.watch(session_id));

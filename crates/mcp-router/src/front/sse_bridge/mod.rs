@@ -189,6 +189,11 @@ impl SseBridgeLayer {
         self.shared.registry.len()
     }
 
+    /// The budget the open sessions draw from (a slot each), for metrics.
+    pub fn budget(&self) -> mcp_core::Budget {
+        self.shared.registry.budget().clone()
+    }
+
     fn with(self, change: impl FnOnce(&mut Shared)) -> Self {
         let mut shared = Shared {
             registry: Arc::clone(&self.shared.registry),

@@ -11,7 +11,7 @@ use mcp_core::{Principal, VirtualHostId};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 
 use super::MAX_POSTS_IN_FLIGHT;
-use mcp_core::{PrincipalSlots, Slot};
+use mcp_core::{Budget, Slot, Spent};
 
 /// What the bridge learnt from the inner `initialize`: the headers every later inner request
 /// carries.
@@ -133,39 +133,42 @@ pub(crate) enum Full {
 #[derive(Debug)]
 pub(crate) struct Registry {
     sessions: Mutex<HashMap<String, (Arc<BridgeSession>, Slot)>>,
-    max: usize,
-    per_principal: PrincipalSlots,
+    budget: Budget,
 }
 
 impl Registry {
     pub(crate) fn new(max: usize, per_principal: usize) -> Self {
         Self {
             sessions: Mutex::default(),
-            max,
-            per_principal: PrincipalSlots::new(per_principal),
+            budget: Budget::new("sse_sessions").with_slots(per_principal, max),
         }
     }
 
+    /// The budget the sessions draw from (a slot each).
+    pub(crate) fn budget(&self) -> &Budget {
+        &self.budget
+    }
+
     pub(crate) fn max(&self) -> usize {
-        self.max
+        self.budget.slots_ceiling()
     }
 
     pub(crate) fn max_per_principal(&self) -> usize {
-        self.per_principal.max()
+        self.budget.slots_share()
     }
 
     /// Adds `session`, unless `max` sessions are open or its principal holds its share.
     pub(crate) fn insert(&self, session: Arc<BridgeSession>) -> Result<(), Full> {
-        let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
-        // The principal's own share first: a principal over it learns so even when the whole
-        // table is full too.
+        // The principal's own share is checked first: a principal over it learns so even when
+        // the whole table is full too.
         let slot = self
-            .per_principal
+            .budget
             .take(&session.principal)
-            .ok_or(Full::Principal)?;
-        if sessions.len() >= self.max {
-            return Err(Full::All);
-        }
+            .map_err(|spent| match spent {
+                Spent::Share(_) => Full::Principal,
+                Spent::Ceiling(_) => Full::All,
+            })?;
+        let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
         sessions.insert(session.id.clone(), (session, slot));
         Ok(())
     }

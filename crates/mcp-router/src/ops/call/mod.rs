@@ -82,6 +82,8 @@ pub(crate) enum Answer {
 pub(crate) struct Elsewhere {
     /// The node holding the call.
     pub(crate) node: String,
+    /// The caller, whose budget the answer's wait is charged to.
+    pub(crate) principal: mcp_core::Principal,
     pub(crate) resume: Resume,
     /// The retry's params, upstream form.
     pub(crate) params: RawObject<'static>,
@@ -299,6 +301,7 @@ async fn resume(
     {
         return Answer::Elsewhere(Box::new(Elsewhere {
             node,
+            principal: scope.ctx.principal.clone(),
             resume: parked,
             params,
             meta: scope.meta.map(ToOwned::to_owned),

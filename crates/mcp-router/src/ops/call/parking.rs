@@ -61,9 +61,8 @@ impl ParkedCall {
         if left.is_zero() {
             return Err(self);
         }
-        // The caller (issuer, subject) owns the call: its share of the table is bounded.
-        let owner: Vec<&str> = binding.iter().take(2).map(String::as_str).collect();
-        let owner = owner.join("\u{0}");
+        // The caller owns the call: its share of the table is bounded.
+        let owner = self.relay.principal().clone();
         let token = ops.parked.park(self, &owner, left)?;
         let ttl = left.as_secs().max(1);
         let binding = as_strs(&binding);

@@ -14,7 +14,7 @@
 //! and its response.
 //!
 //! Beside its own share, a call draws what it holds from its principal's account of the
-//! links' [`ByteBudget`] (`limits.link_buffer_bytes_per_principal`, and the node's
+//! links' [`Budget`] (`limits.link_buffer_bytes_per_principal`, and the node's
 //! `limits.link_buffer_bytes`): a principal with many calls whose clients do not read cannot
 //! hold more than its share in all, whatever the number of calls. A message arriving while the
 //! account or the node holds its limit fails the call the same way, with
@@ -124,21 +124,10 @@ impl CallSender {
                 unit: "messages",
             });
         }
-        self.held
-            .account
-            .charge(message.len())
-            .map_err(|spent| match spent {
-                Spent::Share(limit) => UpstreamError::LinkBufferSpent {
-                    whose: "this caller's clients",
-                    limit,
-                    key: "limits.link_buffer_bytes_per_principal",
-                },
-                Spent::Ceiling(limit) => UpstreamError::LinkBufferSpent {
-                    whose: "the clients of every caller on this node",
-                    limit,
-                    key: "limits.link_buffer_bytes",
-                },
-            })?;
+        self.held.account.charge(message.len()).map_err(|spent| {
+            let (whose, limit, key) = spent_limit(spent);
+            UpstreamError::LinkBufferSpent { whose, limit, key }
+        })?;
         self.keep(message, false);
         Ok(())
     }
@@ -224,6 +213,7 @@ pub(super) fn messages(
                     body: cancelled(&self.key, None),
                     call: None,
                     headers: None,
+                    _charge: None,
                 };
                 if let Err(mpsc::error::TrySendError::Full(_)) = self.out.try_send(cancel) {
                     tracing::debug!(
@@ -266,4 +256,21 @@ pub(super) fn messages(
             }
         },
     ))
+}
+
+/// Whose bytes a refused charge of the links' budget found spent, the limit and its key (for
+/// [`UpstreamError::LinkBufferSpent`] and [`UpstreamError::LinkQueueSpent`]).
+pub(super) fn spent_limit(spent: Spent) -> (&'static str, usize, &'static str) {
+    match spent {
+        Spent::Share(limit) => (
+            "this caller's clients",
+            limit,
+            "limits.link_buffer_bytes_per_principal",
+        ),
+        Spent::Ceiling(limit) => (
+            "the clients of every caller on this node",
+            limit,
+            "limits.link_buffer_bytes",
+        ),
+    }
 }

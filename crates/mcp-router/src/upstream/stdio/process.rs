@@ -6,7 +6,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use bytes::Bytes;
-use mcp_core::ByteBudget;
+use mcp_core::Budget;
 use serde_json::value::RawValue;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
@@ -52,7 +52,7 @@ pub(crate) struct StdioPool {
     rules: StdioRules,
     client_info: Box<RawValue>,
     /// What the processes' calls hold for their clients is drawn from here.
-    budget: ByteBudget,
+    budget: Budget,
 }
 
 impl StdioPool {
@@ -60,7 +60,7 @@ impl StdioPool {
         rules: StdioRules,
         max_processes: usize,
         client_info: Box<RawValue>,
-        budget: ByteBudget,
+        budget: Budget,
     ) -> Self {
         Self {
             pool: Pool::new(
@@ -146,7 +146,7 @@ impl Process {
         key: &ProcessKey,
         target: &Target<'_>,
         client_info: &RawValue,
-        budget: ByteBudget,
+        budget: Budget,
     ) -> Result<Arc<Self>, UpstreamError> {
         let launch = &key.launch;
         let Some(program) = resolve_program(&launch.command) else {

@@ -141,8 +141,13 @@ impl ScopedPools {
             connector,
             via: None,
             lanes: lanes.max(1),
-            pools: ScopedTable::new(per_principal, total, idle),
+            pools: ScopedTable::new("connection_pools", per_principal, total, idle),
         }
+    }
+
+    /// The budget the pools draw from (a slot per credential scope).
+    pub(crate) fn budget(&self) -> &mcp_core::Budget {
+        self.pools.budget()
     }
 
     /// Every request through these pools carries `via` (this deployment's `Via` entry).

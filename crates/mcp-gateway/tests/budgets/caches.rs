@@ -161,3 +161,70 @@ async fn upstream_sessions_are_charged_in_bytes_to_their_own_principal() {
         "bob's upstream session was never given up"
     );
 }
+
+/// `limits.upstream_session_bytes`: when the node's bytes have no room left for a session of
+/// the largest kind (256 KiB of result and its id), a principal holding no session to give back
+/// is refused before its `initialize`; one holding sessions gives its own way instead, and the
+/// sessions already kept are untouched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_newcomer_is_refused_when_the_nodes_session_bytes_have_no_room() {
+    let long = "x".repeat(INSTRUCTIONS);
+    let backend = TestBackend::start(
+        BackendSpec::legacy("a")
+            .instructions(long)
+            .record_requests(true),
+    )
+    .await;
+    let backends = json!({"a": {"url": backend.url()}});
+    let users = json!({"users": {
+        "alice": {"virtual_hosts": {"vh": {"backends": backends}}},
+        "bob": {"virtual_hosts": {"vh": {"backends": backends}}},
+        "carol": {"virtual_hosts": {"vh": {"backends": backends}}},
+    }});
+    let dir = workdir("gw-budgets-session-newcomer");
+    support::write(dir.path(), "users.json", &users.to_string());
+    // The node holds what one principal may: two sessions of about 200 KiB leave less than the
+    // 256 KiB a newcomer's session may come to.
+    let config = base_config(&format!(
+        "\n[limits]\nupstream_session_bytes_per_principal = {SESSION_SHARE}\n\
+         upstream_session_bytes = {SESSION_SHARE}\n"
+    ));
+    let gw = GatewayProcess::start(dir.path(), &config, &[]).await;
+    let call = |sub: &'static str, n: usize| {
+        let addr = gw.addr;
+        async move {
+            let capabilities = json!({"experimental": {"n": {"value": n}}});
+            let session = support::legacy_initialize_with(addr, sub, "vh", capabilities).await;
+            let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "a-echo", "arguments": {"text": "hi"}}});
+            support::legacy_post(addr, sub, "vh", Some(&session), &body).await
+        }
+    };
+    // Bob, then alice (the control: a newcomer while the node has room), are served.
+    for sub in ["bob", "alice"] {
+        let reply = call(sub, 0).await;
+        assert!(reply.text().contains("hi"), "{sub}: {}", reply.text());
+    }
+    let initializes = backend.requests_for("initialize").len();
+    // Carol holds nothing to give back: refused before any upstream initialize.
+    let refused = call("carol", 0).await;
+    assert_eq!(
+        refused.json()["error"]["code"],
+        -32603,
+        "{}",
+        refused.text()
+    );
+    assert_eq!(
+        refused.json()["error"]["message"],
+        "Backend a failed: too many upstream sessions"
+    );
+    assert_eq!(backend.requests_for("initialize").len(), initializes);
+    // Alice holds a session: her new one is served, her own oldest gives way.
+    let again = call("alice", 1).await;
+    assert!(again.text().contains("hi"), "{}", again.text());
+    // Bob's session was never given up: his next call initialises nothing.
+    let initializes = backend.requests_for("initialize").len();
+    let bob = call("bob", 0).await;
+    assert!(bob.text().contains("hi"), "{}", bob.text());
+    assert_eq!(backend.requests_for("initialize").len(), initializes);
+}

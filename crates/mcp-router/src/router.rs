@@ -104,15 +104,13 @@ impl McpRouter {
     /// Bytes the caller's upstream 2025 sessions kept on this node weigh (mostly the backends'
     /// `InitializeResult`s; see [`UpstreamOptions::session_bytes`]), for metrics.
     pub fn upstream_session_bytes(&self) -> usize {
-        let [_, _, sessions, ..] = self.front.ops.upstream.budgets();
-        sessions.held_bytes()
+        self.held_bytes("upstream_sessions")
     }
 
     /// Bytes linked backends (stdio, HTTP+SSE) sent calls on this node that their clients have
     /// not read yet (see [`UpstreamOptions::link_buffer_bytes`]), for metrics.
     pub fn link_buffer_bytes(&self) -> usize {
-        let [_, links, ..] = self.front.ops.upstream.budgets();
-        links.held_bytes()
+        self.held_bytes("link_buffers")
     }
 
     /// Bytes of messages kept in 2025 sessions' replay buffers on this node, for metrics.
@@ -135,6 +133,14 @@ impl McpRouter {
     /// 2025 POST response streams being relayed on this node, for metrics.
     pub fn background_relays(&self) -> usize {
         self.front.relays.held_slots()
+    }
+
+    /// Bytes the upstream budget `name` holds.
+    fn held_bytes(&self, name: &str) -> usize {
+        let mut budgets = self.front.ops.upstream.budgets();
+        budgets
+            .find(|b| b.name() == name)
+            .map_or(0, Budget::held_bytes)
     }
 
     /// Every budget the router draws from on this node (book: docs/src/security.md,

@@ -572,3 +572,57 @@ async fn an_expired_or_deleted_session_releases_its_streams_buffers_and_sse_brid
     .await;
     assert_eq!(gone.status, 404);
 }
+
+/// `sessions.record_bytes_per_principal`: a subscription that would grow a session's record past
+/// its principal's byte share is refused with the key named and not kept; the subscriptions
+/// kept before stay, and bob's session subscribes to the same URIs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscription_past_the_principals_record_bytes_is_refused_and_not_kept() {
+    let s = setup(
+        "iso-subscription-bytes",
+        "[sessions]\nrecord_bytes_per_principal = 16384\n",
+    )
+    .await;
+    // Each URI weighs about 4 KiB in the record: the share holds a few of them.
+    let uri = |item: usize| format!("beta-test://beta/item/{item}{}", "0".repeat(3_900));
+    let subscribe = |id: usize| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "resources/subscribe",
+            "params": {"uri": uri(id)}})
+    };
+    let alice = legacy_initialize(s.gw.addr, "alice", "vh").await;
+    let mut kept = 0;
+    let mut refused = None;
+    for id in 1..=8 {
+        let reply = legacy_post(s.gw.addr, "alice", "vh", Some(&alice), &subscribe(id)).await;
+        assert_eq!(reply.status, 200);
+        if reply.json()["result"].is_object() {
+            kept += 1;
+        } else {
+            refused = Some(rpc_error(&reply));
+            break;
+        }
+    }
+    assert!(kept >= 1, "the control: alice's first subscriptions fit");
+    assert_eq!(
+        refused,
+        Some((
+            -32603,
+            "Cannot keep the subscription: session limit reached: the session records of this \
+             principal weigh their whole share (sessions.record_bytes_per_principal)"
+                .to_owned()
+        ))
+    );
+    // Bob's records are his own: alice's full share costs him none of his.
+    let bob = legacy_initialize(s.gw.addr, "bob", "vh").await;
+    for id in 1..=kept {
+        let reply = legacy_post(s.gw.addr, "bob", "vh", Some(&bob), &subscribe(id)).await;
+        assert!(reply.json()["result"].is_object(), "{}", reply.text());
+    }
+    // Alice's kept subscriptions stay: unsubscribing one makes room for the refused one.
+    let unsubscribe = json!({"jsonrpc": "2.0", "id": 100, "method": "resources/unsubscribe",
+        "params": {"uri": uri(1)}});
+    let reply = legacy_post(s.gw.addr, "alice", "vh", Some(&alice), &unsubscribe).await;
+    assert!(reply.json()["result"].is_object(), "{}", reply.text());
+    let again = legacy_post(s.gw.addr, "alice", "vh", Some(&alice), &subscribe(kept + 1)).await;
+    assert!(again.json()["result"].is_object(), "{}", again.text());
+}

@@ -105,7 +105,8 @@ impl Waiting {
 
     /// A part arrived for `ticket` (dropped when nobody waits for it any more). A chunk is
     /// charged to the caller's account until the client reads it; one past the budget ends
-    /// the answer (see the module docs).
+    /// the answer (see the module docs). The head and the end are always taken (counted, not
+    /// checked): refusing them would lose a call the holder already resumed.
     pub(crate) fn deliver(&self, ticket: &str, part: Part) {
         let mut tickets = self.lock();
         let Some(waiter) = tickets.get(ticket) else {
@@ -113,7 +114,14 @@ impl Waiting {
         };
         let account = waiter.slot.account();
         let unread = part.unread_bytes();
-        if let Err(spent) = account.charge(unread) {
+        let charged = match part {
+            Part::Chunk { .. } => account.charge(unread),
+            Part::Head { .. } | Part::End | Part::Missing => {
+                account.add(unread);
+                Ok(())
+            }
+        };
+        if let Err(spent) = charged {
             tracing::warn!(
                 ?spent,
                 "a forwarded answer's client reads too slowly: ending the answer"
@@ -222,10 +230,13 @@ pub(crate) async fn forward(
     else {
         return None;
     };
+    // The ticket before the receiver: it leaves the table first (under the table's lock, which
+    // a delivery holds from its charge to its send), so nothing is sent after the receiver
+    // gave back what it held.
     let chunks =
-        futures_util::stream::unfold((receiver, guard), |(mut receiver, ticket)| async move {
+        futures_util::stream::unfold((guard, receiver), |(ticket, mut receiver)| async move {
             match receiver.recv().await? {
-                Part::Chunk { data } => Some((Bytes::from(data), (receiver, ticket))),
+                Part::Chunk { data } => Some((Bytes::from(data), (ticket, receiver))),
                 Part::End | Part::Missing | Part::Head { .. } => None,
             }
         });

@@ -29,6 +29,11 @@ mod stdio {
             Self
         }
 
+        /// None: no process is ever held.
+        pub(crate) fn budget(&self) -> Option<&Budget> {
+            None
+        }
+
         pub(crate) async fn send(
             &self,
             _: &Target<'_>,
@@ -67,6 +72,11 @@ mod sse {
     impl SsePool {
         pub(crate) fn new(_: std::sync::Arc<ScopedPools>, _: Box<RawValue>, _: Budget) -> Self {
             Self
+        }
+
+        /// None: no connection is ever held.
+        pub(crate) fn budget(&self) -> Option<&Budget> {
+            None
         }
 
         pub(crate) async fn send(
@@ -159,6 +169,7 @@ mod tests {
         );
         assert_eq!(stdio.describe(&target).await.err(), Some(refused.clone()));
         assert_eq!(stdio.listen(&target).await.err(), Some(refused.clone()));
+        assert!(stdio.budget().is_none(), "no process is ever held");
         assert_eq!(
             refused.to_string(),
             "backend transport stdio not built into this gateway"
@@ -190,6 +201,7 @@ mod tests {
         );
         let sse = super::sse::SsePool::new(std::sync::Arc::new(pools), caps.clone(), unbounded());
         let refused = UpstreamError::TransportDisabled("sse");
+        assert!(sse.budget().is_none(), "no connection is ever held");
         assert_eq!(
             sse.send(&target, &url, &scope, &call).await.err(),
             Some(refused.clone())

@@ -61,7 +61,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http::HeaderMap;
 use mcp_core::{
-    Account, Budget, Charge, Envelope, Era, MessageKind, RawObject, RequestId, encode_error,
+    Account, Budget, Charge, Envelope, Era, MessageKind, RawObject, RequestId, Spent, encode_error,
     encode_request_object,
 };
 use serde_json::value::RawValue;
@@ -676,16 +676,19 @@ impl<C> Default for Slot<C> {
 
 type SharedSlot<C> = Arc<tokio::sync::Mutex<Slot<C>>>;
 
+/// A key's slot, and the place it holds in its principal's share (keys that name one).
+type Held<C> = (SharedSlot<C>, Option<mcp_core::Slot>);
+
 /// The links of one kind, by key.
 pub(super) struct Pool<K, C> {
     inner: Arc<PoolInner<K, C>>,
 }
 
 struct PoolInner<K, C> {
-    slots: Mutex<HashMap<K, SharedSlot<C>>>,
+    slots: Mutex<HashMap<K, Held<C>>>,
     max: usize,
-    /// Most links of one principal (keys that name one).
-    per_principal: usize,
+    /// A slot per link of a principal (its share is the most links one principal holds).
+    budget: Budget,
     /// What a call gets while its link waits for its restart backoff.
     backing_off: UpstreamError,
     /// What a call gets when `max` links exist already.
@@ -703,8 +706,10 @@ impl<K, C> Drop for PoolInner<K, C> {
 }
 
 impl<K: LinkKey, C: Carrier> Pool<K, C> {
-    /// At most `max` links, `per_principal` of them one principal's (keys that name one).
+    /// At most `max` links, `per_principal` of them one principal's (keys that name one), the
+    /// latter drawn from a budget named `name`.
     pub(super) fn new(
+        name: &'static str,
         max: usize,
         per_principal: usize,
         backing_off: UpstreamError,
@@ -714,12 +719,18 @@ impl<K: LinkKey, C: Carrier> Pool<K, C> {
             inner: Arc::new(PoolInner {
                 slots: Mutex::new(HashMap::new()),
                 max: max.max(1),
-                per_principal: per_principal.max(1),
+                // The node's bound is the table's (shared links take no principal's slot).
+                budget: Budget::new(name).with_slots(per_principal.max(1), usize::MAX),
                 backing_off,
                 full,
                 reaper: Mutex::new(None),
             }),
         }
+    }
+
+    /// The budget the links of principals draw from, for metrics.
+    pub(super) fn budget(&self) -> &Budget {
+        &self.inner.budget
     }
 
     /// The live carrier of `key`, started with `start` when there is none (and its restart
@@ -765,24 +776,29 @@ impl<K: LinkKey, C: Carrier> Pool<K, C> {
     /// The slot of `key`, created when there is room for one more link.
     fn slot(&self, key: &K) -> Result<SharedSlot<C>, UpstreamError> {
         let mut slots = lock(&self.inner.slots);
-        if let Some(slot) = slots.get(key) {
+        if let Some((slot, _)) = slots.get(key) {
             return Ok(Arc::clone(slot));
         }
-        let held = |slots: &HashMap<K, SharedSlot<C>>| {
-            key.principal().map_or(0, |p| {
-                slots.keys().filter(|k| k.principal() == Some(p)).count()
-            })
+        let inner = &self.inner;
+        let account = key.principal().map(|p| inner.budget.account(p));
+        let fits = |slots: &HashMap<K, _>| {
+            slots.len() < inner.max && account.as_ref().is_none_or(|a| a.room(0, 1).is_ok())
         };
-        if slots.len() >= self.inner.max || held(&slots) >= self.inner.per_principal {
-            // Forget slots without a link before refusing.
-            slots.retain(|_, s| s.try_lock().map_or(true, |s| s.carrier.is_some()));
-            if slots.len() >= self.inner.max || held(&slots) >= self.inner.per_principal {
-                tracing::warn!(max = self.inner.max, per_principal = self.inner.per_principal, error = %self.inner.full, "backend link limit reached");
-                return Err(self.inner.full.clone());
-            }
+        if !fits(&slots) {
+            // Forget slots without a link (and give their places back) before refusing.
+            slots.retain(|_, (s, _)| s.try_lock().map_or(true, |s| s.carrier.is_some()));
         }
+        let held = if slots.len() >= inner.max {
+            Err(inner.budget.refuse(Spent::Ceiling(inner.max)))
+        } else {
+            account.as_ref().map(Account::take_slot).transpose()
+        };
+        let Ok(held) = held else {
+            tracing::warn!(max = inner.max, per_principal = inner.budget.slots_share(), error = %inner.full, "backend link limit reached");
+            return Err(inner.full.clone());
+        };
         let slot = SharedSlot::default();
-        slots.insert(key.clone(), Arc::clone(&slot));
+        slots.insert(key.clone(), (Arc::clone(&slot), held));
         Ok(slot)
     }
 
@@ -803,7 +819,7 @@ async fn reap<K: LinkKey, C: Carrier>(pool: Weak<PoolInner<K, C>>) {
         let Some(pool) = pool.upgrade() else {
             return;
         };
-        lock(&pool.slots).retain(|key, slot| {
+        lock(&pool.slots).retain(|key, (slot, _)| {
             let Ok(mut slot) = slot.try_lock() else {
                 return true; // in use right now
             };
@@ -1301,6 +1317,7 @@ mod tests {
     #[tokio::test]
     async fn a_principal_holds_at_most_its_share_of_links() {
         let pool: Pool<Key, TestCarrier> = Pool::new(
+            "test",
             10,
             2,
             UpstreamError::Connect,
@@ -1328,5 +1345,7 @@ mod tests {
             pool.get(&Key(bob, 0), start).await.is_ok(),
             "bob still gets one"
         );
+        assert_eq!(pool.budget().held_slots(), 3);
+        assert_eq!(pool.budget().refusals().share, 1);
     }
 }

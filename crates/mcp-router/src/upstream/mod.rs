@@ -218,10 +218,10 @@ impl Upstream {
         }
     }
 
-    /// The budgets of what the upstream side keeps for callers, for metrics: the backend
-    /// stacks', the link buffers', the upstream sessions', then the other per-scope tables'.
-    pub(crate) fn budgets(&self) -> [&Budget; 7] {
+    /// The budgets of what the upstream side keeps for callers, for metrics.
+    pub(crate) fn budgets(&self) -> impl Iterator<Item = &Budget> {
         let c = &self.client;
+        let links = [c.stdio.budget(), c.sse.budget()].into_iter().flatten();
         [
             self.stacks.budget(),
             &c.link_buffers,
@@ -231,6 +231,8 @@ impl Upstream {
             c.breaker_configs.budget(),
             c.sse_urls.budget(),
         ]
+        .into_iter()
+        .chain(links)
     }
 
     /// Sends `call` to the backend through its stack in the caller's scope: the primary address

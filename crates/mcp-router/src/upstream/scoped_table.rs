@@ -178,7 +178,11 @@ impl<K: Clone + Eq + Hash, V: Clone> ScopedTable<K, V> {
         let now = Instant::now();
         inner.remove(key);
         if bytes > self.bytes_per_principal || bytes > self.bytes_total {
-            self.refused(Spent::Share(self.bytes_per_principal));
+            self.refused(if bytes > self.bytes_per_principal {
+                Spent::Share(self.bytes_per_principal)
+            } else {
+                Spent::Ceiling(self.bytes_total)
+            });
             return false;
         }
         drop(inner.expire_own(principal, now, self.idle));

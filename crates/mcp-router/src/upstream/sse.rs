@@ -88,9 +88,15 @@ pub(crate) struct SsePool {
 }
 
 impl SsePool {
+    /// The budget of each principal's connections, for metrics.
+    pub(crate) fn budget(&self) -> Option<&Budget> {
+        Some(self.pool.budget())
+    }
+
     pub(crate) fn new(pools: Arc<ScopedPools>, client_info: Box<RawValue>, budget: Budget) -> Self {
         Self {
             pool: Pool::new(
+                "sse_links",
                 MAX_CONNECTIONS,
                 MAX_CONNECTIONS_PER_PRINCIPAL,
                 UpstreamError::Connect,

@@ -137,8 +137,14 @@ pub(crate) async fn revive(
             *slot = entry;
         }
     }
-    if let Err(e) = front.sessions.update(session_id, updated).await {
-        tracing::warn!(error = %e, "session store failure while reviving backends");
+    match front.sessions.update(session_id, updated).await {
+        // The principal's records hold their budget: the backends stay unrecorded, and are
+        // joined again (their upstream sessions are kept apart, in their own budget).
+        Err(e @ crate::session::SessionStoreError::Limit(_)) => {
+            tracing::debug!(error = %e, "a revived backend is not recorded");
+        }
+        Err(e) => tracing::warn!(error = %e, "session store failure while reviving backends"),
+        Ok(_) => {}
     }
 }
 

@@ -24,6 +24,7 @@ pub(crate) use adopted::AdoptedRecords;
 mod follow;
 mod initialize;
 mod relayed;
+mod set_level;
 mod stream;
 mod subscriptions;
 
@@ -38,18 +39,16 @@ use mcp_core::{
 };
 use serde_json::value::RawValue;
 
-use mcp_fallback::ToolHints;
-
 use super::answer;
 use super::{Front, respond};
 use crate::body::McpBody;
 use crate::context::{self, RequestContext};
-use crate::log_level;
 use crate::ops::scope::Scope;
 use crate::ops::{call, list};
 use crate::session::SessionRecord;
 use crate::upstream::empty_object;
 use relayed::{answer_backend, cancel_elsewhere};
+use set_level::{BRIDGED_LOG_LEVEL, set_level, with_log_level};
 use subscriptions::{
     linked_backend, owned, owned_by_modern_backend, refused_subscription, track_subscription,
 };
@@ -410,7 +409,11 @@ async fn in_session(
                     return routed(front, &scope, record, id, method, params).await;
                 }
             }
-            Box::pin(track_subscription(front, session_id, method, &params)).await;
+            if let Err(error) =
+                Box::pin(track_subscription(front, session_id, method, &params)).await
+            {
+                return respond::error(StatusCode::OK, Some(id), &error);
+            }
             if let Some(link) = Box::pin(linked_backend(&scope, &params)).await
                 && link.era == Era::Legacy
             {
@@ -499,77 +502,6 @@ fn adopt_recorded(scope: &Scope<'_>, record: &SessionRecord) -> bool {
         }
     }
     complete
-}
-
-/// The log level a 2025 session asks modern backends for before `logging/setLevel`.
-const BRIDGED_LOG_LEVEL: &str = "debug";
-
-/// The session's `_meta` for upstream calls: the client's, plus the session's log level as the
-/// 2026-07-28 `logLevel` (modern backends need it on every request to send log messages; legacy
-/// backends never see `io.modelcontextprotocol/*` keys).
-fn with_log_level(meta: Option<&RawValue>, level: Option<&str>) -> Option<Box<RawValue>> {
-    let Some(level) = level else {
-        return meta.map(ToOwned::to_owned);
-    };
-    let mut obj = meta
-        .and_then(|m| RawObject::from_raw(m).ok())
-        .unwrap_or_default();
-    obj.set_str(log_level::META_KEY, level);
-    Some(obj.to_raw())
-}
-
-/// `logging/setLevel`: kept in the session (stamped on modern backends' requests) and sent to the
-/// legacy backends (their upstream session is shared by the caller's sessions, so the last level
-/// set wins there).
-async fn set_level(
-    front: &Front,
-    scope: &Scope<'_>,
-    record: &SessionRecord,
-    session_id: &str,
-    params: &RawObject<'_>,
-    id: &RequestId,
-) -> Response<McpBody> {
-    let Some(level) = params
-        .get_str("level")
-        .filter(|l| log_level::severity(l).is_some())
-    else {
-        return respond::error(
-            StatusCode::OK,
-            Some(id),
-            &ErrorObject::invalid_params("Invalid log level"),
-        );
-    };
-    let mut updated = record.clone();
-    updated.log_level = Some(level.clone());
-    if let Err(e) = front.sessions.update(session_id, updated).await {
-        tracing::warn!(error = %e, "session store failure on setLevel");
-    }
-    let legacy = record
-        .backends
-        .iter()
-        .filter(|b| b.era == Some(crate::session::BackendEra::Legacy))
-        .filter_map(|b| scope.ctx.vhost.backends.get_key_value(&b.name));
-    let sends = legacy.map(|(name, config)| {
-        let level = level.clone();
-        async move {
-            let target = scope.target(name, config);
-            let mut params = RawObject::new();
-            params.set_str("level", &level);
-            let call = crate::upstream::Call {
-                method: "logging/setLevel",
-                params,
-                name: None,
-                progress_token: None,
-                hints: ToolHints::NONE,
-                headers: None,
-            };
-            if let Err(e) = crate::ops::scope::final_response(scope, &target, &call, scope.fanout_deadline(config)).await {
-                tracing::debug!(backend = %name, reason = %e.reason(), "logging/setLevel not applied upstream");
-            }
-        }
-    });
-    futures_util::future::join_all(sends).await;
-    respond::json(StatusCode::OK, encode_result(id, &empty_object()))
 }
 
 #[cfg(test)]

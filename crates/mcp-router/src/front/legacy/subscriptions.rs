@@ -77,25 +77,34 @@ pub(super) fn owned(scope: &Scope<'_>, params: &RawObject<'_>) -> bool {
     })
 }
 
-/// Keeps the session's own subscription list (public URIs), which filters its GET stream.
+/// Keeps the session's own subscription list (public URIs), which filters its GET stream. The
+/// store's refusal of a record grown past its principal's budget is the caller's error (the
+/// subscription is then neither kept nor sent upstream); other store failures are logged.
 pub(super) async fn track_subscription(
     front: &Front,
     session_id: &str,
     method: Method,
     params: &RawObject<'_>,
-) {
+) -> Result<(), ErrorObject> {
     let Some(uri) = params.get_str("uri") else {
-        return;
+        return Ok(());
     };
     let Ok(Some(record)) = front.sessions.get(session_id).await else {
-        return;
+        return Ok(());
     };
     let mut updated = (*record).clone();
     updated.subscriptions.retain(|u| *u != uri);
     if method == Method::ResourcesSubscribe {
         updated.subscriptions.push(uri);
     }
-    if let Err(e) = front.sessions.update(session_id, updated).await {
-        tracing::warn!(error = %e, "session store failure while tracking a subscription");
+    match front.sessions.update(session_id, updated).await {
+        Err(e @ crate::session::SessionStoreError::Limit(_)) => Err(ErrorObject::internal(
+            format!("Cannot keep the subscription: {}", e.client_message()),
+        )),
+        Err(e) => {
+            tracing::warn!(error = %e, "session store failure while tracking a subscription");
+            Ok(())
+        }
+        Ok(_) => Ok(()),
     }
 }

@@ -56,6 +56,11 @@ pub(crate) struct StdioPool {
 }
 
 impl StdioPool {
+    /// The budget of each principal's processes, for metrics.
+    pub(crate) fn budget(&self) -> Option<&Budget> {
+        Some(self.pool.budget())
+    }
+
     pub(crate) fn new(
         rules: StdioRules,
         max_processes: usize,
@@ -64,6 +69,7 @@ impl StdioPool {
     ) -> Self {
         Self {
             pool: Pool::new(
+                "stdio_links",
                 max_processes,
                 MAX_PROCESSES_PER_PRINCIPAL,
                 UpstreamError::ProcessFailed,

@@ -146,8 +146,9 @@ impl Budget {
         }
     }
 
-    /// At most `share` bytes held by one principal, `ceiling` by all of them. Set before the
-    /// budget is cloned or used (a used budget keeps its limits and the holders theirs).
+    /// At most `share` bytes held by one principal, `ceiling` by all of them. Returns a new
+    /// budget: set limits while building it, before it is cloned or used (holders of an
+    /// earlier clone keep theirs).
     #[must_use]
     pub fn with_bytes(self, share: usize, ceiling: usize) -> Self {
         self.with(|node| node.bytes = Limit::new(share, ceiling))
@@ -160,21 +161,16 @@ impl Budget {
         self.with(|node| node.slots = Limit::new(share, ceiling))
     }
 
-    fn with(mut self, set: impl FnOnce(&mut Node)) -> Self {
-        match Arc::get_mut(&mut self.node) {
-            Some(node) => set(node),
-            // Shared already: a fresh budget of the same name, so no holder's limits change.
-            None => {
-                let mut fresh = Self::new(self.node.name);
-                if let Some(node) = Arc::get_mut(&mut fresh.node) {
-                    node.bytes = Limit::new(self.node.bytes.share, self.node.bytes.ceiling);
-                    node.slots = Limit::new(self.node.slots.share, self.node.slots.ceiling);
-                    set(node);
-                }
-                return fresh;
-            }
+    /// A fresh budget of the same name with `set` applied to its limits: limits are set while
+    /// the budget is built, before any holder or clone exists.
+    fn with(self, set: impl FnOnce(&mut Node)) -> Self {
+        let mut fresh = Self::new(self.node.name);
+        if let Some(node) = Arc::get_mut(&mut fresh.node) {
+            node.bytes = Limit::new(self.node.bytes.share, self.node.bytes.ceiling);
+            node.slots = Limit::new(self.node.slots.share, self.node.slots.ceiling);
+            set(node);
         }
-        self
+        fresh
     }
 
     /// The budget's name.

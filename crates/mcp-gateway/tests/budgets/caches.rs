@@ -84,6 +84,21 @@ async fn stale_answers_are_charged_in_bytes_to_their_own_principal() {
     );
 }
 
+/// A 2025 session of `sub` whose client declares capabilities of its own (`n`: each set is its
+/// own upstream session), and a call of `tool` (`echo`) in it.
+async fn echo_in_a_new_session(
+    addr: std::net::SocketAddr,
+    sub: &str,
+    n: usize,
+    tool: &str,
+) -> support::Reply {
+    let capabilities = json!({"experimental": {"n": {"value": n}}});
+    let session = support::legacy_initialize_with(addr, sub, "vh", capabilities).await;
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": tool, "arguments": {"text": "hi"}}});
+    support::legacy_post(addr, sub, "vh", Some(&session), &body).await
+}
+
 /// The byte share of each principal's upstream 2025 sessions in this test.
 const SESSION_SHARE: usize = 512 * 1024;
 /// What each backend's `initialize` result carries in instructions: two sessions fit the share.
@@ -114,16 +129,11 @@ async fn upstream_sessions_are_charged_in_bytes_to_their_own_principal() {
             .await
             .expect("the upstream session gauge")
     };
-    // A 2025 session of `sub` whose client declares capabilities of its own (each set is its
-    // own upstream session), and a call in it.
     let call = |sub: &'static str, n: usize| {
         let addr = gw.addr;
         async move {
-            let capabilities = json!({"experimental": {"n": {"value": n}}});
-            let session = support::legacy_initialize_with(addr, sub, "vh", capabilities).await;
-            let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                "params": {"name": format!("{}-echo", &sub[..1]), "arguments": {"text": "hi"}}});
-            let reply = support::legacy_post(addr, sub, "vh", Some(&session), &body).await;
+            let tool = format!("{}-echo", &sub[..1]);
+            let reply = echo_in_a_new_session(addr, sub, n, &tool).await;
             assert_eq!(reply.status, 200, "{sub} {n}: {}", reply.text());
             assert!(
                 reply.text().contains("hi"),
@@ -190,16 +200,7 @@ async fn a_newcomer_is_refused_when_the_nodes_session_bytes_have_no_room() {
          upstream_session_bytes = {SESSION_SHARE}\n"
     ));
     let gw = GatewayProcess::start(dir.path(), &config, &[]).await;
-    let call = |sub: &'static str, n: usize| {
-        let addr = gw.addr;
-        async move {
-            let capabilities = json!({"experimental": {"n": {"value": n}}});
-            let session = support::legacy_initialize_with(addr, sub, "vh", capabilities).await;
-            let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                "params": {"name": "a-echo", "arguments": {"text": "hi"}}});
-            support::legacy_post(addr, sub, "vh", Some(&session), &body).await
-        }
-    };
+    let call = |sub: &'static str, n: usize| echo_in_a_new_session(gw.addr, sub, n, "a-echo");
     // Bob, then alice (the control: a newcomer while the node has room), are served.
     for sub in ["bob", "alice"] {
         let reply = call(sub, 0).await;

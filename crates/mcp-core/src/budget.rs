@@ -352,6 +352,7 @@ impl Account {
         Ok(Charge {
             account: self.clone(),
             bytes,
+            forced: false,
         })
     }
 
@@ -360,6 +361,19 @@ impl Account {
     /// see them.
     pub fn force(&self, bytes: usize) {
         self.ledger.forced.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// [`force`](Self::force)s `bytes` and gives them back when the returned [`Charge`] drops:
+    /// for what waits somewhere but must go whatever the budget holds (the one message a
+    /// stalled queue always lets through, so that its reader makes progress).
+    #[must_use]
+    pub fn keep(&self, bytes: usize) -> Charge {
+        self.force(bytes);
+        Charge {
+            account: self.clone(),
+            bytes,
+            forced: true,
+        }
     }
 
     /// Gives back `bytes` charged or added before.
@@ -435,16 +449,22 @@ impl Account {
     }
 }
 
-/// Bytes charged on an [`Account`] ([`Account::hold`]), given back when it drops.
+/// Bytes charged on an [`Account`] ([`Account::hold`], [`Account::keep`]), given back when it
+/// drops.
 #[derive(Debug)]
 pub struct Charge {
     account: Account,
     bytes: usize,
+    forced: bool,
 }
 
 impl Drop for Charge {
     fn drop(&mut self) {
-        self.account.release(self.bytes);
+        if self.forced {
+            self.account.release_forced(self.bytes);
+        } else {
+            self.account.release(self.bytes);
+        }
     }
 }
 
@@ -647,6 +667,18 @@ mod tests {
         drop(held);
         assert_eq!(budget.held_bytes(), 0);
         drop(alice.hold(50).expect("given back"));
+    }
+
+    #[test]
+    fn a_kept_charge_counts_on_the_principal_only_until_it_drops() {
+        let budget = bytes(100, 150);
+        let alice = budget.account(&Principal::new("i", "alice"));
+        let kept = alice.keep(500);
+        assert_eq!(alice.hold(1).err(), Some(Spent::Share(100)));
+        assert_eq!(budget.held_bytes(), 0, "not towards the ceiling");
+        drop(kept);
+        assert_eq!(alice.held_bytes(), 0);
+        drop(alice.hold(100).expect("given back"));
     }
 
     #[test]

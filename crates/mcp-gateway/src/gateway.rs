@@ -225,6 +225,8 @@ impl GatewayBuilder {
             .max_body_bytes(config.limits.max_body_bytes)
             .max_sessions(config.limits.max_sse_sessions)
             .max_sessions_per_principal(config.limits.max_sse_sessions_per_principal)
+            .max_queued_bytes_per_principal(config.limits.sse_queued_bytes_per_principal)
+            .max_queued_bytes(config.limits.sse_queued_bytes)
             .max_batch(config.limits.max_sse_batch);
         let sse_budget = sse.budget();
         let bridged = sse.layer(router);

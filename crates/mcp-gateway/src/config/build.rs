@@ -17,6 +17,8 @@ use super::error::{ConfigError, Problems, Source};
 const MIN_SESSION_BYTES: u64 = 512 * 1024;
 /// The least `limits.link_buffer_bytes*` may be.
 const MIN_LINK_BUFFER_BYTES: u64 = 64 * 1024;
+/// The least `limits.sse_queued_bytes*` may be: room for a few events queued for a client.
+const MIN_QUEUED_BYTES: u64 = 64 * 1024;
 use super::layers::{EffectiveConfig, Value};
 use super::{
     AuthConfig, BackendsConfig, GatewayConfig, JwtConfig, LimitsConfig, ListenConfig, LogFormat,
@@ -295,6 +297,9 @@ impl EffectiveConfig {
             max_sse_sessions: r.usize("limits.max_sse_sessions", 1),
             max_sse_sessions_per_principal: r.usize("limits.max_sse_sessions_per_principal", 1),
             max_sse_batch: r.usize("limits.max_sse_batch", 1),
+            sse_queued_bytes_per_principal: r
+                .usize("limits.sse_queued_bytes_per_principal", MIN_QUEUED_BYTES),
+            sse_queued_bytes: r.usize("limits.sse_queued_bytes", MIN_QUEUED_BYTES),
             max_streams_per_principal: r.usize("limits.max_streams_per_principal", 1),
             max_background_relays_per_principal: r
                 .usize("limits.max_background_relays_per_principal", 1),

@@ -295,6 +295,18 @@ pub static KEYS: &[KeySpec] = &[
         "most open 2024-11-05 SSE streams of one principal; more get 429 while other principals still connect",
     ),
     key(
+        "limits.sse_queued_bytes_per_principal",
+        I,
+        Int(16 * 1024 * 1024),
+        "bytes of events one principal's 2024-11-05 SSE clients have not read yet, all its sessions together (each also holds at most 64 events); past it a session with events queued takes nothing more from its backends until its client reads (backpressure: nothing is dropped), and a session with nothing queued sends one event at a time; at least 65536",
+    ),
+    key(
+        "limits.sse_queued_bytes",
+        I,
+        Int(256 * 1024 * 1024),
+        "the same for every principal on this node together (at least 65536)",
+    ),
+    key(
         "limits.max_sse_batch",
         I,
         Int(32),

@@ -182,6 +182,11 @@ pub struct LimitsConfig {
     pub max_sse_sessions_per_principal: usize,
     /// `max_sse_batch`: most messages in one batch posted to `…/messages`.
     pub max_sse_batch: usize,
+    /// `sse_queued_bytes_per_principal`: bytes of events one principal's 2024-11-05 SSE clients
+    /// have not read yet.
+    pub sse_queued_bytes_per_principal: usize,
+    /// `sse_queued_bytes`: the same for every principal on the node.
+    pub sse_queued_bytes: usize,
     /// `max_streams_per_principal`: most open 2025 GET and 2026-07-28 listen streams of one
     /// principal.
     pub max_streams_per_principal: usize,

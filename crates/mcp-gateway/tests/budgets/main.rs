@@ -7,6 +7,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod bridge;
 mod caches;
 mod links;
 mod loops;

@@ -98,12 +98,13 @@ pub(crate) fn all(spec: &BackendSpec) -> Vec<Tool> {
         ),
         Tool::new(
             SLOW,
-            "Sends progress (and log) notifications for `steps` steps, `delay_ms` apart",
+            "Sends progress (and log) notifications for `steps` steps, `delay_ms` apart, progress messages filled to `pad` bytes",
             schema(json!({
                 "type": "object",
                 "properties": {
                     "steps": { "type": "integer", "minimum": 0 },
-                    "delay_ms": { "type": "integer", "minimum": 0 }
+                    "delay_ms": { "type": "integer", "minimum": 0 },
+                    "pad": { "type": "integer", "minimum": 0 }
                 }
             })),
         ),

@@ -10,8 +10,10 @@ use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::Full;
 use pin_project_lite::pin_project;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use tokio::time::{Instant, Interval, MissedTickBehavior};
+
+use super::queue::Inbox;
 
 /// An SSE comment: ignored by clients, but it keeps proxies and NATs from closing an idle stream
 /// and makes a vanished client show up as a failed write.
@@ -85,7 +87,7 @@ where
 #[derive(Debug)]
 pub struct EventStream {
     endpoint: Option<Bytes>,
-    events: mpsc::Receiver<Bytes>,
+    events: Inbox,
     ended: oneshot::Receiver<()>,
     keep_alive: Interval,
 }
@@ -93,7 +95,7 @@ pub struct EventStream {
 impl EventStream {
     pub(crate) fn new(
         endpoint: Bytes,
-        events: mpsc::Receiver<Bytes>,
+        events: Inbox,
         ended: oneshot::Receiver<()>,
         idle: Duration,
     ) -> Self {
@@ -144,8 +146,15 @@ impl Body for EventStream {
 #[cfg(test)]
 mod tests {
     use http_body_util::BodyExt;
+    use mcp_core::{Budget, Principal};
 
     use super::*;
+    use crate::front::sse_bridge::queue::{Outbox, queue};
+
+    fn channel() -> (Outbox, Inbox) {
+        let budget = Budget::new("sse_sessions").with_bytes(1 << 20, 1 << 20);
+        queue(budget.account(&Principal::new("https://issuer", "alice")))
+    }
 
     async fn next(stream: &mut EventStream) -> Bytes {
         let frame = stream.frame().await.expect("a frame").expect("infallible");
@@ -154,7 +163,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn endpoint_first_then_events_then_keep_alive_when_idle() {
-        let (tx, rx) = mpsc::channel(4);
+        let (tx, rx) = channel();
         let (_end, ended) = oneshot::channel();
         let mut stream = EventStream::new(
             Bytes::from_static(b"event: endpoint\ndata: /x\n\n"),
@@ -163,9 +172,11 @@ mod tests {
             Duration::from_secs(15),
         );
         assert_eq!(next(&mut stream).await, "event: endpoint\ndata: /x\n\n");
-        tx.send(Bytes::from_static(b"event: message\ndata: {}\n\n"))
-            .await
-            .expect("open");
+        assert!(
+            tx.send(Bytes::from_static(b"event: message\ndata: {}\n\n"))
+                .await,
+            "open"
+        );
         assert_eq!(next(&mut stream).await, "event: message\ndata: {}\n\n");
         // Nothing to send: the paused clock advances to the keep-alive tick.
         assert_eq!(next(&mut stream).await, ": keep-alive\n\n");
@@ -175,7 +186,7 @@ mod tests {
 
     #[tokio::test]
     async fn dropping_the_stream_closes_the_channel() {
-        let (tx, rx) = mpsc::channel(1);
+        let (tx, rx) = channel();
         let (_end, ended) = oneshot::channel();
         let stream = EventStream::new(Bytes::new(), rx, ended, Duration::from_secs(15));
         drop(stream);
@@ -185,7 +196,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_end_signal_ends_the_stream() {
-        let (_tx, rx) = mpsc::channel(1);
+        let (_tx, rx) = channel();
         let (end, ended) = oneshot::channel();
         let mut stream =
             EventStream::new(Bytes::from_static(b"e"), rx, ended, Duration::from_secs(15));

@@ -30,6 +30,7 @@
 //! | virtual host without `sse_downstream` | `404` `{"detail":"SSE transport not enabled for this virtual host"}` |
 //! | `GET …/sse` by a principal holding [`max_sessions_per_principal`](SseBridgeLayer::max_sessions_per_principal) open streams (default 16) | `429` + `Retry-After: 5`, `{"detail":"Too many open SSE sessions for this principal"}` |
 //! | `GET …/sse` with [`max_sessions`](SseBridgeLayer::max_sessions) streams open (default 1024) | `503` + `Retry-After: 5`, `{"detail":"Too many open SSE sessions"}` |
+//! | a client that leaves [`max_queued_bytes_per_principal`](SseBridgeLayer::max_queued_bytes_per_principal) of events unread (default 16 MiB; 64 events per session) | its sessions take nothing more from their backends until it reads (backpressure, nothing dropped); a session with nothing queued still sends one event at a time |
 //! | `POST …/messages` whose messages (a batch counts each) do not fit in the 64 the session may have being forwarded | `429` + `Retry-After: 1`, `{"detail":"Too many messages in flight for this session"}` |
 //! | a batch of more than [`max_batch`](SseBridgeLayer::max_batch) messages (default 32) | `400` JSON-RPC error `-32600` `Batch too large: …`, `id: null`; nothing is forwarded |
 //! | a second `initialize` in a session (also inside a batch) | JSON-RPC error `-32600` on the stream; only the first opens an inner session |
@@ -62,6 +63,7 @@
 mod body;
 mod open;
 mod post;
+mod queue;
 mod registry;
 mod relay;
 
@@ -75,7 +77,7 @@ use bytes::Bytes;
 use http::{Extensions, HeaderValue, Request, Response, StatusCode, header};
 use http_body::Body;
 use http_body_util::Full;
-use mcp_core::Era;
+use mcp_core::{Budget, Era};
 use pin_project_lite::pin_project;
 use tower_layer::Layer;
 use tower_service::Service;
@@ -135,7 +137,11 @@ impl Default for SseBridgeLayer {
     fn default() -> Self {
         Self {
             shared: Arc::new(Shared {
-                registry: Arc::new(Registry::new(1024, 16)),
+                registry: Arc::new(Registry::new(
+                    Budget::new("sse_sessions")
+                        .with_slots(16, 1024)
+                        .with_bytes(16 << 20, 256 << 20),
+                )),
                 max_body_bytes: 4 * 1024 * 1024,
                 max_batch: 32,
                 keep_alive: Duration::from_secs(15),
@@ -145,8 +151,9 @@ impl Default for SseBridgeLayer {
 }
 
 impl SseBridgeLayer {
-    /// A layer with the defaults: 1024 open streams (16 per principal), 4 MiB messages, batches
-    /// of 32, keep-alive after 15 s idle.
+    /// A layer with the defaults: 1024 open streams (16 per principal), 256 MiB of events
+    /// queued for clients (16 MiB per principal), 4 MiB messages, batches of 32, keep-alive
+    /// after 15 s idle.
     pub fn new() -> Self {
         Self::default()
     }
@@ -155,14 +162,42 @@ impl SseBridgeLayer {
     /// inner session and its upstream sessions, so this bounds what idle clients can pin.
     #[must_use]
     pub fn max_sessions(self, max: usize) -> Self {
-        self.with(|s| s.registry = Arc::new(Registry::new(max, s.registry.max_per_principal())))
+        self.with_budget(|b| {
+            let share = b.slots_share();
+            b.with_slots(share, max)
+        })
     }
 
     /// The most SSE streams one principal may hold open (default 16); more get `429`, while
     /// other principals still connect up to [`max_sessions`](Self::max_sessions) in all.
     #[must_use]
     pub fn max_sessions_per_principal(self, max: usize) -> Self {
-        self.with(|s| s.registry = Arc::new(Registry::new(s.registry.max(), max)))
+        self.with_budget(|b| {
+            let ceiling = b.slots_ceiling();
+            b.with_slots(max, ceiling)
+        })
+    }
+
+    /// The most bytes of events one principal's clients may leave unread in all its sessions'
+    /// queues (default 16 MiB). Past it, a session that still has events queued waits for its
+    /// client before it takes more from the backend (backpressure; nothing is dropped), and a
+    /// session with nothing queued sends one event at a time.
+    #[must_use]
+    pub fn max_queued_bytes_per_principal(self, max: usize) -> Self {
+        self.with_budget(|b| {
+            let ceiling = b.bytes_ceiling();
+            b.with_bytes(max, ceiling)
+        })
+    }
+
+    /// The most bytes of events all clients may leave unread (default 256 MiB); past it,
+    /// sessions wait as under [`max_queued_bytes_per_principal`](Self::max_queued_bytes_per_principal).
+    #[must_use]
+    pub fn max_queued_bytes(self, max: usize) -> Self {
+        self.with_budget(|b| {
+            let share = b.bytes_share();
+            b.with_bytes(share, max)
+        })
     }
 
     /// The most messages in one posted batch (default 32); a larger batch gets `400` with
@@ -189,9 +224,15 @@ impl SseBridgeLayer {
         self.shared.registry.len()
     }
 
-    /// The budget the open sessions draw from (a slot each), for metrics.
+    /// The budget the open sessions draw from (a slot each, and the bytes of their queued
+    /// events), for metrics.
     pub fn budget(&self) -> mcp_core::Budget {
         self.shared.registry.budget().clone()
+    }
+
+    /// Limits are set on a new budget: sessions already open keep the one they were opened with.
+    fn with_budget(self, change: impl FnOnce(Budget) -> Budget) -> Self {
+        self.with(|s| s.registry = Arc::new(Registry::new(change(s.registry.budget().clone()))))
     }
 
     fn with(self, change: impl FnOnce(&mut Shared)) -> Self {

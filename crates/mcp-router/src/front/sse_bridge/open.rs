@@ -6,19 +6,16 @@ use std::sync::Arc;
 use http::request::Parts;
 use http::{HeaderValue, Method, Response, StatusCode, header};
 use mcp_core::sse::SseEvent;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 use super::body::{EventStream, SseBridgeBody};
+use super::queue::queue;
 use super::registry::{BridgeSession, Full, Opening, new_session_id};
 use super::relay::{self, InnerCall};
 use super::{
     DETAIL_TOO_MANY_PRINCIPAL_SESSIONS, DETAIL_TOO_MANY_SESSIONS, MCP_PATH_SUFFIX,
     MESSAGES_PATH_SUFFIX, Refusal, SSE_PATH_SUFFIX, Shared, admitted, detail, local,
 };
-
-/// Events queued for one client before the relays wait for it to read: enough for a burst of
-/// notifications, small enough that a client that stops reading holds little memory.
-const QUEUED_EVENTS: usize = 64;
 
 pub(crate) fn open<B>(
     shared: &Shared,
@@ -64,7 +61,20 @@ fn start(shared: &Shared, parts: Parts, call: InnerCall) -> Result<EventStream, 
     let path = parts.uri.path();
     let base = path.strip_suffix(SSE_PATH_SUFFIX).unwrap_or(path);
     let endpoint = format!("{base}{MESSAGES_PATH_SUFFIX}?sessionId={id}");
-    let (events, receiver) = mpsc::channel(QUEUED_EVENTS);
+    let slot = shared.registry.admit(&ctx.principal).map_err(|full| {
+        // 429 when the principal holds its share (its own doing), 503 when the gateway is full.
+        let mut res = match full {
+            Full::Principal => detail(
+                StatusCode::TOO_MANY_REQUESTS,
+                DETAIL_TOO_MANY_PRINCIPAL_SESSIONS,
+            ),
+            Full::All => detail(StatusCode::SERVICE_UNAVAILABLE, DETAIL_TOO_MANY_SESSIONS),
+        };
+        res.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+        Box::new(res)
+    })?;
+    let (events, receiver) = queue(slot.account().clone());
     let (end, ended) = oneshot::channel();
     let session = Arc::new(BridgeSession::new(
         id,
@@ -78,19 +88,7 @@ fn start(shared: &Shared, parts: Parts, call: InnerCall) -> Result<EventStream, 
             extensions: parts.extensions,
         },
     ));
-    if let Err(full) = shared.registry.insert(Arc::clone(&session)) {
-        // 429 when the principal holds its share (its own doing), 503 when the gateway is full.
-        let mut res = match full {
-            Full::Principal => detail(
-                StatusCode::TOO_MANY_REQUESTS,
-                DETAIL_TOO_MANY_PRINCIPAL_SESSIONS,
-            ),
-            Full::All => detail(StatusCode::SERVICE_UNAVAILABLE, DETAIL_TOO_MANY_SESSIONS),
-        };
-        res.headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
-        return Err(Box::new(res));
-    }
+    shared.registry.insert(Arc::clone(&session), slot);
     tokio::spawn(relay::end_when_closed(
         Arc::clone(&shared.registry),
         session,

@@ -5,13 +5,12 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use bytes::Bytes;
 use http::{Extensions, HeaderMap, HeaderValue};
-use mcp_core::{Principal, VirtualHostId};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
+use mcp_core::{Budget, Principal, Slot, Spent, VirtualHostId};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
 
 use super::MAX_POSTS_IN_FLIGHT;
-use mcp_core::{Budget, Slot, Spent};
+use super::queue::Outbox;
 
 /// What the bridge learnt from the inner `initialize`: the headers every later inner request
 /// carries.
@@ -38,7 +37,7 @@ pub(crate) struct BridgeSession {
     pub(crate) principal: Principal,
     pub(crate) vhost_id: VirtualHostId,
     /// Encoded SSE events for the client's stream; closed when the client goes away.
-    pub(crate) events: mpsc::Sender<Bytes>,
+    pub(crate) events: Outbox,
     pub(crate) opening: Opening,
     inner: Mutex<InnerSession>,
     /// Whether an `initialize` was sent in (only the first one is: each would open an inner
@@ -55,7 +54,7 @@ impl BridgeSession {
         id: String,
         principal: Principal,
         vhost_id: VirtualHostId,
-        events: mpsc::Sender<Bytes>,
+        events: Outbox,
         end: oneshot::Sender<()>,
         opening: Opening,
     ) -> Self {
@@ -129,7 +128,8 @@ pub(crate) enum Full {
     Principal,
 }
 
-/// The open sessions, at most `max` at a time and `per_principal` of one principal.
+/// The open sessions, at most `max` at a time and `per_principal` of one principal, and the
+/// bytes their clients have not read yet (a session's queue, `super::queue`).
 #[derive(Debug)]
 pub(crate) struct Registry {
     sessions: Mutex<HashMap<String, (Arc<BridgeSession>, Slot)>>,
@@ -137,40 +137,34 @@ pub(crate) struct Registry {
 }
 
 impl Registry {
-    pub(crate) fn new(max: usize, per_principal: usize) -> Self {
+    /// Sessions and queued bytes drawn from `budget` (a slot per session).
+    pub(crate) fn new(budget: Budget) -> Self {
         Self {
             sessions: Mutex::default(),
-            budget: Budget::new("sse_sessions").with_slots(per_principal, max),
+            budget,
         }
     }
 
-    /// The budget the sessions draw from (a slot each).
+    /// The budget the sessions draw from (a slot each, and their queued events' bytes).
     pub(crate) fn budget(&self) -> &Budget {
         &self.budget
     }
 
-    pub(crate) fn max(&self) -> usize {
-        self.budget.slots_ceiling()
-    }
-
-    pub(crate) fn max_per_principal(&self) -> usize {
-        self.budget.slots_share()
-    }
-
-    /// Adds `session`, unless `max` sessions are open or its principal holds its share.
-    pub(crate) fn insert(&self, session: Arc<BridgeSession>) -> Result<(), Full> {
+    /// A slot for a new session of `principal`, unless `max` sessions are open or the principal
+    /// holds its share; the session's queue is charged to the slot's account.
+    pub(crate) fn admit(&self, principal: &Principal) -> Result<Slot, Full> {
         // The principal's own share is checked first: a principal over it learns so even when
         // the whole table is full too.
-        let slot = self
-            .budget
-            .take(&session.principal)
-            .map_err(|spent| match spent {
-                Spent::Share(_) => Full::Principal,
-                Spent::Ceiling(_) => Full::All,
-            })?;
+        self.budget.take(principal).map_err(|spent| match spent {
+            Spent::Share(_) => Full::Principal,
+            Spent::Ceiling(_) => Full::All,
+        })
+    }
+
+    /// Adds `session`, which holds `slot` until it is [`remove`](Self::remove)d.
+    pub(crate) fn insert(&self, session: Arc<BridgeSession>, slot: Slot) {
         let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
         sessions.insert(session.id.clone(), (session, slot));
-        Ok(())
     }
 
     pub(crate) fn get(&self, id: &str) -> Option<Arc<BridgeSession>> {
@@ -211,17 +205,27 @@ pub(crate) fn new_session_id() -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::front::sse_bridge::queue::queue;
+
+    fn registry(max: usize, per_principal: usize) -> Registry {
+        Registry::new(Budget::new("sse_sessions").with_slots(per_principal, max))
+    }
+
+    fn principal(subject: &str) -> Principal {
+        Principal::new("https://issuer", subject)
+    }
 
     fn session(id: &str) -> Arc<BridgeSession> {
         session_of(id, "alice")
     }
 
     fn session_of(id: &str, subject: &str) -> Arc<BridgeSession> {
-        let (events, _) = mpsc::channel(1);
+        let budget = Budget::new("sse_sessions");
+        let (events, _) = queue(budget.account(&principal(subject)));
         let (end, _) = oneshot::channel();
         Arc::new(BridgeSession::new(
             id.to_owned(),
-            Principal::new("https://issuer", subject),
+            principal(subject),
             VirtualHostId::new("vh"),
             events,
             end,
@@ -231,6 +235,13 @@ mod tests {
                 mcp_path: "/servers/vh/mcp".to_owned(),
             },
         ))
+    }
+
+    /// Admits and inserts a session `id` of `subject`.
+    fn open(registry: &Registry, id: &str, subject: &str) -> Result<(), Full> {
+        let slot = registry.admit(&principal(subject))?;
+        registry.insert(session_of(id, subject), slot);
+        Ok(())
     }
 
     #[test]
@@ -244,29 +255,25 @@ mod tests {
 
     #[test]
     fn caps_open_sessions_and_frees_slots_on_remove() {
-        let registry = Registry::new(1, 1);
-        assert_eq!(registry.insert(session("a")), Ok(()));
-        assert_eq!(
-            registry.insert(session_of("b", "bob")),
-            Err(Full::All),
-            "over the cap"
-        );
+        let registry = registry(1, 1);
+        assert_eq!(open(&registry, "a", "alice"), Ok(()));
+        assert_eq!(open(&registry, "b", "bob"), Err(Full::All), "over the cap");
         registry.remove("a");
-        assert_eq!(registry.insert(session("b")), Ok(()));
+        assert_eq!(open(&registry, "b", "alice"), Ok(()));
         assert_eq!(registry.len(), 1);
         assert!(registry.get("a").is_none());
     }
 
     #[test]
     fn caps_each_principal_before_the_whole_table() {
-        let registry = Registry::new(3, 2);
-        assert_eq!(registry.insert(session("a1")), Ok(()));
-        assert_eq!(registry.insert(session("a2")), Ok(()));
-        assert_eq!(registry.insert(session("a3")), Err(Full::Principal));
-        assert_eq!(registry.insert(session_of("b1", "bob")), Ok(()));
-        assert_eq!(registry.insert(session_of("b2", "bob")), Err(Full::All));
+        let registry = registry(3, 2);
+        assert_eq!(open(&registry, "a1", "alice"), Ok(()));
+        assert_eq!(open(&registry, "a2", "alice"), Ok(()));
+        assert_eq!(open(&registry, "a3", "alice"), Err(Full::Principal));
+        assert_eq!(open(&registry, "b1", "bob"), Ok(()));
+        assert_eq!(open(&registry, "b2", "bob"), Err(Full::All));
         registry.remove("a1");
-        assert_eq!(registry.insert(session("a3")), Ok(()), "a freed slot");
+        assert_eq!(open(&registry, "a3", "alice"), Ok(()), "a freed slot");
     }
 
     #[test]

@@ -354,7 +354,7 @@ async fn fail(session: &BridgeSession, id: Option<&RequestId>, what: &str) {
 async fn send(session: &BridgeSession, message: &[u8]) -> bool {
     let data = String::from_utf8_lossy(message);
     let event = SseEvent::message(data.trim_end()).with_event("message");
-    session.events.send(event.encode()).await.is_ok()
+    session.events.send(event.encode()).await
 }
 
 /// Waits until the client's stream is gone, then forgets the session and deletes its inner

@@ -388,6 +388,17 @@ fn build_router(
         .max_streams_per_principal(l.max_streams_per_principal)
         .max_background_relays_per_principal(l.max_background_relays_per_principal)
         .max_relayed_requests(l.max_relayed_requests, l.max_relayed_requests_per_principal)
+        .max_parked_calls(l.max_parked_calls, l.max_parked_calls_per_principal)
+        .forwarded_retry_budgets(
+            (
+                l.max_forwarded_retries_per_principal,
+                l.max_forwarded_retries,
+            ),
+            (
+                l.forwarded_retry_bytes_per_principal,
+                l.forwarded_retry_bytes,
+            ),
+        )
         .max_subscriptions(l.max_resource_subscriptions)
         .session_check_interval(session_check_interval(config.sessions.idle_timeout))
         .session_store(sessions);

@@ -212,6 +212,10 @@ pub struct McpRouterBuilder {
     max_relayed_requests: usize,
     max_relayed_requests_per_principal: usize,
     max_subscriptions: usize,
+    max_parked_calls: usize,
+    max_parked_calls_per_principal: usize,
+    #[cfg(feature = "redis")]
+    forwarded_retries: Budget,
     session_check_interval: Duration,
 }
 
@@ -260,6 +264,10 @@ impl Default for McpRouterBuilder {
             max_relayed_requests: 100_000,
             max_relayed_requests_per_principal: 1_000,
             max_subscriptions: 256,
+            max_parked_calls: 10_000,
+            max_parked_calls_per_principal: MAX_PARKED_PER_CALLER,
+            #[cfg(feature = "redis")]
+            forwarded_retries: crate::front::forward::default_budget(),
             session_check_interval: Duration::from_secs(30),
         }
     }
@@ -545,6 +553,36 @@ impl McpRouterBuilder {
         self
     }
 
+    /// The most 2025 calls parked on this node while they wait for a 2026-07-28 client's
+    /// `input_required` retry (default 10,000), and the most of one principal (default 100).
+    /// A backend request that finds no room is declined (the backend sees its client decline),
+    /// so its call goes on without the input; other principals' calls still park.
+    pub fn max_parked_calls(mut self, max: usize, per_principal: usize) -> Self {
+        self.max_parked_calls = max.max(1);
+        self.max_parked_calls_per_principal = per_principal.clamp(1, self.max_parked_calls);
+        self
+    }
+
+    /// What this node holds for retries it passed on to the node holding their parked call
+    /// (node bus): the most answers one principal waits for (default 100) and the node waits for
+    /// (default 10,000), and the bytes of their parts the clients have not read yet, per
+    /// principal (default 16 MiB) and in all (default 256 MiB). Past a count the retry is
+    /// answered like one whose call is gone; past the bytes the answer ends early (pub/sub
+    /// cannot be told to wait).
+    ///
+    /// Feature `redis`.
+    #[cfg(feature = "redis")]
+    pub fn forwarded_retry_budgets(
+        mut self,
+        (per_principal, max): (usize, usize),
+        (bytes_per_principal, bytes): (usize, usize),
+    ) -> Self {
+        self.forwarded_retries = Budget::new("forwarded_retries")
+            .with_slots(per_principal.max(1), max.max(1))
+            .with_bytes(bytes_per_principal, bytes);
+        self
+    }
+
     /// How often the 2025 sessions this node holds streams and replay buffers for are checked
     /// (without refreshing them) for expiry in the session store, to release what they held
     /// (default 30 s).
@@ -597,7 +635,7 @@ impl McpRouterBuilder {
             fanout_deadline: self.fanout_deadline,
             max_name_len: self.max_name_len,
             request_state_ttl_secs: self.request_state_ttl.as_secs(),
-            parked: ParkedCalls::new(10_000, MAX_PARKED_PER_CALLER),
+            parked: ParkedCalls::new(self.max_parked_calls, self.max_parked_calls_per_principal),
             max_open_share: self.max_open_share,
             inflight: InFlight::default(),
             hints: ToolHintsTable::new(100_000),
@@ -633,7 +671,7 @@ impl McpRouterBuilder {
                 #[cfg(feature = "redis")]
                 bus: self.bus,
                 #[cfg(feature = "redis")]
-                forwards: Waiting::default(),
+                forwards: Waiting::new(self.forwarded_retries),
                 subscription_watchers: std::sync::Mutex::default(),
             }),
         }

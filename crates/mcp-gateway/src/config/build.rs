@@ -17,7 +17,8 @@ use super::error::{ConfigError, Problems, Source};
 const MIN_SESSION_BYTES: u64 = 512 * 1024;
 /// The least `limits.link_buffer_bytes*` may be.
 const MIN_LINK_BUFFER_BYTES: u64 = 64 * 1024;
-/// The least `limits.sse_queued_bytes*` may be: room for a few events queued for a client.
+/// The least `limits.sse_queued_bytes*` and `limits.forwarded_retry_bytes*` may be: room for a
+/// few events or parts queued for a client.
 const MIN_QUEUED_BYTES: u64 = 64 * 1024;
 use super::layers::{EffectiveConfig, Value};
 use super::{
@@ -308,6 +309,17 @@ impl EffectiveConfig {
             max_relayed_requests_per_principal: r
                 .usize("limits.max_relayed_requests_per_principal", 1),
             max_resource_subscriptions: r.usize("limits.max_resource_subscriptions", 1),
+            max_parked_calls: r.usize("limits.max_parked_calls", 1),
+            max_parked_calls_per_principal: r.usize("limits.max_parked_calls_per_principal", 1),
+            max_forwarded_retries: r.usize("limits.max_forwarded_retries", 1),
+            max_forwarded_retries_per_principal: r
+                .usize("limits.max_forwarded_retries_per_principal", 1),
+            // Room for a part of an answer, or every forwarded answer would end at once.
+            forwarded_retry_bytes_per_principal: r.usize(
+                "limits.forwarded_retry_bytes_per_principal",
+                MIN_QUEUED_BYTES,
+            ),
+            forwarded_retry_bytes: r.usize("limits.forwarded_retry_bytes", MIN_QUEUED_BYTES),
             stale_answer_bytes_per_principal: r.usize("limits.stale_answer_bytes_per_principal", 0),
             stale_answer_bytes: r.usize("limits.stale_answer_bytes", 0),
             // One session of the largest kept kind must fit, or none would ever be kept.

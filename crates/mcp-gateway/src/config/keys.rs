@@ -343,6 +343,42 @@ pub static KEYS: &[KeySpec] = &[
         "the same for one principal: its backends asking past it fail its own call (-32603 naming the limit), never another principal's",
     ),
     key(
+        "limits.max_parked_calls",
+        I,
+        Int(10_000),
+        "most 2025 calls parked on a node while they wait for a 2026-07-28 client's input_required retry; a backend request that finds no room is declined (its call goes on without the input)",
+    ),
+    key(
+        "limits.max_parked_calls_per_principal",
+        I,
+        Int(100),
+        "the same for one principal (never more than limits.max_parked_calls): past it that principal's backend requests are declined, never another principal's",
+    ),
+    key(
+        "limits.max_forwarded_retries",
+        I,
+        Int(10_000),
+        "most 2026-07-28 retries a node has passed on to the node holding their parked call (Redis node bus) and waits for; past it a retry is answered like one whose call is gone (-32602)",
+    ),
+    key(
+        "limits.max_forwarded_retries_per_principal",
+        I,
+        Int(100),
+        "the same for one principal",
+    ),
+    key(
+        "limits.forwarded_retry_bytes_per_principal",
+        I,
+        Int(16 * 1024 * 1024),
+        "bytes of forwarded retries' answers that arrived and one principal's clients have not read yet; past it the answer ends early, as when a part is lost between the nodes (pub/sub cannot be told to wait)",
+    ),
+    key(
+        "limits.forwarded_retry_bytes",
+        I,
+        Int(256 * 1024 * 1024),
+        "the same for every principal on the node together",
+    ),
+    key(
         "limits.max_resource_subscriptions",
         I,
         Int(256),

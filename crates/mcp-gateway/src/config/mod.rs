@@ -202,6 +202,19 @@ pub struct LimitsConfig {
     pub max_relayed_requests_per_principal: usize,
     /// `max_resource_subscriptions`: most resource subscriptions of one 2025 session or listen.
     pub max_resource_subscriptions: usize,
+    /// `max_parked_calls`: most 2025 calls parked on the node for a 2026-07-28 client's retry.
+    pub max_parked_calls: usize,
+    /// `max_parked_calls_per_principal`: the same for one principal.
+    pub max_parked_calls_per_principal: usize,
+    /// `max_forwarded_retries`: most retries the node waits for another node to answer.
+    pub max_forwarded_retries: usize,
+    /// `max_forwarded_retries_per_principal`: the same for one principal.
+    pub max_forwarded_retries_per_principal: usize,
+    /// `forwarded_retry_bytes_per_principal`: bytes of forwarded answers one principal's
+    /// clients have not read yet.
+    pub forwarded_retry_bytes_per_principal: usize,
+    /// `forwarded_retry_bytes`: the same for every principal on the node.
+    pub forwarded_retry_bytes: usize,
     /// `stale_answer_bytes_per_principal`: bytes of one principal's stale-if-error answers.
     pub stale_answer_bytes_per_principal: usize,
     /// `stale_answer_bytes`: bytes of every principal's stale-if-error answers on the node.

@@ -47,13 +47,14 @@ use crate::ops::parked::{self, Resume};
 pub(crate) const HEAD_WAIT: Duration = Duration::from_secs(10);
 /// How long a node waits before publishing a retry again when the holder did not listen.
 const REPUBLISH_AFTER: Duration = Duration::from_millis(50);
-/// Forwarded answers one node waits for at once.
+/// Forwarded answers one node waits for at once (default; `McpRouterBuilder::forwarded_retry_budgets`).
 pub(crate) const MAX_WAITING: usize = 10_000;
-/// Forwarded answers one principal waits for at once on a node.
+/// Forwarded answers one principal waits for at once on a node (default).
 pub(crate) const MAX_WAITING_PER_PRINCIPAL: usize = 100;
-/// Bytes of forwarded answers that arrived and one principal's clients have not read yet.
+/// Bytes of forwarded answers that arrived and one principal's clients have not read yet
+/// (default).
 pub(crate) const UNREAD_BYTES_PER_PRINCIPAL: usize = 16 << 20;
-/// The same for every principal on a node.
+/// The same for every principal on a node (default).
 const UNREAD_BYTES: usize = 256 << 20;
 
 /// One part of a forwarded answer.
@@ -82,18 +83,22 @@ struct Waiter {
     slot: Slot,
 }
 
-impl Default for Waiting {
-    fn default() -> Self {
-        Self {
-            tickets: Mutex::default(),
-            budget: Budget::new("forwarded_retries")
-                .with_slots(MAX_WAITING_PER_PRINCIPAL, MAX_WAITING)
-                .with_bytes(UNREAD_BYTES_PER_PRINCIPAL, UNREAD_BYTES),
-        }
-    }
+/// The `forwarded_retries` budget with the default limits.
+pub(crate) fn default_budget() -> Budget {
+    Budget::new("forwarded_retries")
+        .with_slots(MAX_WAITING_PER_PRINCIPAL, MAX_WAITING)
+        .with_bytes(UNREAD_BYTES_PER_PRINCIPAL, UNREAD_BYTES)
 }
 
 impl Waiting {
+    /// Waits drawing from `budget` (see the module docs).
+    pub(crate) fn new(budget: Budget) -> Self {
+        Self {
+            tickets: Mutex::default(),
+            budget,
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Waiter>> {
         self.tickets.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -350,4 +355,104 @@ pub(crate) async fn serve(front: Arc<Front>, forwarded: Forwarded) {
         }
     }
     publish(Part::End).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use mcp_core::{Principal, Spent};
+
+    use super::*;
+
+    fn principal(subject: &str) -> Principal {
+        Principal::new("https://issuer", subject)
+    }
+
+    /// A wait of `subject` for `ticket` in `waiting`, and its receiving end.
+    fn wait(waiting: &Waiting, subject: &str, ticket: &str) -> Result<Unread, Spent> {
+        let slot = waiting.budget.take(&principal(subject))?;
+        let (parts, receiver) = mpsc::unbounded_channel();
+        let unread = Unread {
+            parts: receiver,
+            account: slot.account().clone(),
+        };
+        waiting
+            .lock()
+            .insert(ticket.to_owned(), Waiter { parts, slot });
+        Ok(unread)
+    }
+
+    fn chunk(len: usize) -> Part {
+        Part::Chunk {
+            data: "x".repeat(len),
+        }
+    }
+
+    #[tokio::test]
+    async fn waits_and_unread_parts_draw_from_their_own_principals_share() {
+        let waiting = Waiting::new(
+            Budget::new("forwarded_retries")
+                .with_slots(1, 10)
+                .with_bytes(100, 1_000),
+        );
+        let mut alice = wait(&waiting, "alice", "a").expect("alice's one wait");
+        assert_eq!(
+            wait(&waiting, "alice", "a2").err(),
+            Some(Spent::Share(1)),
+            "past her share of waits"
+        );
+        let mut bob = wait(&waiting, "bob", "b").expect("bob's own share");
+
+        // Alice's client does not read: her answer ends once her unread parts pass her share.
+        waiting.deliver(
+            "a",
+            Part::Head {
+                status: 200,
+                content_type: String::new(),
+            },
+        );
+        waiting.deliver("a", chunk(60));
+        waiting.deliver("a", chunk(60));
+        waiting.deliver("a", chunk(60));
+        assert!(waiting.lock().get("a").is_none(), "her answer was ended");
+        // Bob's answer is whole.
+        waiting.deliver(
+            "b",
+            Part::Head {
+                status: 200,
+                content_type: String::new(),
+            },
+        );
+        waiting.deliver("b", chunk(60));
+        waiting.deliver("b", chunk(60));
+        waiting.deliver("b", Part::End);
+        assert!(matches!(bob.recv().await, Some(Part::Head { .. })));
+        assert_eq!(bob.recv().await, Some(chunk(60)));
+        assert_eq!(bob.recv().await, Some(chunk(60)));
+        assert_eq!(bob.recv().await, Some(Part::End));
+
+        // What alice's client reads at last: the parts kept, then the end.
+        assert!(matches!(alice.recv().await, Some(Part::Head { .. })));
+        assert_eq!(alice.recv().await, Some(chunk(60)));
+        assert_eq!(alice.recv().await, Some(chunk(60)));
+        assert_eq!(alice.recv().await, None, "the answer ended early");
+        drop((alice, bob));
+        assert_eq!(waiting.budget.held_bytes(), 0, "everything given back");
+        assert_eq!(waiting.budget.refusals().share, 2);
+    }
+
+    #[test]
+    fn parts_left_unread_are_given_back_when_the_answer_is_dropped() {
+        let waiting = Waiting::new(default_budget());
+        let unread = wait(&waiting, "alice", "a").expect("a wait");
+        waiting.deliver("a", chunk(1_000));
+        assert_eq!(waiting.budget.held_bytes(), 1_000);
+        drop(unread);
+        assert_eq!(waiting.budget.held_bytes(), 0);
+        waiting.deliver("a", chunk(1_000));
+        assert_eq!(
+            waiting.budget.held_bytes(),
+            0,
+            "nothing kept for a gone client"
+        );
+    }
 }

@@ -346,6 +346,8 @@ fn upstream_options(
     options.session_bytes_per_principal = config.limits.upstream_session_bytes_per_principal;
     options.session_bytes = config.limits.upstream_session_bytes;
     options.link_buffer_bytes_per_principal = config.limits.link_buffer_bytes_per_principal;
+    options.link_call_buffer_bytes = config.limits.link_call_buffer_bytes;
+    options.link_call_buffer_messages = config.limits.link_call_buffer_messages;
     options.link_buffer_bytes = config.limits.link_buffer_bytes;
     options.stdio = config.backends.stdio_rules();
     options.destinations = destinations;

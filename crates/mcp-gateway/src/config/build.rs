@@ -334,6 +334,8 @@ impl EffectiveConfig {
                 MIN_LINK_BUFFER_BYTES,
             ),
             link_buffer_bytes: r.usize("limits.link_buffer_bytes", MIN_LINK_BUFFER_BYTES),
+            link_call_buffer_bytes: r.usize("limits.link_call_buffer_bytes", MIN_LINK_BUFFER_BYTES),
+            link_call_buffer_messages: r.usize("limits.link_call_buffer_messages", 1),
             replay_bytes_per_session: r.usize("limits.replay_bytes_per_session", 0),
             replay_bytes_per_principal: r.usize("limits.replay_bytes_per_principal", 0),
             replay_bytes: r.usize("limits.replay_bytes", 0),

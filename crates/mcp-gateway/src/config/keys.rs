@@ -409,6 +409,18 @@ pub static KEYS: &[KeySpec] = &[
         "bytes every upstream 2025 session on this node may weigh together (at least 524288)",
     ),
     key(
+        "limits.link_call_buffer_bytes",
+        I,
+        Int(1024 * 1024),
+        "bytes a linked backend (stdio, HTTP+SSE) sent one call that its client has not read yet: the link reads for every call on it, so it cannot stop for one; a message past it fails the call (-32603 naming this key) and cancels it upstream; raise it where backends send large notifications; at least 65536",
+    ),
+    key(
+        "limits.link_call_buffer_messages",
+        I,
+        Int(1024),
+        "the same in messages (many small ones cost more than their bytes)",
+    ),
+    key(
         "limits.link_buffer_bytes_per_principal",
         I,
         Int(16 * 1024 * 1024),

@@ -228,6 +228,11 @@ pub struct LimitsConfig {
     pub link_buffer_bytes_per_principal: usize,
     /// `link_buffer_bytes`: the same for every principal on the node.
     pub link_buffer_bytes: usize,
+    /// `link_call_buffer_bytes`: bytes a linked backend sent one call that its client has not
+    /// read yet.
+    pub link_call_buffer_bytes: usize,
+    /// `link_call_buffer_messages`: the same in messages.
+    pub link_call_buffer_messages: usize,
     /// `replay_bytes_per_session`: replay budget of one 2025 session.
     pub replay_bytes_per_session: usize,
     /// `replay_bytes_per_principal`: replay budget of all sessions of one principal.

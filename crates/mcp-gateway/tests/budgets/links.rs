@@ -162,7 +162,7 @@ async fn a_flood_its_client_does_not_read_costs_the_gateway_one_calls_share() {
     assert_eq!(
         end["error"]["message"],
         "Backend io failed: backend sent more than 1 MiB that its client has not read yet (the \
-         per-call buffer of a linked backend)"
+         per-call buffer of a linked backend, limits.link_call_buffer_bytes)"
     );
 
     // The failed call left nothing behind: alice's next flood within the share completes.
@@ -272,4 +272,27 @@ async fn a_linked_backend_describing_itself_past_the_bound_is_refused_at_its_han
     // Bob's link is untouched by alice's refusal.
     let again = echo(&gw, "bob").await;
     assert_eq!(again["result"]["content"][0]["text"], "py: bob", "{again}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_operators_per_call_share_is_the_one_a_flood_meets() {
+    let Some(python) = python_mcp1() else { return };
+    let (dir, gw) = gateway_with(&python, "[limits]\nlink_call_buffer_bytes = 131072\n").await;
+    let alice = support::legacy_initialize(gw.addr, "alice", "vh").await;
+    let bob = support::legacy_initialize(gw.addr, "bob", "vh").await;
+    // The control: 16 KiB of notifications, read as they come, is whole within 128 KiB.
+    read_small_flood(&gw, "alice", &alice, 1).await;
+
+    let marker = dir.path().join("alice-flood");
+    let mut stalled = flood(&gw, "alice", &alice, 2, FLOOD, Some(&marker)).await;
+    read_small_flood(&gw, "bob", &bob, 3).await;
+    let ended = support::poll_until(WAIT, || async { marker.exists() }).await;
+    assert!(ended, "alice's flood was not cancelled");
+    let end = stalled.next_message_where(WAIT, |m| m["id"] == 2).await;
+    assert_eq!(end["error"]["code"], -32603, "{end}");
+    assert_eq!(
+        end["error"]["message"],
+        "Backend io failed: backend sent more than 128 KiB that its client has not read yet (the \
+         per-call buffer of a linked backend, limits.link_call_buffer_bytes)"
+    );
 }

@@ -16,6 +16,7 @@ mod stdio {
     use mcp_core::Budget;
     use serde_json::value::RawValue;
 
+    use crate::upstream::link::LinkBuffers;
     use crate::upstream::stdio::catalog::StdioRules;
     use crate::upstream::{Call, LinkEvents, Target, UpstreamError, UpstreamReply};
 
@@ -25,7 +26,7 @@ mod stdio {
     pub(crate) struct StdioPool;
 
     impl StdioPool {
-        pub(crate) fn new(_: StdioRules, _: usize, _: Box<RawValue>, _: Budget) -> Self {
+        pub(crate) fn new(_: StdioRules, _: usize, _: Box<RawValue>, _: LinkBuffers) -> Self {
             Self
         }
 
@@ -59,6 +60,7 @@ mod sse {
     use serde_json::value::RawValue;
     use url::Url;
 
+    use crate::upstream::link::LinkBuffers;
     use crate::upstream::transport::ScopedPools;
     use crate::upstream::{
         Call, CredentialScope, LinkEvents, Target, UpstreamError, UpstreamReply,
@@ -70,7 +72,11 @@ mod sse {
     pub(crate) struct SsePool;
 
     impl SsePool {
-        pub(crate) fn new(_: std::sync::Arc<ScopedPools>, _: Box<RawValue>, _: Budget) -> Self {
+        pub(crate) fn new(
+            _: std::sync::Arc<ScopedPools>,
+            _: Box<RawValue>,
+            _: LinkBuffers,
+        ) -> Self {
             Self
         }
 
@@ -125,11 +131,12 @@ mod tests {
     use mcp_core::{Budget, Era, Principal};
     use serde_json::value::RawValue;
 
+    use crate::upstream::link::LinkBuffers;
     use crate::upstream::transport::ScopedPools;
     use crate::upstream::{CredentialScope, Target, UpstreamError};
 
-    fn unbounded() -> Budget {
-        Budget::new("link_buffers")
+    fn unbounded() -> LinkBuffers {
+        LinkBuffers::new(Budget::new("link_buffers"))
     }
 
     fn backend(json: &str) -> BackendConfig {

@@ -66,14 +66,17 @@ pub enum UpstreamError {
     /// A linked backend (stdio, HTTP+SSE) sent a call more than the call's share of messages its
     /// client had not read yet: the call failed and was cancelled upstream.
     #[error(
-        "backend sent more than {limit} {unit} that its client has not read yet (the per-call \
-         buffer of a linked backend)"
+        "backend sent more than {} that its client has not read yet (the per-call buffer of a \
+         linked backend, {key})",
+        amount(*limit, unit)
     )]
     CallBufferFull {
         /// The share that was full, in `unit`s.
         limit: usize,
-        /// `MiB` or `messages`.
+        /// `bytes` or `messages`.
         unit: &'static str,
+        /// The configuration key of that share.
+        key: &'static str,
     },
     /// The messages linked backends sent a principal's calls that its clients have not read yet
     /// reached the principal's share (or, of every principal, the node's ceiling): the call
@@ -196,6 +199,15 @@ pub(crate) fn classify_client_error(e: &hyper_util::client::legacy::Error) -> Up
         UpstreamError::Connect
     } else {
         UpstreamError::Disconnected
+    }
+}
+
+/// `limit` of `unit` as an operator writes it (bytes as [`size`] shows them).
+fn amount(limit: usize, unit: &str) -> String {
+    if unit == "bytes" {
+        size(limit)
+    } else {
+        format!("{limit} {unit}")
     }
 }
 

@@ -26,8 +26,8 @@
 //! - **Backpressure**: the link reads its carrier for every call at once, so it cannot stop
 //!   reading for one call whose client takes its messages slowly or not at all (that would stall
 //!   the other calls). Instead a call holds at most its share of messages its caller has not
-//!   taken ([`call_buffer`]: 1 MiB and 1,024 messages, its response always taken); a message past
-//!   the share fails the call with [`UpstreamError::CallBufferFull`] (`-32603` naming the share,
+//!   taken ([`call_buffer`]: 1 MiB and 1,024 messages by default, its response always taken); a
+//!   message past the share fails the call with [`UpstreamError::CallBufferFull`] (`-32603` naming the share,
 //!   for the client) and sends `notifications/cancelled` for it. The outbound queue holds at
 //!   most [`OUTBOUND`] (1,024) messages: a new call that finds it full fails at once with
 //!   [`UpstreamError::LinkBusy`] rather than wait (a backend that has not read 1,024 messages is
@@ -69,8 +69,8 @@ use tokio::sync::mpsc;
 
 use super::{Call, Target, UpstreamError, UpstreamReply, empty_object, final_result};
 use super::{identity, meta};
-pub(super) use call_buffer::CallTerms;
 use call_buffer::{CallSender, cancelled, messages};
+pub(super) use call_buffer::{CallShare, CallTerms, LinkBuffers};
 
 mod call_buffer;
 
@@ -207,9 +207,9 @@ pub(super) struct Link {
     next: AtomicU64,
     last_used: Mutex<Instant>,
     idle_timeout: Duration,
-    /// What the calls hold that their clients have not read yet is drawn from their principals'
-    /// accounts here (see [`call_buffer`]).
-    budget: Budget,
+    /// What the calls hold that their clients have not read yet: each call's share, drawn from
+    /// their principals' accounts (see [`call_buffer`]).
+    buffers: LinkBuffers,
 }
 
 impl Link {
@@ -218,7 +218,7 @@ impl Link {
         backend: &str,
         idle_timeout: Duration,
         exclusive: bool,
-        budget: Budget,
+        buffers: LinkBuffers,
     ) -> (Arc<Self>, mpsc::Receiver<Outbound>) {
         let (out, outbound) = mpsc::channel(OUTBOUND);
         let link = Arc::new(Self {
@@ -233,7 +233,7 @@ impl Link {
             next: AtomicU64::new(1),
             last_used: Mutex::new(Instant::now()),
             idle_timeout,
-            budget,
+            buffers,
         });
         (link, outbound)
     }
@@ -327,7 +327,8 @@ impl Link {
     fn terms(&self, target: &Target<'_>) -> CallTerms {
         CallTerms {
             timeout: call_timeout(target),
-            account: self.budget.account(target.principal),
+            account: self.buffers.budget.account(target.principal),
+            share: self.buffers.per_call,
         }
     }
 
@@ -435,7 +436,7 @@ impl Link {
             out: self.out.clone(),
             account: terms.account.clone(),
         };
-        let (tx, rx) = call_buffer::channel(terms.account);
+        let (tx, rx) = call_buffer::channel(terms.account, terms.share);
         let waiting = Waiting {
             tx,
             takes_input: TAKES_INPUT.contains(&method),
@@ -853,6 +854,7 @@ fn unbounded_terms() -> CallTerms {
     CallTerms {
         timeout: Duration::from_secs(60),
         account: unbounded().account(&mcp_core::Principal::new("i", "caller")),
+        share: CallShare::default(),
     }
 }
 
@@ -861,7 +863,12 @@ fn unbounded_terms() -> CallTerms {
 /// link (`crate::upstream::fuzzing::link_frames`).
 #[cfg(feature = "fuzzing")]
 pub(super) fn fuzz_frames(data: &[u8]) {
-    let (link, mut outbound) = Link::new("b", Duration::from_secs(60), true, unbounded());
+    let (link, mut outbound) = Link::new(
+        "b",
+        Duration::from_secs(60),
+        true,
+        LinkBuffers::new(unbounded()),
+    );
     let calls: Vec<UpstreamReply> = [("tools/call", "t0"), ("tools/list", "t1")]
         .into_iter()
         .filter_map(|(method, token)| {
@@ -893,7 +900,7 @@ pub(super) fn fuzz_frames(data: &[u8]) {
 
 #[cfg(test)]
 mod tests {
-    use super::call_buffer::{MAX_CALL_BYTES, MAX_CALL_MESSAGES};
+    use super::call_buffer::{CALL_BYTES as MAX_CALL_BYTES, CALL_MESSAGES as MAX_CALL_MESSAGES};
     use super::*;
 
     #[test]
@@ -915,16 +922,14 @@ mod tests {
     }
 
     /// A call on `link` (the handshake is skipped: the link speaks 2025).
+    /// A call on `link` with the link's own share per call.
     fn call(link: &Link, method: &str, token: Option<&str>) -> UpstreamReply {
-        link.request(
-            method,
-            RawObject::new(),
-            None,
-            token,
-            unbounded_terms(),
-            None,
-        )
-        .expect("a live link")
+        let terms = CallTerms {
+            share: link.buffers.per_call,
+            ..unbounded_terms()
+        };
+        link.request(method, RawObject::new(), None, token, terms, None)
+            .expect("a live link")
     }
 
     async fn next_text(reply: &mut UpstreamReply) -> String {
@@ -947,7 +952,12 @@ mod tests {
 
     #[tokio::test]
     async fn a_request_goes_to_the_only_call_of_a_one_principal_link() {
-        let (link, mut outbound) = Link::new("b", Duration::from_secs(60), true, unbounded());
+        let (link, mut outbound) = Link::new(
+            "b",
+            Duration::from_secs(60),
+            true,
+            LinkBuffers::new(unbounded()),
+        );
         let mut tool = call(&link, "tools/call", None);
         link.dispatch(SAMPLING.as_bytes());
         assert_eq!(next_text(&mut tool).await, SAMPLING);
@@ -967,7 +977,12 @@ mod tests {
 
     #[tokio::test]
     async fn a_shared_link_relays_only_what_names_its_call() {
-        let (link, mut outbound) = Link::new("b", Duration::from_secs(60), false, unbounded());
+        let (link, mut outbound) = Link::new(
+            "b",
+            Duration::from_secs(60),
+            false,
+            LinkBuffers::new(unbounded()),
+        );
         let mut alice = call(&link, "tools/call", Some("t-alice"));
         // Alone in flight, but on a link shared by principals: never guessed.
         link.dispatch(SAMPLING.as_bytes());
@@ -991,7 +1006,12 @@ mod tests {
 
     #[tokio::test]
     async fn a_dropped_call_leaves_the_link_and_the_next_is_the_only_one_in_flight() {
-        let (link, mut outbound) = Link::new("b", Duration::from_secs(60), true, unbounded());
+        let (link, mut outbound) = Link::new(
+            "b",
+            Duration::from_secs(60),
+            true,
+            LinkBuffers::new(unbounded()),
+        );
         let first = call(&link, "tools/call", None);
         let _ = written(&mut outbound);
         drop(first);
@@ -1013,7 +1033,12 @@ mod tests {
 
     #[tokio::test]
     async fn a_call_that_cannot_ask_its_client_gets_no_request() {
-        let (link, mut outbound) = Link::new("b", Duration::from_secs(60), true, unbounded());
+        let (link, mut outbound) = Link::new(
+            "b",
+            Duration::from_secs(60),
+            true,
+            LinkBuffers::new(unbounded()),
+        );
         let _list = call(&link, "tools/list", None);
         link.dispatch(SAMPLING.as_bytes());
         assert!(written(&mut outbound).contains("cannot tell which call"));
@@ -1039,15 +1064,28 @@ mod tests {
 
     #[tokio::test]
     async fn a_call_whose_caller_does_not_take_its_messages_fails_past_its_share() {
+        fails_past_its_share(LinkBuffers::new(unbounded()), MAX_CALL_BYTES, "1 MiB").await;
+    }
+
+    #[tokio::test]
+    async fn a_configured_call_share_is_the_one_enforced() {
+        let mut buffers = LinkBuffers::new(unbounded());
+        buffers.per_call.bytes = 256 * 1024;
+        fails_past_its_share(buffers, 256 * 1024, "256 KiB").await;
+    }
+
+    /// A call of a link with `buffers` whose caller does not take its messages fails once it
+    /// holds `share_bytes` (`shown` in the error), and the link's other call goes on.
+    async fn fails_past_its_share(buffers: LinkBuffers, share_bytes: usize, shown: &str) {
         use futures_util::StreamExt;
-        let (link, mut outbound) = Link::new("b", Duration::from_secs(60), false, unbounded());
+        let (link, mut outbound) = Link::new("b", Duration::from_secs(60), false, buffers);
         let mut stalled = call(&link, "tools/call", Some("t-stalled"));
         let mut read = call(&link, "tools/call", Some("t-read"));
         let _ = all_written(&mut outbound);
 
-        // Within the share (the last message taken while less than 1 MiB is held): all kept.
+        // Within the share (the last message taken while less than the share is held): all kept.
         let message = progress("t-stalled", 64 * 1024);
-        let share = MAX_CALL_BYTES.div_ceil(message.len());
+        let share = share_bytes.div_ceil(message.len());
         for _ in 0..share {
             link.dispatch(&message);
             // The control: a call whose caller takes its messages gets each of them.
@@ -1078,15 +1116,17 @@ mod tests {
         }
         let error = stalled.messages.next().await.expect("the failure");
         let expected = UpstreamError::CallBufferFull {
-            limit: 1,
-            unit: "MiB",
+            limit: share_bytes,
+            unit: "bytes",
+            key: "limits.link_call_buffer_bytes",
         };
         assert_eq!(error.as_ref().err(), Some(&expected));
-        assert!(
-            expected
-                .to_string()
-                .starts_with("backend sent more than 1 MiB that its client has not read yet"),
-            "{expected}"
+        assert_eq!(
+            expected.to_string(),
+            format!(
+                "backend sent more than {shown} that its client has not read yet (the per-call \
+                 buffer of a linked backend, limits.link_call_buffer_bytes)"
+            )
         );
         assert!(stalled.messages.next().await.is_none());
 
@@ -1100,11 +1140,17 @@ mod tests {
         use futures_util::StreamExt;
         const SHARE: usize = 256 * 1024;
         let budget = Budget::new("link_buffers").with_bytes(SHARE, usize::MAX);
-        let (link, mut outbound) = Link::new("b", Duration::from_secs(60), false, budget.clone());
+        let (link, mut outbound) = Link::new(
+            "b",
+            Duration::from_secs(60),
+            false,
+            LinkBuffers::new(budget.clone()),
+        );
         let on = |token: &str, who: &str| {
             let terms = CallTerms {
                 timeout: Duration::from_secs(60),
                 account: budget.account(&mcp_core::Principal::new("i", who)),
+                share: CallShare::default(),
             };
             link.request(
                 "tools/call",
@@ -1173,7 +1219,12 @@ mod tests {
 
     #[tokio::test]
     async fn many_small_messages_fill_a_calls_share_and_taking_them_frees_it() {
-        let (link, mut outbound) = Link::new("b", Duration::from_secs(60), true, unbounded());
+        let (link, mut outbound) = Link::new(
+            "b",
+            Duration::from_secs(60),
+            true,
+            LinkBuffers::new(unbounded()),
+        );
         let mut tool = call(&link, "tools/call", None);
         let _ = all_written(&mut outbound);
         for _ in 0..MAX_CALL_MESSAGES {
@@ -1208,13 +1259,19 @@ mod tests {
             Some(UpstreamError::CallBufferFull {
                 limit: MAX_CALL_MESSAGES,
                 unit: "messages",
+                key: "limits.link_call_buffer_messages",
             })
         );
     }
 
     #[tokio::test]
     async fn a_calls_response_is_taken_when_its_share_is_full() {
-        let (link, _outbound) = Link::new("b", Duration::from_secs(60), true, unbounded());
+        let (link, _outbound) = Link::new(
+            "b",
+            Duration::from_secs(60),
+            true,
+            LinkBuffers::new(unbounded()),
+        );
         let mut tool = call(&link, "tools/call", Some("t"));
         // One message larger than the whole share is taken, and fills it.
         link.dispatch(&progress("t", 2 * MAX_CALL_BYTES));
@@ -1229,7 +1286,12 @@ mod tests {
 
     #[tokio::test]
     async fn a_full_outbound_queue_refuses_new_calls_at_once() {
-        let (link, mut outbound) = Link::new("b", Duration::from_secs(60), true, unbounded());
+        let (link, mut outbound) = Link::new(
+            "b",
+            Duration::from_secs(60),
+            true,
+            LinkBuffers::new(unbounded()),
+        );
         let request = |link: &Link| {
             link.request(
                 "tools/list",
@@ -1261,12 +1323,18 @@ mod tests {
     async fn requests_waiting_in_the_queue_are_charged_to_their_principal() {
         const SHARE: usize = 64 * 1024;
         let budget = Budget::new("link_buffers").with_bytes(SHARE, usize::MAX);
-        let (link, mut outbound) = Link::new("b", Duration::from_secs(60), true, budget.clone());
+        let (link, mut outbound) = Link::new(
+            "b",
+            Duration::from_secs(60),
+            true,
+            LinkBuffers::new(budget.clone()),
+        );
         let big = format!(r#"{{"blob":"{}"}}"#, "x".repeat(40 * 1024));
         let request = |who: &str| {
             let terms = CallTerms {
                 timeout: Duration::from_secs(60),
                 account: budget.account(&mcp_core::Principal::new("i", who)),
+                share: CallShare::default(),
             };
             let params = RawObject::parse(&big).expect("an object");
             link.request("tools/call", params, None, None, terms, None)
@@ -1324,7 +1392,12 @@ mod tests {
             UpstreamError::TooManyConnections,
         );
         let start = || async {
-            let (link, rx) = Link::new("b", Duration::from_secs(60), true, unbounded());
+            let (link, rx) = Link::new(
+                "b",
+                Duration::from_secs(60),
+                true,
+                LinkBuffers::new(unbounded()),
+            );
             Ok(Arc::new(TestCarrier(link, rx)))
         };
         let alice = mcp_core::Principal::new("i", "alice");

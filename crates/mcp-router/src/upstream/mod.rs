@@ -64,6 +64,7 @@ use url::Url;
 use crate::node_id::IdMint;
 use crate::telemetry::{self, ClientOp};
 use era::{EraSlot, Route};
+use link::{CallShare, LinkBuffers};
 pub(crate) use outcome::Recorder;
 use outcome::outcome_of;
 use send::{checked, legacy_capabilities, modern_headers};
@@ -337,10 +338,16 @@ impl Client {
         node: &str,
         via: http::HeaderValue,
     ) -> Self {
-        let link_buffers = Budget::new("link_buffers").with_bytes(
-            options.link_buffer_bytes_per_principal,
-            options.link_buffer_bytes,
-        );
+        let link_buffers = LinkBuffers {
+            budget: Budget::new("link_buffers").with_bytes(
+                options.link_buffer_bytes_per_principal,
+                options.link_buffer_bytes,
+            ),
+            per_call: CallShare {
+                bytes: options.link_call_buffer_bytes.max(1),
+                messages: options.link_call_buffer_messages.max(1),
+            },
+        };
         let stdio = stdio::StdioPool::new(
             options.stdio.clone(),
             options.max_stdio_processes,
@@ -367,7 +374,7 @@ impl Client {
                 client_info.clone(),
                 link_buffers.clone(),
             ),
-            link_buffers,
+            link_buffers: link_buffers.budget,
             sse_urls: ScopedTable::new(
                 "sse_endpoints",
                 options.max_sessions_per_principal,

@@ -29,10 +29,17 @@ pub struct UpstreamOptions {
     pub session_bytes: usize,
     /// Bytes of messages linked backends (stdio, HTTP+SSE) sent one principal's calls that its
     /// clients have not read yet, all its calls together; past it the call sent one more fails
-    /// and is cancelled upstream (default 16 MiB; each call also has its own 1 MiB).
+    /// and is cancelled upstream (default 16 MiB; each call also has its own share, [`link_call_buffer_bytes`](Self::link_call_buffer_bytes)).
     pub link_buffer_bytes_per_principal: usize,
     /// The same for every principal of the node together (default 256 MiB).
     pub link_buffer_bytes: usize,
+    /// Bytes of messages a linked backend sent one call that its client has not read yet; past
+    /// it the call fails and is cancelled upstream (default 1 MiB). A link reads for every call
+    /// on it, so it cannot stop for one; raise it where backends send large notifications
+    /// faster than their clients take them.
+    pub link_call_buffer_bytes: usize,
+    /// The same in messages (default 1,024).
+    pub link_call_buffer_messages: usize,
     /// Circuit breaker defaults for every backend URL; a backend's `breaker` object overrides
     /// single keys.
     pub breaker: BreakerConfig,
@@ -69,6 +76,8 @@ impl Default for UpstreamOptions {
             session_bytes: 256 * 1024 * 1024,
             link_buffer_bytes_per_principal: 16 * 1024 * 1024,
             link_buffer_bytes: 256 * 1024 * 1024,
+            link_call_buffer_bytes: 1024 * 1024,
+            link_call_buffer_messages: 1024,
             breaker: BreakerConfig::default(),
             stdio: StdioRules::default(),
             destinations: DestinationPolicy::default(),

@@ -43,7 +43,7 @@ use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 use url::Url;
 
-use super::link::{Carrier, Link, LinkKey, Outbound, Pool};
+use super::link::{Carrier, Link, LinkBuffers, LinkKey, Outbound, Pool};
 use super::request::{self, Outgoing};
 use super::transport::{HttpClient, MAX_MESSAGE_BYTES, ScopedPools};
 use super::{Call, CredentialScope, LinkEvents, Target, UpstreamError, UpstreamReply};
@@ -84,7 +84,7 @@ pub(crate) struct SsePool {
     pools: Arc<ScopedPools>,
     client_info: Box<RawValue>,
     /// What the connections' calls hold for their clients is drawn from here.
-    budget: Budget,
+    buffers: LinkBuffers,
 }
 
 impl SsePool {
@@ -93,7 +93,11 @@ impl SsePool {
         Some(self.pool.budget())
     }
 
-    pub(crate) fn new(pools: Arc<ScopedPools>, client_info: Box<RawValue>, budget: Budget) -> Self {
+    pub(crate) fn new(
+        pools: Arc<ScopedPools>,
+        client_info: Box<RawValue>,
+        buffers: LinkBuffers,
+    ) -> Self {
         Self {
             pool: Pool::new(
                 "sse_links",
@@ -104,7 +108,7 @@ impl SsePool {
             ),
             pools,
             client_info,
-            budget,
+            buffers,
         }
     }
 
@@ -181,7 +185,7 @@ impl SsePool {
                     target,
                     url,
                     &self.client_info,
-                    self.budget.clone(),
+                    self.buffers.clone(),
                 )
             })
             .await
@@ -215,7 +219,7 @@ impl Connection {
         target: &Target<'_>,
         url: &Url,
         client_info: &RawValue,
-        budget: Budget,
+        buffers: LinkBuffers,
     ) -> Result<Arc<Self>, UpstreamError> {
         let timeout = Duration::from_millis(target.config.timeout_ms.max(1));
         let mut events = Events::open(&http, target, url, timeout).await?;
@@ -239,7 +243,7 @@ impl Connection {
             .idle_timeout_s
             .map_or(DEFAULT_IDLE, Duration::from_secs);
         // One credential scope (so one principal) per connection.
-        let (link, outbound) = Link::new(target.name, idle, true, budget);
+        let (link, outbound) = Link::new(target.name, idle, true, buffers);
         let poster = Poster {
             http,
             uri: endpoint_uri(&endpoint)?,

@@ -4,8 +4,9 @@
 //! A link reads its carrier for every call on it, so it cannot stop reading for one call whose
 //! client does not read (that would stall the others). What it has read for a call waits here;
 //! the call's caller (its relay, read as fast as its client takes the answer) releases it as it
-//! takes each message. A call holds at most [`MAX_CALL_BYTES`] (1 MiB) and
-//! [`MAX_CALL_MESSAGES`] (1,024) of messages not taken yet: a message arriving while the call
+//! takes each message. A call holds at most its [`CallShare`] of messages not taken yet
+//! (`limits.link_call_buffer_bytes`, 1 MiB, and `limits.link_call_buffer_messages`, 1,024): a
+//! message arriving while the call
 //! holds either ([`CallSender::send`]) is not kept, and the link fails the call with
 //! [`UpstreamError::CallBufferFull`] and cancels it upstream. A message is taken whenever the
 //! call holds less than its share, and counts in full (one larger than the whole byte share is
@@ -28,22 +29,52 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
-use mcp_core::{Account, Envelope, MessageKind, RawObject, Spent};
+use mcp_core::{Account, Budget, Envelope, MessageKind, RawObject, Spent};
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
 use super::{Calls, Outbound};
 use crate::upstream::{MessageStream, UpstreamError};
 
-/// Bytes of messages a call may hold that its caller has not taken yet.
-pub(super) const MAX_CALL_BYTES: usize = 1024 * 1024;
-/// Messages a call may hold that its caller has not taken yet (many small ones cost more than
-/// their bytes).
-pub(super) const MAX_CALL_MESSAGES: usize = 1024;
+/// Bytes of messages a call may hold that its caller has not taken yet, by default.
+pub(in crate::upstream) const CALL_BYTES: usize = 1024 * 1024;
+/// Messages a call may hold that its caller has not taken yet, by default (many small ones cost
+/// more than their bytes).
+pub(in crate::upstream) const CALL_MESSAGES: usize = 1024;
 
-const MIB: usize = 1024 * 1024;
-// The error names the byte share in MiB.
-const _: () = assert!(MAX_CALL_BYTES.is_multiple_of(MIB));
+/// What one call may hold that its caller has not taken yet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(in crate::upstream) struct CallShare {
+    pub(in crate::upstream) bytes: usize,
+    pub(in crate::upstream) messages: usize,
+}
+
+impl Default for CallShare {
+    fn default() -> Self {
+        Self {
+            bytes: CALL_BYTES,
+            messages: CALL_MESSAGES,
+        }
+    }
+}
+
+/// Where the calls of a link draw what their callers have not taken yet from: each call's own
+/// share, and its principal's account of the links' budget.
+#[derive(Clone, Debug)]
+pub(in crate::upstream) struct LinkBuffers {
+    pub(in crate::upstream) budget: Budget,
+    pub(in crate::upstream) per_call: CallShare,
+}
+
+impl LinkBuffers {
+    /// Calls drawing from `budget`, each with the default share.
+    pub(in crate::upstream) fn new(budget: Budget) -> Self {
+        Self {
+            budget,
+            per_call: CallShare::default(),
+        }
+    }
+}
 
 type Item = Result<Bytes, UpstreamError>;
 /// A message on its way, and whether it was forced on the account (the response).
@@ -56,6 +87,7 @@ struct Held {
     /// Of `bytes`, the response's (forced on the account, not charged).
     forced: AtomicUsize,
     account: Account,
+    share: CallShare,
 }
 
 impl Drop for Held {
@@ -68,10 +100,12 @@ impl Drop for Held {
     }
 }
 
-/// How a call's messages wait: the longest gap between two, and whose budget they draw from.
+/// How a call's messages wait: the longest gap between two, whose budget they draw from, and
+/// the call's own share.
 pub(in crate::upstream) struct CallTerms {
     pub(in crate::upstream) timeout: Duration,
     pub(in crate::upstream) account: Account,
+    pub(in crate::upstream) share: CallShare,
 }
 
 /// The link's end of one call's channel.
@@ -87,14 +121,15 @@ pub(super) struct CallReceiver {
     held: Arc<Held>,
 }
 
-/// A new call's channel, drawing from `account`.
-pub(super) fn channel(account: Account) -> (CallSender, CallReceiver) {
+/// A new call's channel of `share`, drawing from `account`.
+pub(super) fn channel(account: Account, share: CallShare) -> (CallSender, CallReceiver) {
     let (tx, rx) = mpsc::unbounded_channel();
     let held = Arc::new(Held {
         bytes: AtomicUsize::new(0),
         messages: AtomicUsize::new(0),
         forced: AtomicUsize::new(0),
         account,
+        share,
     });
     (
         CallSender {
@@ -112,16 +147,19 @@ impl CallSender {
     pub(super) fn send(&self, message: &[u8]) -> Result<(), UpstreamError> {
         // Only the link adds (from one task at a time), so a share seen free here stays free
         // until this message is added; the caller only takes away meanwhile.
-        if self.held.bytes.load(Ordering::Relaxed) >= MAX_CALL_BYTES {
+        let share = self.held.share;
+        if self.held.bytes.load(Ordering::Relaxed) >= share.bytes {
             return Err(UpstreamError::CallBufferFull {
-                limit: MAX_CALL_BYTES / MIB,
-                unit: "MiB",
+                limit: share.bytes,
+                unit: "bytes",
+                key: "limits.link_call_buffer_bytes",
             });
         }
-        if self.held.messages.load(Ordering::Relaxed) >= MAX_CALL_MESSAGES {
+        if self.held.messages.load(Ordering::Relaxed) >= share.messages {
             return Err(UpstreamError::CallBufferFull {
-                limit: MAX_CALL_MESSAGES,
+                limit: share.messages,
                 unit: "messages",
+                key: "limits.link_call_buffer_messages",
             });
         }
         self.held.account.charge(message.len()).map_err(|spent| {

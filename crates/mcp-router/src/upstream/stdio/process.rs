@@ -11,7 +11,7 @@ use serde_json::value::RawValue;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
-use crate::upstream::link::{Carrier, Link, LinkKey, Outbound, Pool};
+use crate::upstream::link::{Carrier, Link, LinkBuffers, LinkKey, Outbound, Pool};
 use crate::upstream::{Call, LinkEvents, Target, UpstreamError, UpstreamReply};
 
 use super::catalog::{Launch, StdioRules, resolve_program};
@@ -52,7 +52,7 @@ pub(crate) struct StdioPool {
     rules: StdioRules,
     client_info: Box<RawValue>,
     /// What the processes' calls hold for their clients is drawn from here.
-    budget: Budget,
+    buffers: LinkBuffers,
 }
 
 impl StdioPool {
@@ -65,7 +65,7 @@ impl StdioPool {
         rules: StdioRules,
         max_processes: usize,
         client_info: Box<RawValue>,
-        budget: Budget,
+        buffers: LinkBuffers,
     ) -> Self {
         Self {
             pool: Pool::new(
@@ -77,7 +77,7 @@ impl StdioPool {
             ),
             rules,
             client_info,
-            budget,
+            buffers,
         }
     }
 
@@ -128,7 +128,7 @@ impl StdioPool {
         };
         self.pool
             .get(&key, || {
-                Process::start(&key, target, &self.client_info, self.budget.clone())
+                Process::start(&key, target, &self.client_info, self.buffers.clone())
             })
             .await
     }
@@ -152,7 +152,7 @@ impl Process {
         key: &ProcessKey,
         target: &Target<'_>,
         client_info: &RawValue,
-        budget: Budget,
+        buffers: LinkBuffers,
     ) -> Result<Arc<Self>, UpstreamError> {
         let launch = &key.launch;
         let Some(program) = resolve_program(&launch.command) else {
@@ -184,7 +184,7 @@ impl Process {
         let (kill, killed) = tokio::sync::oneshot::channel();
         let idle_timeout = launch.idle_timeout.unwrap_or(DEFAULT_IDLE);
         let (link, outbound) =
-            Link::new(&key.backend, idle_timeout, key.principal.is_some(), budget);
+            Link::new(&key.backend, idle_timeout, key.principal.is_some(), buffers);
         tokio::spawn(write_stdin(stdin, outbound));
         tokio::spawn(read_stderr(key.backend.clone(), stderr));
         tokio::spawn(read_stdout(Arc::downgrade(&link), stdout));

@@ -363,6 +363,24 @@ impl Account {
         self.ledger.forced.fetch_add(bytes, Ordering::Relaxed);
     }
 
+    /// Charges `bytes` only when they fit whole within the share and the ceiling
+    /// ([`room`](Self::room)), and gives them back when the returned [`Charge`] drops: for what
+    /// is kept for long, where going over by one charge would spend the share for good.
+    ///
+    /// # Errors
+    ///
+    /// The limit that would be passed (counted as a refusal); nothing is charged then.
+    pub fn reserve(&self, bytes: usize) -> Result<Charge, Spent> {
+        self.room(bytes, 0)
+            .map_err(|spent| self.ledger.node.refused(spent))?;
+        self.add(bytes);
+        Ok(Charge {
+            account: self.clone(),
+            bytes,
+            forced: false,
+        })
+    }
+
     /// [`force`](Self::force)s `bytes` and gives them back when the returned [`Charge`] drops:
     /// for what waits somewhere but must go whatever the budget holds (the one message a
     /// stalled queue always lets through, so that its reader makes progress).
@@ -667,6 +685,23 @@ mod tests {
         drop(held);
         assert_eq!(budget.held_bytes(), 0);
         drop(alice.hold(50).expect("given back"));
+    }
+
+    #[test]
+    fn a_reserved_charge_fits_whole_or_is_refused() {
+        let budget = bytes(100, 150);
+        let alice = budget.account(&Principal::new("i", "alice"));
+        let held = alice.hold(60).expect("within the share");
+        assert_eq!(
+            alice.reserve(50).err(),
+            Some(Spent::Share(100)),
+            "60 + 50 > 100"
+        );
+        let reserved = alice.reserve(40).expect("60 + 40 fits");
+        assert_eq!(budget.held_bytes(), 100);
+        assert_eq!(budget.refusals().share, 1);
+        drop((held, reserved));
+        assert_eq!(budget.held_bytes(), 0);
     }
 
     #[test]

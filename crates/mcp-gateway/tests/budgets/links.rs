@@ -182,6 +182,8 @@ async fn a_principals_unread_calls_draw_from_its_own_budget() {
     let bob = support::legacy_initialize(gw.addr, "bob", "vh").await;
     read_small_flood(&gw, "alice", &alice, 1).await;
     read_small_flood(&gw, "bob", &bob, 2).await;
+    // What the two links keep for their life: their backends' descriptions of themselves.
+    let idle = support::metric(&gw, "mcp_gateway_link_buffer_bytes").await;
 
     // Alice's flood nobody reads fails at her principal's budget, not at the call's 1 MiB,
     // and is cancelled upstream; bob is served meanwhile.
@@ -199,10 +201,10 @@ async fn a_principals_unread_calls_draw_from_its_own_budget() {
     );
     drop(stalled);
 
-    // What the failed call held went back to her account: the node holds nothing, and her
-    // next call within budget is served whole.
+    // What the failed call held went back to her account: the node holds what it held before
+    // the flood, and her next call within budget is served whole.
     let released = support::poll_until(WAIT, || async {
-        support::metric(&gw, "mcp_gateway_link_buffer_bytes").await == Some(0.0)
+        support::metric(&gw, "mcp_gateway_link_buffer_bytes").await == idle
     })
     .await;
     assert!(released, "the unread bytes were given back");
@@ -216,6 +218,7 @@ async fn described_gateway(
     python: &Path,
     alice_bytes: usize,
     bob_bytes: usize,
+    extra: &str,
 ) -> (mcp_test_support::TempDir, GatewayProcess) {
     let dir = workdir("gw-budgets-identity");
     let backend = |server: &str| json!({"vh": {"backends": {"io": {"stdio": server}}}});
@@ -235,7 +238,7 @@ async fn described_gateway(
         )
     };
     let config = base_config(&format!(
-        "{}{}",
+        "\n{extra}\n{}{}",
         entry("alice-io", alice_bytes),
         entry("bob-io", bob_bytes)
     ));
@@ -256,7 +259,7 @@ async fn a_linked_backend_describing_itself_past_the_bound_is_refused_at_its_han
     let Some(python) = python_mcp1() else { return };
     // Bob's backend describes itself in 64 KiB (within the 256 KiB bound), alice's in 4 MiB,
     // which the link would otherwise keep for as long as it lives.
-    let (_dir, gw) = described_gateway(&python, 4 << 20, 64 << 10).await;
+    let (_dir, gw) = described_gateway(&python, 4 << 20, 64 << 10, "").await;
 
     let control = echo(&gw, "bob").await;
     assert_eq!(
@@ -295,4 +298,43 @@ async fn the_operators_per_call_share_is_the_one_a_flood_meets() {
         "Backend io failed: backend sent more than 128 KiB that its client has not read yet (the \
          per-call buffer of a linked backend, limits.link_call_buffer_bytes)"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_linked_backends_description_is_charged_to_its_principals_link_budget() {
+    let Some(python) = python_mcp1() else { return };
+    // Both within the 256 KiB bound; alice's (128 KiB) is past her 64 KiB share of the links'
+    // budget, bob's (16 KiB) is not.
+    let (_dir, gw) = described_gateway(
+        &python,
+        128 << 10,
+        16 << 10,
+        "[limits]\nlink_buffer_bytes_per_principal = 65536\n",
+    )
+    .await;
+    let held = r#"mcp_gateway_budget_held{budget="link_buffers",unit="bytes"}"#;
+
+    let control = echo(&gw, "bob").await;
+    assert_eq!(
+        control["result"]["content"][0]["text"], "py: bob",
+        "{control}"
+    );
+    // Bob's link keeps his backend's description on his account for as long as it lives.
+    let kept = support::metric(&gw, held).await.unwrap_or(0.0);
+    assert!(
+        kept >= f64::from(16u32 << 10),
+        "bob's description is charged: {kept}"
+    );
+
+    let refused = echo(&gw, "alice").await;
+    assert_eq!(refused["error"]["code"], -32603, "{refused}");
+    assert_eq!(
+        refused["error"]["message"],
+        "Backend io failed: the backend's description of itself, with the messages not read yet \
+         by this caller's clients, passes 64 KiB (limits.link_buffer_bytes_per_principal)"
+    );
+    // Nothing of alice's refused link stays charged, and bob's link is untouched.
+    assert_eq!(support::metric(&gw, held).await.unwrap_or(0.0), kept);
+    let again = echo(&gw, "bob").await;
+    assert_eq!(again["result"]["content"][0]["text"], "py: bob", "{again}");
 }

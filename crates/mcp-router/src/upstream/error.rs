@@ -109,6 +109,22 @@ pub enum UpstreamError {
         /// The configuration key of that limit.
         key: &'static str,
     },
+    /// What a linked backend of one principal describes itself with, kept for the link's life,
+    /// does not fit in the principal's share of the links' budget (or the node's ceiling) beside
+    /// what its calls hold: the handshake failed.
+    #[error(
+        "the backend's description of itself, with the messages not read yet by {whose}, passes \
+         {} ({key})",
+        size(*limit)
+    )]
+    LinkIdentitySpent {
+        /// `this caller's clients` or `the clients of every caller on this node`.
+        whose: &'static str,
+        /// The limit that is spent, in bytes.
+        limit: usize,
+        /// The configuration key of that limit.
+        key: &'static str,
+    },
     /// A linked backend's outbound queue holds as many messages as it may (the backend does not
     /// read them as fast as they come): the call was not sent.
     #[error(
@@ -144,6 +160,7 @@ impl UpstreamError {
             Self::LinkBufferSpent { .. } => "link_buffer_spent",
             Self::LinkBusy(_) => "link_busy",
             Self::LinkQueueSpent { .. } => "link_queue_spent",
+            Self::LinkIdentitySpent { .. } => "link_identity_spent",
         }
     }
 

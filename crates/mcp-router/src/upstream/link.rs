@@ -191,6 +191,9 @@ pub(super) struct Link {
     backend: String,
     /// The era and the `DiscoverResult`/`InitializeResult`, once the handshake is done.
     identity: OnceLock<(Era, Bytes)>,
+    /// The identity's bytes on the principal's account, for a link of one principal (a shared
+    /// process's is the operator's, bounded by the number of processes).
+    identity_charge: OnceLock<Charge>,
     out: mpsc::Sender<Outbound>,
     /// The calls in flight (shared with each call's message stream, which takes its call off
     /// when its caller drops it).
@@ -224,6 +227,7 @@ impl Link {
         let link = Arc::new(Self {
             backend: backend.to_owned(),
             identity: OnceLock::new(),
+            identity_charge: OnceLock::new(),
             out,
             calls: Arc::default(),
             exclusive,
@@ -265,7 +269,7 @@ impl Link {
                     .is_ok_and(|r| r.contains("supportedVersions"))
             {
                 identity::checked_discover(&result)?;
-                let _ = self.identity.set((Era::Modern, result));
+                self.keep_identity(target, Era::Modern, result)?;
                 return Ok(());
             }
         }
@@ -287,11 +291,32 @@ impl Link {
         // Kept for the link's life: bounded like an upstream session's (the version the link
         // speaks is the gateway's own request; the server's answer is checked, not adopted).
         identity::checked_identity(&result, None)?;
+        self.keep_identity(target, Era::Legacy, result)?;
         self.write(mcp_core::encode_notification(
             "notifications/initialized",
             None,
         ));
-        let _ = self.identity.set((Era::Legacy, result));
+        Ok(())
+    }
+
+    /// Keeps the handshake's answer for the link's life, charged to the principal the link is
+    /// for (see `identity_charge`).
+    fn keep_identity(
+        &self,
+        target: &Target<'_>,
+        era: Era,
+        result: Bytes,
+    ) -> Result<(), UpstreamError> {
+        if self.exclusive {
+            let account = self.buffers.budget.account(target.principal);
+            // Whole within the share: a link keeps it for as long as it lives.
+            let charge = account.reserve(result.len()).map_err(|spent| {
+                let (whose, limit, key) = call_buffer::spent_limit(spent);
+                UpstreamError::LinkIdentitySpent { whose, limit, key }
+            })?;
+            let _ = self.identity_charge.set(charge);
+        }
+        let _ = self.identity.set((era, result));
         Ok(())
     }
 

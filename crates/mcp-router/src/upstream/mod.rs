@@ -64,7 +64,6 @@ use url::Url;
 use crate::node_id::IdMint;
 use crate::telemetry::{self, ClientOp};
 use era::{EraSlot, Route};
-use link::{CallShare, LinkBuffers};
 pub(crate) use outcome::Recorder;
 use outcome::outcome_of;
 use send::{checked, legacy_capabilities, modern_headers};
@@ -338,16 +337,7 @@ impl Client {
         node: &str,
         via: http::HeaderValue,
     ) -> Self {
-        let link_buffers = LinkBuffers {
-            budget: Budget::new("link_buffers").with_bytes(
-                options.link_buffer_bytes_per_principal,
-                options.link_buffer_bytes,
-            ),
-            per_call: CallShare {
-                bytes: options.link_call_buffer_bytes.max(1),
-                messages: options.link_call_buffer_messages.max(1),
-            },
-        };
+        let link_buffers = options.link_buffers();
         let stdio = stdio::StdioPool::new(
             options.stdio.clone(),
             options.max_stdio_processes,

@@ -3,8 +3,10 @@
 use std::time::Duration;
 
 use mcp_breaker::BreakerConfig;
+use mcp_core::Budget;
 use mcp_core::tls::ClientTls;
 
+use super::link::{CallShare, LinkBuffers};
 use super::{DestinationPolicy, StdioRules};
 
 /// Tuning of the upstream side.
@@ -86,6 +88,20 @@ impl Default for UpstreamOptions {
             pool_lanes: 1,
             call_deadline: Duration::from_secs(600),
             max_call_deadline: Duration::from_secs(3600),
+        }
+    }
+}
+
+impl UpstreamOptions {
+    /// Where linked calls draw what their clients have not read yet from.
+    pub(super) fn link_buffers(&self) -> LinkBuffers {
+        LinkBuffers {
+            budget: Budget::new("link_buffers")
+                .with_bytes(self.link_buffer_bytes_per_principal, self.link_buffer_bytes),
+            per_call: CallShare {
+                bytes: self.link_call_buffer_bytes.max(1),
+                messages: self.link_call_buffer_messages.max(1),
+            },
         }
     }
 }

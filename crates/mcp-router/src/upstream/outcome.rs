@@ -34,7 +34,8 @@ pub(super) fn outcome_of(error: &UpstreamError) -> Outcome {
         | UpstreamError::TransportDisabled(_)
         | UpstreamError::CallBufferFull { .. }
         | UpstreamError::LinkBufferSpent { .. }
-        | UpstreamError::LinkQueueSpent { .. } => Outcome::Ignore,
+        | UpstreamError::LinkQueueSpent { .. }
+        | UpstreamError::LinkIdentitySpent { .. } => Outcome::Ignore,
     }
 }
 

@@ -626,3 +626,63 @@ async fn a_subscription_past_the_principals_record_bytes_is_refused_and_not_kept
     let again = legacy_post(s.gw.addr, "alice", "vh", Some(&alice), &subscribe(kept + 1)).await;
     assert!(again.json()["result"].is_object(), "{}", again.text());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_log_level_past_the_principals_record_bytes_is_refused() {
+    const SHARE: usize = 8192;
+    // A level weighs its name and 64 bytes in the record: `debug`, 69.
+    const LEVEL: usize = 69;
+    let s = setup(
+        "iso-log-level-bytes",
+        &format!("[sessions]\nrecord_bytes_per_principal = {SHARE}\n"),
+    )
+    .await;
+    let held = r#"mcp_gateway_budget_held{budget="session_records",unit="bytes"}"#;
+    let set_level = json!({"jsonrpc": "2.0", "id": 50, "method": "logging/setLevel",
+        "params": {"level": "debug"}});
+    let subscribe = |id: usize, len: usize| {
+        let uri = format!("beta-test://beta/item/{id}-");
+        let uri = format!("{uri}{}", "0".repeat(len - uri.len()));
+        json!({"jsonrpc": "2.0", "id": id, "method": "resources/subscribe",
+            "params": {"uri": uri}})
+    };
+    let alice = legacy_initialize(s.gw.addr, "alice", "vh").await;
+
+    // Alice's subscriptions fill her share to 68 bytes short of it (a URI weighs its length
+    // and 64 bytes), which a level does not fit in.
+    for id in 1.. {
+        let room = SHARE - metric(&s.gw, held).await.unwrap_or(0.0) as usize;
+        let len = (room - (LEVEL - 1) - 64).min(4_000);
+        let reply = legacy_post(s.gw.addr, "alice", "vh", Some(&alice), &subscribe(id, len)).await;
+        assert!(reply.json()["result"].is_object(), "{}", reply.text());
+        if len < 4_000 {
+            break;
+        }
+    }
+    let refused = legacy_post(s.gw.addr, "alice", "vh", Some(&alice), &set_level).await;
+    assert_eq!(refused.status, 200);
+    assert_eq!(
+        rpc_error(&refused),
+        (
+            -32603,
+            "Cannot keep the log level: session limit reached: the session records of this \
+             principal weigh their whole share (sessions.record_bytes_per_principal)"
+                .to_owned()
+        )
+    );
+    // The record stayed as it was: still 68 bytes short of the share.
+    let now = metric(&s.gw, held).await.unwrap_or(0.0) as usize;
+    assert_eq!(SHARE - now, LEVEL - 1, "nothing was added");
+
+    // Bob's records are his own: his level is kept.
+    let bob = legacy_initialize(s.gw.addr, "bob", "vh").await;
+    let reply = legacy_post(s.gw.addr, "bob", "vh", Some(&bob), &set_level).await;
+    assert!(reply.json()["result"].is_object(), "{}", reply.text());
+    // The control: once alice gives up her first subscription, her level fits.
+    let mut unsubscribe = subscribe(1, 4_000);
+    unsubscribe["method"] = json!("resources/unsubscribe");
+    let reply = legacy_post(s.gw.addr, "alice", "vh", Some(&alice), &unsubscribe).await;
+    assert!(reply.json()["result"].is_object(), "{}", reply.text());
+    let kept = legacy_post(s.gw.addr, "alice", "vh", Some(&alice), &set_level).await;
+    assert!(kept.json()["result"].is_object(), "{}", kept.text());
+}

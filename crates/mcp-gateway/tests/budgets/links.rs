@@ -213,9 +213,10 @@ async fn a_principals_unread_calls_draw_from_its_own_budget() {
 
 /// A linked backend whose `initialize` result carries `bytes` of instructions, from the catalog
 /// entry `io` of a gateway whose `alice` and `bob` each have `vh` with backend `io`: alice's
-/// describes itself with `alice_bytes`, bob's with `bob_bytes`.
+/// describes itself with `alice_bytes`, bob's with `bob_bytes`. `server` is `(python, script)`:
+/// the interpreter and the file name in `tests/interop`.
 async fn described_gateway(
-    python: &Path,
+    (python, script): (&Path, &str),
     alice_bytes: usize,
     bob_bytes: usize,
     extra: &str,
@@ -227,8 +228,9 @@ async fn described_gateway(
         "bob": {"virtual_hosts": backend("bob-io")},
     }});
     support::write(dir.path(), "users.json", &users.to_string());
-    let script =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/interop/py_stdio_server.py");
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/interop")
+        .join(script);
     let entry = |name: &str, bytes: usize| {
         format!(
             "\n[stdio_servers.{name}]\ncommand = {:?}\nargs = [{:?}]\n\
@@ -254,50 +256,78 @@ async fn echo(gw: &GatewayProcess, sub: &str) -> serde_json::Value {
     reply.json()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_linked_backend_describing_itself_past_the_bound_is_refused_at_its_handshake() {
-    let Some(python) = python_mcp1() else { return };
-    // Bob's backend describes itself in 64 KiB (within the 256 KiB bound), alice's in 4 MiB,
-    // which the link would otherwise keep for as long as it lives.
-    let (_dir, gw) = described_gateway(&python, 4 << 20, 64 << 10, "").await;
-
+/// Alice's backend (`script`, texts prefixed `prefix`) describes itself in `alice_bytes`, past the
+/// 256 KiB bound the link would otherwise keep for as long as it lives; bob's in 16 KiB, within
+/// it: alice's handshake fails with `message`, bob's link is served throughout.
+async fn refused_at_handshake(
+    server: (&Path, &str),
+    prefix: &str,
+    alice_bytes: usize,
+    message: &str,
+) {
+    let (_dir, gw) = described_gateway(server, alice_bytes, 16 << 10, "").await;
+    let bobs = format!("{prefix}: bob");
     let control = echo(&gw, "bob").await;
     assert_eq!(
-        control["result"]["content"][0]["text"], "py: bob",
+        control["result"]["content"][0]["text"],
+        bobs.as_str(),
         "{control}"
     );
     let refused = echo(&gw, "alice").await;
     assert_eq!(refused["error"]["code"], -32603, "{refused}");
-    assert_eq!(
-        refused["error"]["message"],
-        "Backend io failed: malformed backend response: initialize result larger than 256 KiB"
-    );
+    assert_eq!(refused["error"]["message"], message);
     // Bob's link is untouched by alice's refusal.
     let again = echo(&gw, "bob").await;
-    assert_eq!(again["result"]["content"][0]["text"], "py: bob", "{again}");
+    assert_eq!(
+        again["result"]["content"][0]["text"],
+        bobs.as_str(),
+        "{again}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_linked_backend_describing_itself_past_the_bound_is_refused_at_its_handshake() {
+    let Some(python) = python_mcp1() else { return };
+    refused_at_handshake(
+        (&python, "py_stdio_server.py"),
+        "py",
+        4 << 20,
+        "Backend io failed: malformed backend response: initialize result larger than 256 KiB",
+    )
+    .await;
+}
+
+/// A gateway with `extra` where alice's and bob's small floods read as they come are whole (the
+/// control), then alice's flood nobody reads is cancelled upstream and ends with `message`; once
+/// it gave back what it held, bob is served whole.
+async fn an_unread_flood_fails_with(python: &Path, extra: &str, message: &str) {
+    let (dir, gw) = gateway_with(python, extra).await;
+    let alice = support::legacy_initialize(gw.addr, "alice", "vh").await;
+    let bob = support::legacy_initialize(gw.addr, "bob", "vh").await;
+    read_small_flood(&gw, "alice", &alice, 1).await;
+    read_small_flood(&gw, "bob", &bob, 2).await;
+
+    let marker = dir.path().join("alice-flood");
+    let mut stalled = flood(&gw, "alice", &alice, 3, FLOOD, Some(&marker)).await;
+    let ended = support::poll_until(WAIT, || async { marker.exists() }).await;
+    assert!(ended, "alice's flood was not cancelled");
+    let end = stalled.next_message_where(WAIT, |m| m["id"] == 3).await;
+    assert_eq!(end["error"]["code"], -32603, "{end}");
+    assert_eq!(end["error"]["message"], message);
+    drop(stalled);
+    read_small_flood(&gw, "bob", &bob, 4).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_operators_per_call_share_is_the_one_a_flood_meets() {
     let Some(python) = python_mcp1() else { return };
-    let (dir, gw) = gateway_with(&python, "[limits]\nlink_call_buffer_bytes = 131072\n").await;
-    let alice = support::legacy_initialize(gw.addr, "alice", "vh").await;
-    let bob = support::legacy_initialize(gw.addr, "bob", "vh").await;
-    // The control: 16 KiB of notifications, read as they come, is whole within 128 KiB.
-    read_small_flood(&gw, "alice", &alice, 1).await;
-
-    let marker = dir.path().join("alice-flood");
-    let mut stalled = flood(&gw, "alice", &alice, 2, FLOOD, Some(&marker)).await;
-    read_small_flood(&gw, "bob", &bob, 3).await;
-    let ended = support::poll_until(WAIT, || async { marker.exists() }).await;
-    assert!(ended, "alice's flood was not cancelled");
-    let end = stalled.next_message_where(WAIT, |m| m["id"] == 2).await;
-    assert_eq!(end["error"]["code"], -32603, "{end}");
-    assert_eq!(
-        end["error"]["message"],
+    an_unread_flood_fails_with(
+        &python,
+        "[limits]\nlink_call_buffer_bytes = 131072\n",
         "Backend io failed: backend sent more than 128 KiB that its client has not read yet (the \
-         per-call buffer of a linked backend, limits.link_call_buffer_bytes)"
-    );
+         per-call buffer of a linked backend, limits.link_call_buffer_bytes)",
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -306,7 +336,7 @@ async fn a_linked_backends_description_is_charged_to_its_principals_link_budget(
     // Both within the 256 KiB bound; alice's (128 KiB) is past her 64 KiB share of the links'
     // budget, bob's (16 KiB) is not.
     let (_dir, gw) = described_gateway(
-        &python,
+        (&python, "py_stdio_server.py"),
         128 << 10,
         16 << 10,
         "[limits]\nlink_buffer_bytes_per_principal = 65536\n",
@@ -337,4 +367,32 @@ async fn a_linked_backends_description_is_charged_to_its_principals_link_budget(
     assert_eq!(support::metric(&gw, held).await.unwrap_or(0.0), kept);
     let again = echo(&gw, "bob").await;
     assert_eq!(again["result"]["content"][0]["text"], "py: bob", "{again}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_past_the_nodes_link_budget_fails_naming_the_ceiling() {
+    let Some(python) = python_mcp1() else { return };
+    // The node's ceiling (256 KiB) below alice's own share and below one call's 1 MiB.
+    an_unread_flood_fails_with(
+        &python,
+        "[limits]\nlink_buffer_bytes = 262144\n",
+        "Backend io failed: backend messages not read yet by the clients of every caller on this \
+         node reached 256 KiB (limits.link_buffer_bytes)",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2026_backend_discovering_itself_past_the_bound_is_refused_at_its_handshake() {
+    let Some(python) = support::python_mcp2() else {
+        return;
+    };
+    // A backend of the Python SDK 2.x answers the link's `server/discover`.
+    refused_at_handshake(
+        (&python, "py2_stdio_server.py"),
+        "py2",
+        400 << 10,
+        "Backend io failed: malformed backend response: server/discover result larger than 256 KiB",
+    )
+    .await;
 }

@@ -503,26 +503,15 @@ pub async fn legacy_delete(addr: SocketAddr, sub: &str, vhost: &str, session: &s
     .await
 }
 
-/// The interpreter of `.venv/mcp1` when `cargo xtask test` installed it from the current
-/// requirements; otherwise skips loudly, or fails under `CI=true`.
-#[allow(clippy::print_stderr)]
+/// The interpreter of `.venv/mcp1` (Python SDK 1.x) when `cargo xtask test` installed it;
+/// otherwise skips loudly, or fails under `CI=true` (`mcp_test_support::peers::python`).
 pub fn python_mcp1() -> Option<PathBuf> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let folder = root.join(".venv/mcp1");
-    let interpreter = folder.join("bin/python");
-    let marker = std::fs::read(folder.join(".interop-installed")).ok();
-    let wanted = std::fs::read(root.join("tests/interop/requirements-mcp1.txt"))
-        .expect("tests/interop/requirements-mcp1.txt");
-    if marker.as_deref() == Some(wanted.as_slice()) && interpreter.exists() {
-        return Some(interpreter);
-    }
-    let reason = ".venv/mcp1 is missing or stale: run `cargo xtask test` once";
-    assert!(
-        !std::env::var("CI").is_ok_and(|v| v.eq_ignore_ascii_case("true") || v == "1"),
-        "{reason}; CI=true requires the interop tests to run"
-    );
-    eprintln!("\n*** SKIPPING INTEROP TEST: {reason} ***\n");
-    None
+    mcp_test_support::peers::python("mcp1")
+}
+
+/// The same for `.venv/mcp2` (Python SDK 2.x).
+pub fn python_mcp2() -> Option<PathBuf> {
+    mcp_test_support::peers::python("mcp2")
 }
 
 /// The JSON body of a request a [`HandMadeServer`] received (`Null` when it is not JSON).

@@ -68,6 +68,7 @@ pub(in crate::upstream) struct LinkBuffers {
 
 impl LinkBuffers {
     /// Calls drawing from `budget`, each with the default share.
+    #[cfg(any(test, feature = "fuzzing"))]
     pub(in crate::upstream) fn new(budget: Budget) -> Self {
         Self {
             budget,

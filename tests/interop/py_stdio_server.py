@@ -4,7 +4,8 @@ Tools: echo (text back), slow (progress per step), crash (the process exits mid-
 process id), sample_with_progress (asks the client to sample, asking for progress on that request,
 and says which progress values came back), ask_many (asks the client for `count` samples at once),
 ping_many (pings the client `count` times), flood (`count` progress notifications of `size` bytes,
-saying in a file how it ended). Extra command-line arguments are ignored (tests pass a marker to find the process).
+saying in a file how it ended), stall (the whole server stops for `seconds`, reading nothing,
+after writing the file `started`). Extra command-line arguments are ignored (tests pass a marker to find the process).
 With `PY_STDIO_INSTRUCTIONS_BYTES=n` in its environment its `initialize` result carries `n` bytes of
 instructions (a backend describing itself at length).
 `build` is also the tool set of `py_sse_server.py`.
@@ -12,6 +13,7 @@ instructions (a backend describing itself at length).
 
 import asyncio
 import os
+import time
 
 from mcp import types
 from mcp.server.fastmcp import Context, FastMCP
@@ -99,6 +101,16 @@ def build(name: str, prefix: str, **settings) -> FastMCP:
                     marker.write(f"{sent} {'finished' if sent == count else 'cancelled'}")
                 os.replace(done + ".tmp", done)
         return f"{prefix}: flooded {count}"
+
+    @mcp.tool()
+    async def stall(seconds: int, started: str) -> str:
+        """Stops the whole server for `seconds` (its event loop blocks, so it reads nothing) once it
+        wrote the file `started`; then says so."""
+        with open(started + ".tmp", "w") as marker:
+            marker.write("stalled")
+        os.replace(started + ".tmp", started)
+        time.sleep(seconds)
+        return f"{prefix}: stalled {seconds}"
 
     @mcp.tool()
     def pid() -> str:

@@ -396,3 +396,106 @@ async fn a_2026_backend_discovering_itself_past_the_bound_is_refused_at_its_hand
     )
     .await;
 }
+
+/// `io-echo` of `text` for `sub` in its 2025 `session`, as call `id`: the result's text, or the
+/// error's message.
+async fn legacy_echo(
+    addr: std::net::SocketAddr,
+    sub: &str,
+    session: &str,
+    id: u64,
+    text: &str,
+) -> Result<String, String> {
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": "io-echo", "arguments": {"text": text}}});
+    let reply = support::legacy_post(addr, sub, "vh", Some(session), &body).await;
+    let message = reply.last_message();
+    match message["result"]["content"][0]["text"].as_str() {
+        Some(text) => Ok(text.to_owned()),
+        None => Err(message["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_waiting_for_a_stalled_backend_draw_from_their_principals_budget() {
+    let Some(python) = python_mcp1() else { return };
+    let (dir, gw) = gateway_with(
+        &python,
+        "[limits]\nlink_buffer_bytes_per_principal = 65536\n",
+    )
+    .await;
+    let alice = support::legacy_initialize(gw.addr, "alice", "vh").await;
+    let bob = support::legacy_initialize(gw.addr, "bob", "vh").await;
+    assert_eq!(
+        legacy_echo(gw.addr, "alice", &alice, 1, "hi").await,
+        Ok("py: hi".to_owned())
+    );
+
+    // Alice's process stops reading for 8 s; her requests of 24 KiB then wait to be written, first in
+    // the pipe, then in the link's queue, on her account.
+    let started = dir.path().join("stalled");
+    let stall = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "io-stall", "arguments": {"seconds": 8, "started": started.display().to_string()}}});
+    let addr = gw.addr;
+    let (stall_session, stall_body) = (alice.clone(), stall.clone());
+    let stalling = tokio::spawn(async move {
+        support::legacy_post(addr, "alice", "vh", Some(&stall_session), &stall_body).await
+    });
+    assert!(
+        support::poll_until(WAIT, || async { started.exists() }).await,
+        "the stall began"
+    );
+    let text = "x".repeat(24 * 1024);
+    let waiting: Vec<_> = (10..18)
+        .map(|id| {
+            let (session, text) = (alice.clone(), text.clone());
+            tokio::spawn(async move { legacy_echo(addr, "alice", &session, id, &text).await })
+        })
+        .collect();
+    // Bob, on his own process, is served meanwhile.
+    assert_eq!(
+        legacy_echo(gw.addr, "bob", &bob, 3, "hi").await,
+        Ok("py: hi".to_owned())
+    );
+
+    let mut answered = 0;
+    let mut refused = Vec::new();
+    for call in waiting {
+        match call.await.expect("the call") {
+            Ok(echoed) => {
+                assert_eq!(echoed.len(), text.len() + 4, "py: + the text");
+                answered += 1;
+            }
+            Err(message) => refused.push(message),
+        }
+    }
+    assert!(
+        answered >= 1,
+        "what fitted was sent once the backend read again"
+    );
+    assert!(
+        !refused.is_empty(),
+        "nothing past alice's budget was refused"
+    );
+    for message in refused {
+        assert_eq!(
+            message,
+            "Backend io failed: messages for the backend waiting to be written, with those not \
+             read yet by this caller's clients, reached 64 KiB \
+             (limits.link_buffer_bytes_per_principal)"
+        );
+    }
+    let stalled = stalling.await.expect("the stall").last_message();
+    assert_eq!(
+        stalled["result"]["content"][0]["text"], "py: stalled 8",
+        "{stalled}"
+    );
+    // Everything went back to her account: her next calls are sent.
+    assert_eq!(
+        legacy_echo(gw.addr, "alice", &alice, 4, "again").await,
+        Ok("py: again".to_owned())
+    );
+}

@@ -20,6 +20,10 @@
 //!   forced bytes cannot spend everybody's ceiling.
 //! - A holder that decides itself what to evict under its own lock (a table dropping the
 //!   principal's own oldest entry) asks [`Account::room`] first and then [`Account::add`]s.
+//! - What waits somewhere holds a [`Charge`], given back when it drops: [`Account::hold`]
+//!   charges as above; [`Account::reserve`] only when the bytes fit whole (for what is kept for
+//!   long: one charge past the share would spend it for good); [`Account::keep`] forces them
+//!   (the one message a stalled queue always lets through).
 //!
 //! What an account still holds when its last handle goes is given back to the node.
 //!
@@ -42,6 +46,9 @@
 //! drop(bob); // what bob still held goes back to the node with his last handle
 //! assert_eq!((budget.held_bytes(), budget.held_slots()), (0, 0));
 //! ```
+//!
+//! Why this file is long: most of it is the unit tests of the accounting rule, which every
+//! budget of the gateway relies on.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -66,6 +73,8 @@ struct Node {
     slots: Limit,
     refused_share: AtomicU64,
     refused_ceiling: AtomicU64,
+    /// Forced bytes of every principal (outside the ceiling), for metrics.
+    kept: AtomicUsize,
     /// The live accounts (taken once per holder, not per charge).
     accounts: [Mutex<HashMap<Principal, Weak<Ledger>>>; SHARDS],
 }
@@ -141,6 +150,7 @@ impl Budget {
                 slots: Limit::unlimited(),
                 refused_share: AtomicU64::new(0),
                 refused_ceiling: AtomicU64::new(0),
+                kept: AtomicUsize::new(0),
                 accounts: std::array::from_fn(|_| Mutex::default()),
             }),
         }
@@ -207,6 +217,13 @@ impl Budget {
     #[must_use]
     pub fn held_bytes(&self) -> usize {
         self.node.bytes.held.load(Ordering::Relaxed)
+    }
+
+    /// Bytes every principal holds forced ([`Account::force`], [`Account::keep`]): kept
+    /// whatever the budget holds, so not towards the ceiling, but held all the same.
+    #[must_use]
+    pub fn kept_bytes(&self) -> usize {
+        self.node.kept.load(Ordering::Relaxed)
     }
 
     /// Slots every principal holds together.
@@ -285,15 +302,25 @@ impl Account {
     ///
     /// The limit that is spent; nothing is charged then.
     pub fn charge(&self, bytes: usize) -> Result<(), Spent> {
-        let node = &self.ledger.node;
-        if self.held_bytes() >= node.bytes.share {
-            return Err(node.refused(Spent::Share(node.bytes.share)));
-        }
-        if node.bytes.held.load(Ordering::Relaxed) >= node.bytes.ceiling {
-            return Err(node.refused(Spent::Ceiling(node.bytes.ceiling)));
+        if let Some(spent) = self.spent() {
+            return Err(self.ledger.node.refused(spent));
         }
         self.add(bytes);
         Ok(())
+    }
+
+    /// The limit a [`charge`](Self::charge) would meet now, if any, without counting a refusal:
+    /// for a holder that waits for room and asks again when woken.
+    #[must_use]
+    pub fn spent(&self) -> Option<Spent> {
+        let node = &self.ledger.node;
+        if self.held_bytes() >= node.bytes.share {
+            return Some(Spent::Share(node.bytes.share));
+        }
+        if node.bytes.held.load(Ordering::Relaxed) >= node.bytes.ceiling {
+            return Some(Spent::Ceiling(node.bytes.ceiling));
+        }
+        None
     }
 
     /// Whether `bytes` more (and `slots` more) fit within the share and the ceiling once
@@ -361,11 +388,14 @@ impl Account {
     /// see them.
     pub fn force(&self, bytes: usize) {
         self.ledger.forced.fetch_add(bytes, Ordering::Relaxed);
+        self.ledger.node.kept.fetch_add(bytes, Ordering::Relaxed);
     }
 
     /// Charges `bytes` only when they fit whole within the share and the ceiling
     /// ([`room`](Self::room)), and gives them back when the returned [`Charge`] drops: for what
-    /// is kept for long, where going over by one charge would spend the share for good.
+    /// is kept for long, where going over by one charge would spend the share for good. Like
+    /// charges, reserves made at the same moment are checked against the same holdings, so
+    /// together they may pass the limit by one reserve each.
     ///
     /// # Errors
     ///
@@ -402,7 +432,8 @@ impl Account {
 
     /// Gives back `bytes` forced before ([`force`](Self::force)).
     pub fn release_forced(&self, bytes: usize) {
-        sub(&self.ledger.forced, bytes);
+        let given = sub(&self.ledger.forced, bytes);
+        sub(&self.ledger.node.kept, given);
     }
 
     /// Bytes this account holds, charged and forced.
@@ -510,6 +541,7 @@ impl Drop for Slot {
 impl Drop for Ledger {
     fn drop(&mut self) {
         sub(&self.node.bytes.held, *self.bytes.get_mut());
+        sub(&self.node.kept, *self.forced.get_mut());
         sub(&self.node.slots.held, *self.slots.get_mut());
         let mut accounts = lock(&self.node.accounts[shard_of(&self.principal)]);
         // A new account of the principal may have replaced this one already.
@@ -625,7 +657,9 @@ mod tests {
         bob.charge(100)
             .expect("the node's ceiling does not count them");
         assert_eq!(budget.held_bytes(), 100);
+        assert_eq!(budget.kept_bytes(), 1_000, "shown apart");
         alice.release_forced(1_000);
+        assert_eq!(budget.kept_bytes(), 0);
         alice.charge(40).expect("given back");
     }
 

@@ -1,5 +1,8 @@
 //! [`Gateway`]: builds the stack from a [`GatewayConfig`], binds the listeners and serves until a
 //! shutdown future completes, then drains.
+//!
+//! Why this file is long: building the stack maps every configuration section onto its layer
+//! in one place, so what the operator's keys turn into reads top to bottom.
 
 use std::future::Future;
 use std::net::SocketAddr;

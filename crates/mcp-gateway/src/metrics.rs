@@ -31,6 +31,7 @@ pub(crate) const LINK_BUFFER_BYTES: &str = "mcp_gateway_link_buffer_bytes";
 pub(crate) const BUDGET_HELD: &str = "mcp_gateway_budget_held";
 pub(crate) const BUDGET_LIMIT: &str = "mcp_gateway_budget_limit";
 pub(crate) const BUDGET_REFUSALS: &str = "mcp_gateway_budget_refusals_total";
+pub(crate) const BUDGET_KEPT: &str = "mcp_gateway_budget_kept_bytes";
 
 /// Latency buckets in seconds: sub-millisecond gateway overhead up to long streamed calls.
 const BUCKETS: &[f64] = &[
@@ -159,6 +160,10 @@ fn describe() {
     metrics::describe_gauge!(
         BUDGET_LIMIT,
         "A budget's per-principal share and node ceiling, by budget, unit and limit (share, ceiling); an unlimited one is not shown"
+    );
+    metrics::describe_gauge!(
+        BUDGET_KEPT,
+        "Bytes every principal holds of a budget past it because they must be kept (a call's response, the one event a stalled bridged session sends), on their principals' shares and not towards the ceiling"
     );
     metrics::describe_counter!(
         BUDGET_REFUSALS,
@@ -339,6 +344,9 @@ fn record_budget(budget: &mcp_core::Budget) {
                     .set(value as f64);
             }
         }
+    }
+    if budget.bytes_share() != usize::MAX || budget.bytes_ceiling() != usize::MAX {
+        metrics::gauge!(BUDGET_KEPT, "budget" => name).set(budget.kept_bytes() as f64);
     }
     let refusals = budget.refusals();
     for (limit, count) in [("share", refusals.share), ("ceiling", refusals.ceiling)] {

@@ -568,7 +568,7 @@ impl McpRouterBuilder {
     /// (default 10,000), and the bytes of their parts the clients have not read yet, per
     /// principal (default 16 MiB) and in all (default 256 MiB). Past a count the retry is
     /// answered like one whose call is gone; past the bytes the answer ends early (pub/sub
-    /// cannot be told to wait).
+    /// cannot be told to wait). A share over the node's limit is taken as that limit.
     ///
     /// Feature `redis`.
     #[cfg(feature = "redis")]
@@ -577,9 +577,11 @@ impl McpRouterBuilder {
         (per_principal, max): (usize, usize),
         (bytes_per_principal, bytes): (usize, usize),
     ) -> Self {
+        let max = max.max(1);
+        let bytes = bytes.max(1);
         self.forwarded_retries = Budget::new("forwarded_retries")
-            .with_slots(per_principal.max(1), max.max(1))
-            .with_bytes(bytes_per_principal, bytes);
+            .with_slots(per_principal.clamp(1, max), max)
+            .with_bytes(bytes_per_principal.clamp(1, bytes), bytes);
         self
     }
 

@@ -1,4 +1,7 @@
 //! [`EffectiveConfig::build`]: typed values and the checks that span several keys.
+//!
+//! Why this file is long: every key is read here once, with its bounds, and the checks that
+//! span keys need them all in one place; its tests follow.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;

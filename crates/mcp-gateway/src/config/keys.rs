@@ -4,6 +4,8 @@
 //! The environment rule is the same for every key: `MCP_GATEWAY_` followed by the key with `.`
 //! replaced by `_`, upper-cased (`listen.addr` -> `MCP_GATEWAY_LISTEN_ADDR`,
 //! `auth.jwt.issuer` -> `MCP_GATEWAY_AUTH_JWT_ISSUER`). See [`env_name`].
+//!
+//! Why this file is long: it is one declarative table, a few lines per key.
 
 /// The prefix of every environment variable that overrides a key.
 pub const ENV_PREFIX: &str = "MCP_GATEWAY_";
@@ -424,7 +426,7 @@ pub static KEYS: &[KeySpec] = &[
         "limits.link_buffer_bytes_per_principal",
         I,
         Int(16 * 1024 * 1024),
-        "bytes linked backends (stdio, HTTP+SSE) sent one principal's calls that its clients have not read yet, all its calls together (each call also holds at most 1 MiB); a message past it fails the call it was for (-32603 naming this key) and cancels it upstream; a call's response is always kept and counts here, not towards limits.link_buffer_bytes; at least 65536",
+        "bytes linked backends (stdio, HTTP+SSE) sent one principal's calls that its clients have not read yet, all its calls together (each call also holds at most limits.link_call_buffer_bytes), and what its links keep of their backends' descriptions; a message past it fails the call it was for (-32603 naming this key) and cancels it upstream; a call's response is always kept and counts here, not towards limits.link_buffer_bytes; at least 65536",
     ),
     key(
         "limits.link_buffer_bytes",

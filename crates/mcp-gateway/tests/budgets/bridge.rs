@@ -15,10 +15,12 @@ use crate::support::{self, GatewayProcess, base_config, bearer, workdir};
 const WAIT: Duration = Duration::from_secs(30);
 /// alice's share of queued event bytes in these tests.
 const SHARE: f64 = 1024.0 * 1024.0;
-/// The flood alice's client does not read: 160 progress notifications of 128 KiB (20 MiB), far
-/// past the share and past the 64 events a session queues.
-const FLOOD_STEPS: u64 = 160;
-const PAD: u64 = 128 * 1024;
+/// The flood alice's client does not read: 100 progress notifications of 1 MiB, far past the
+/// share and past the 64 events (64 MiB) a session would queue by count alone.
+const FLOOD_STEPS: u64 = 100;
+const PAD: u64 = 1024 * 1024;
+/// The calls read as they come: notifications of 64 KiB, a few at a time within the share.
+const CONTROL_PAD: u64 = 64 * 1024;
 
 async fn gateway() -> (mcp_test_support::TempDir, GatewayProcess, TestBackend) {
     let backend = TestBackend::start(BackendSpec::legacy("l")).await;
@@ -107,6 +109,7 @@ async fn series(gw: &GatewayProcess, name: &str) -> f64 {
 
 const HELD: &str = r#"mcp_gateway_budget_held{budget="sse_sessions",unit="bytes"}"#;
 const REFUSED: &str = r#"mcp_gateway_budget_refusals_total{budget="sse_sessions",limit="share"}"#;
+const KEPT: &str = r#"mcp_gateway_budget_kept_bytes{budget="sse_sessions"}"#;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bridged_client_that_stops_reading_holds_its_share_and_loses_nothing() {
@@ -115,30 +118,34 @@ async fn a_bridged_client_that_stops_reading_holds_its_share_and_loses_nothing()
     let (mut bob, bob_endpoint) = session(&gw, "bob").await;
 
     // The control: calls of a few large events, read as they come, are whole and hold nothing.
-    call_slow(&gw, "alice", &alice_endpoint, 1, 4, PAD).await;
+    call_slow(&gw, "alice", &alice_endpoint, 1, 4, CONTROL_PAD).await;
     read_whole(&mut alice, 1, 4).await;
-    call_slow(&gw, "bob", &bob_endpoint, 2, 4, PAD).await;
+    call_slow(&gw, "bob", &bob_endpoint, 2, 4, CONTROL_PAD).await;
     read_whole(&mut bob, 2, 4).await;
     assert_eq!(series(&gw, REFUSED).await, 0.0, "within the share");
 
-    // Alice's client stops reading during a 20 MiB flood: once her share is spent, her session
+    // Alice's client stops reading during a 100 MiB flood: once her share is spent, her session
     // waits for her client instead of queueing the rest.
     call_slow(&gw, "alice", &alice_endpoint, 3, FLOOD_STEPS, PAD).await;
     let waited = support::poll_until(WAIT, || async { series(&gw, REFUSED).await >= 1.0 }).await;
     assert!(waited, "alice's queue never reached her share");
-    // Her share, plus at most an event per relay being queued as the share ran out.
-    let held = series(&gw, HELD).await;
-    assert!(
-        held <= SHARE + 4.0 * PAD as f64,
-        "the node holds {held} bytes for a client that does not read"
-    );
 
     // Bob's session is served meanwhile, whole.
-    call_slow(&gw, "bob", &bob_endpoint, 4, 8, PAD).await;
+    call_slow(&gw, "bob", &bob_endpoint, 4, 8, CONTROL_PAD).await;
     read_whole(&mut bob, 4, 8).await;
+    // Whatever the flood did meanwhile, the gateway holds alice's share (plus an event per relay
+    // charged as it ran out) and at most one event kept past it, not her flood (a queue bounded
+    // by count alone would hold 64 MiB).
+    let held = series(&gw, HELD).await;
+    assert!(held <= SHARE + 4.0 * PAD as f64, "{held} bytes held");
+    let kept = series(&gw, KEPT).await;
+    assert!(kept <= 2.0 * PAD as f64, "{kept} bytes kept past the share");
 
     // When alice's client reads at last, nothing of the flood is missing, and nothing stays held.
     read_whole(&mut alice, 3, FLOOD_STEPS).await;
-    let released = support::poll_until(WAIT, || async { series(&gw, HELD).await == 0.0 }).await;
+    let released = support::poll_until(WAIT, || async {
+        series(&gw, HELD).await == 0.0 && series(&gw, KEPT).await == 0.0
+    })
+    .await;
     assert!(released, "the queued bytes were given back");
 }

@@ -109,16 +109,6 @@ async fn read_small_flood(gw: &GatewayProcess, sub: &str, session: &str, id: u64
     );
 }
 
-/// The resident memory of process `pid`, in KiB.
-fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc status");
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
-        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmRSS in /proc status")
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_its_client_does_not_read_costs_the_gateway_one_calls_share() {
     let Some(python) = python_mcp1() else { return };
@@ -129,7 +119,7 @@ async fn a_flood_its_client_does_not_read_costs_the_gateway_one_calls_share() {
     // The control, which also starts both processes: a small flood read as it comes completes.
     read_small_flood(&gw, "alice", &alice, 1).await;
     read_small_flood(&gw, "bob", &bob, 2).await;
-    let before = rss_kib(gw.pid());
+    let before = support::rss_kib(gw.pid());
 
     // Alice's client asks for 128 MiB and reads none of it ...
     let marker = dir.path().join("alice-flood");
@@ -140,7 +130,7 @@ async fn a_flood_its_client_does_not_read_costs_the_gateway_one_calls_share() {
     assert!(ended, "alice's flood neither ended nor was cancelled");
 
     // The gateway kept alice's share, not her flood, and cancelled the call upstream.
-    let grown = rss_kib(gw.pid()).saturating_sub(before);
+    let grown = support::rss_kib(gw.pid()).saturating_sub(before);
     assert!(
         grown < GROWTH_KIB,
         "the gateway grew by {grown} KiB holding a call nobody reads"
@@ -434,7 +424,7 @@ async fn requests_waiting_for_a_stalled_backend_draw_from_their_principals_budge
         Ok("py: hi".to_owned())
     );
 
-    // Alice's process stops reading for 8 s; her requests of 24 KiB then wait to be written, first in
+    // Alice's process stops reading for 8 s; her requests then wait to be written, first in
     // the pipe, then in the link's queue, on her account.
     let started = dir.path().join("stalled");
     let stall = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
@@ -448,8 +438,9 @@ async fn requests_waiting_for_a_stalled_backend_draw_from_their_principals_budge
         support::poll_until(WAIT, || async { started.exists() }).await,
         "the stall began"
     );
-    let text = "x".repeat(24 * 1024);
-    let waiting: Vec<_> = (10..18)
+    // 20 requests of 64 KiB: more than the pipe, the backend's reader and the share together.
+    let text = "x".repeat(64 * 1024);
+    let waiting: Vec<_> = (10..30)
         .map(|id| {
             let (session, text) = (alice.clone(), text.clone());
             tokio::spawn(async move { legacy_echo(addr, "alice", &session, id, &text).await })

@@ -2,6 +2,9 @@
 //! sessions per principal, replay byte budgets, notification streams, background relays and
 //! subscriptions per principal or session, and a 2025 session's expiry releasing what it held.
 //! Each test has two principals: `alice` spends her share, `bob` (the control) still gets his.
+//!
+//! Why this file is long: one test per bound, each with its own setup and control; they share
+//! the helpers at the top.
 
 use std::time::Duration;
 

@@ -503,6 +503,16 @@ pub async fn legacy_delete(addr: SocketAddr, sub: &str, vhost: &str, session: &s
     .await
 }
 
+/// The resident memory of process `pid`, in KiB.
+pub fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc status");
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS in /proc status")
+}
+
 /// The interpreter of `.venv/mcp1` (Python SDK 1.x) when `cargo xtask test` installed it;
 /// otherwise skips loudly, or fails under `CI=true` (`mcp_test_support::peers::python`).
 pub fn python_mcp1() -> Option<PathBuf> {

@@ -30,7 +30,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode};
 use http_body_util::BodyExt;
-use mcp_core::{Account, Budget, Era, RawObject, RequestId, Slot};
+use mcp_core::{Account, Budget, Era, Principal, RawObject, RequestId, Slot, Spent};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
@@ -47,7 +47,8 @@ use crate::ops::parked::{self, Resume};
 pub(crate) const HEAD_WAIT: Duration = Duration::from_secs(10);
 /// How long a node waits before publishing a retry again when the holder did not listen.
 const REPUBLISH_AFTER: Duration = Duration::from_millis(50);
-/// Forwarded answers one node waits for at once (default; `McpRouterBuilder::forwarded_retry_budgets`).
+/// Forwarded answers one node waits for at once (the default of
+/// `McpRouterBuilder::forwarded_retry_budgets`).
 pub(crate) const MAX_WAITING: usize = 10_000;
 /// Forwarded answers one principal waits for at once on a node (default).
 pub(crate) const MAX_WAITING_PER_PRINCIPAL: usize = 100;
@@ -101,6 +102,20 @@ impl Waiting {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Waiter>> {
         self.tickets.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Registers a wait of `principal` for the answer to `ticket`: its slot, and the receiving
+    /// end of the answer's parts.
+    fn register(&self, principal: &Principal, ticket: &str) -> Result<Unread, Spent> {
+        let slot = self.budget.take(principal)?;
+        let (parts, receiver) = mpsc::unbounded_channel();
+        let unread = Unread {
+            parts: receiver,
+            account: slot.account().clone(),
+        };
+        self.lock()
+            .insert(ticket.to_owned(), Waiter { parts, slot });
+        Ok(unread)
     }
 
     /// The budget the waits draw from, for metrics.
@@ -181,22 +196,10 @@ pub(crate) async fn forward(
     }
     let node = elsewhere.node.as_str();
     let ticket = parked::random_token()?;
-    let (sender, receiver) = mpsc::unbounded_channel();
-    let Ok(slot) = front.forwards.budget.take(&elsewhere.principal) else {
+    let Ok(mut receiver) = front.forwards.register(&elsewhere.principal, &ticket) else {
         tracing::warn!("too many forwarded retries waiting: answering locally");
         return None;
     };
-    let mut receiver = Unread {
-        parts: receiver,
-        account: slot.account().clone(),
-    };
-    front.forwards.lock().insert(
-        ticket.clone(),
-        Waiter {
-            parts: sender,
-            slot,
-        },
-    );
     // Leaves the table when the answer is done with (or never comes).
     let guard = OwnedTicket {
         front: Arc::clone(front),
@@ -359,8 +362,6 @@ pub(crate) async fn serve(front: Arc<Front>, forwarded: Forwarded) {
 
 #[cfg(test)]
 mod tests {
-    use mcp_core::{Principal, Spent};
-
     use super::*;
 
     fn principal(subject: &str) -> Principal {
@@ -369,16 +370,7 @@ mod tests {
 
     /// A wait of `subject` for `ticket` in `waiting`, and its receiving end.
     fn wait(waiting: &Waiting, subject: &str, ticket: &str) -> Result<Unread, Spent> {
-        let slot = waiting.budget.take(&principal(subject))?;
-        let (parts, receiver) = mpsc::unbounded_channel();
-        let unread = Unread {
-            parts: receiver,
-            account: slot.account().clone(),
-        };
-        waiting
-            .lock()
-            .insert(ticket.to_owned(), Waiter { parts, slot });
-        Ok(unread)
+        waiting.register(&principal(subject), ticket)
     }
 
     fn chunk(len: usize) -> Part {

@@ -27,8 +27,8 @@
 //!   reading for one call whose client takes its messages slowly or not at all (that would stall
 //!   the other calls). Instead a call holds at most its share of messages its caller has not
 //!   taken ([`call_buffer`]: 1 MiB and 1,024 messages by default, its response always taken); a
-//!   message past the share fails the call with [`UpstreamError::CallBufferFull`] (`-32603` naming the share,
-//!   for the client) and sends `notifications/cancelled` for it. The outbound queue holds at
+//!   message past the share fails the call with [`UpstreamError::CallBufferFull`] (`-32603`
+//!   naming the share, for the client) and sends `notifications/cancelled` for it. The outbound queue holds at
 //!   most [`OUTBOUND`] (1,024) messages: a new call that finds it full fails at once with
 //!   [`UpstreamError::LinkBusy`] rather than wait (a backend that has not read 1,024 messages is
 //!   stalled, and the call may go to another replica); what the link writes itself (answers,
@@ -69,8 +69,8 @@ use tokio::sync::mpsc;
 
 use super::{Call, Target, UpstreamError, UpstreamReply, empty_object, final_result};
 use super::{identity, meta};
+pub(super) use call_buffer::{CALL_BYTES, CALL_MESSAGES, CallShare, CallTerms, LinkBuffers};
 use call_buffer::{CallSender, cancelled, messages};
-pub(super) use call_buffer::{CallShare, CallTerms, LinkBuffers};
 
 mod call_buffer;
 

@@ -6,7 +6,7 @@ use mcp_breaker::BreakerConfig;
 use mcp_core::Budget;
 use mcp_core::tls::ClientTls;
 
-use super::link::{CallShare, LinkBuffers};
+use super::link::{CALL_BYTES, CALL_MESSAGES, CallShare, LinkBuffers};
 use super::{DestinationPolicy, StdioRules};
 
 /// Tuning of the upstream side.
@@ -31,7 +31,8 @@ pub struct UpstreamOptions {
     pub session_bytes: usize,
     /// Bytes of messages linked backends (stdio, HTTP+SSE) sent one principal's calls that its
     /// clients have not read yet, all its calls together; past it the call sent one more fails
-    /// and is cancelled upstream (default 16 MiB; each call also has its own share, [`link_call_buffer_bytes`](Self::link_call_buffer_bytes)).
+    /// and is cancelled upstream (default 16 MiB; each call also has its own share,
+    /// [`link_call_buffer_bytes`](Self::link_call_buffer_bytes)).
     pub link_buffer_bytes_per_principal: usize,
     /// The same for every principal of the node together (default 256 MiB).
     pub link_buffer_bytes: usize,
@@ -78,8 +79,8 @@ impl Default for UpstreamOptions {
             session_bytes: 256 * 1024 * 1024,
             link_buffer_bytes_per_principal: 16 * 1024 * 1024,
             link_buffer_bytes: 256 * 1024 * 1024,
-            link_call_buffer_bytes: 1024 * 1024,
-            link_call_buffer_messages: 1024,
+            link_call_buffer_bytes: CALL_BYTES,
+            link_call_buffer_messages: CALL_MESSAGES,
             breaker: BreakerConfig::default(),
             stdio: StdioRules::default(),
             destinations: DestinationPolicy::default(),

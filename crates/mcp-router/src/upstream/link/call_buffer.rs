@@ -6,11 +6,10 @@
 //! the call's caller (its relay, read as fast as its client takes the answer) releases it as it
 //! takes each message. A call holds at most its [`CallShare`] of messages not taken yet
 //! (`limits.link_call_buffer_bytes`, 1 MiB, and `limits.link_call_buffer_messages`, 1,024): a
-//! message arriving while the call
-//! holds either ([`CallSender::send`]) is not kept, and the link fails the call with
-//! [`UpstreamError::CallBufferFull`] and cancels it upstream. A message is taken whenever the
-//! call holds less than its share, and counts in full (one larger than the whole byte share is
-//! taken, and fills it). The call's response is always taken ([`CallSender::respond`]): it ends
+//! message arriving while the call holds either ([`CallSender::send`]) is not kept, and the link
+//! fails the call with [`UpstreamError::CallBufferFull`] and cancels it upstream. A message is
+//! taken whenever the call holds less than its share, and counts in full (one larger than the
+//! whole byte share is taken, and fills it). The call's response is always taken ([`CallSender::respond`]): it ends
 //! the call, so it adds one message at most. A call thus holds at most its share, one message
 //! and its response.
 //!

@@ -250,7 +250,9 @@ impl GatewayBuilder {
             limits: RequestLimits::from_config(&config),
             metadata,
             access_log: config.telemetry.access_log,
-            metrics: Arc::new(metrics::RequestMetrics::new()),
+            metrics: Arc::new(metrics::RequestMetrics::new(
+                config.telemetry.max_vhost_labels,
+            )),
         });
         let admin = Arc::new(AdminState {
             store,

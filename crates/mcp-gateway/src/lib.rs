@@ -133,7 +133,7 @@
 //!
 //! | metric | type | labels |
 //! |---|---|---|
-//! | `mcp_gateway_requests_total` | counter | `method` (the MCP method of `Mcp-Method`, `-` without), `vhost` (only once the router answered, else `-`: a path segment of an unauthenticated client never becomes a label), `status`, `outcome` (`ok`, `client_error`, `server_error`) |
+//! | `mcp_gateway_requests_total` | counter | `method` (the MCP method the router read from the message, of either era; before the router answered, that of `Mcp-Method`; `-` without; a method the gateway does not know is `other`), `vhost` (only once the router answered, else `-`: a path segment of an unauthenticated client never becomes a label; past `telemetry.max_vhost_labels` distinct values (256), `other`), `status`, `outcome` (`ok`, `client_error`, `server_error`) |
 //! | `mcp_gateway_request_duration_seconds` | histogram, time to response head | `method`, `vhost`, `outcome` |
 //! | `mcp_gateway_requests_in_flight` | gauge | |
 //! | `mcp_gateway_connections_open` | gauge | `listener` (`mcp`, `admin`) |
@@ -152,6 +152,7 @@
 //! | `mcp_gateway_budget_held` | gauge, read at each scrape: what every principal holds of a budget together (book: docs/src/security.md, "Budgets") | `budget` (its fixed name), `unit` (`bytes`, `slots`; shown when the budget limits it) |
 //! | `mcp_gateway_budget_limit` | gauge: a budget's per-principal share and node ceiling (an unlimited one is not shown) | `budget`, `unit`, `limit` (`share`, `ceiling`) |
 //! | `mcp_gateway_budget_refusals_total` | counter: work a budget refused since the process started | `budget`, `limit` (the one that was spent: `share`, `ceiling`) |
+//! | `mcp_gateway_budget_kept_bytes` | gauge, read at each scrape: bytes held past a budget because they must be kept (a linked call's response, a stalled bridged session's one event), on their principals' shares and not towards the ceiling | `budget` |
 //! | `mcp_server_operation_duration_seconds` | histogram, `mcp.server.operation.duration` of the MCP semantic conventions: MCP messages the router served, to the answer's head | `mcp_method_name`, `mcp_protocol_version`, `error_type` |
 //! | `mcp_client_operation_duration_seconds` | histogram, `mcp.client.operation.duration`: upstream MCP requests, to the backend's answer | `mcp_method_name`, `error_type` |
 //! | `mcp_client_session_duration_seconds` | histogram, `mcp.client.session.duration`: upstream 2025 sessions this node opened, until it let go of them (ended with the last downstream session using it, forgotten after a 404, evicted) | `mcp_protocol_version` |

@@ -187,12 +187,18 @@ pub(crate) fn outcome(status: u16) -> &'static str {
 /// The per-request metrics, their handles registered once per label set: building the metric
 /// keys and looking them up in the recorder on every request cost about 3% of the gateway's
 /// instructions per proxied `tools/call`. Label sets are only ever added, as in the recorder
-/// itself (and as bounded: MCP methods, configured virtual hosts, statuses).
+/// itself, and are bounded: MCP methods the router knows, statuses, and at most
+/// `max_vhosts` virtual hosts (user configurations name them, so past the cap a new one is
+/// counted as [`OTHER_VHOST`]).
 pub(crate) struct RequestMetrics {
     in_flight: Gauge,
     /// Virtual host -> (method, status) -> handles.
     series: RwLock<HashMap<String, VhostSeries>>,
+    max_vhosts: usize,
 }
+
+/// The `vhost` label of virtual hosts past `telemetry.max_vhost_labels`.
+pub(crate) const OTHER_VHOST: &str = "other";
 
 /// One virtual host's handles by (MCP method, status).
 type VhostSeries = HashMap<(&'static str, u16), Series>;
@@ -232,11 +238,12 @@ impl Series {
 impl RequestMetrics {
     /// Handles in the process's recorder, which is installed first (see [`handle`]) so that they
     /// are never the no-op handles of a process without one.
-    pub(crate) fn new() -> Self {
+    pub(crate) fn new(max_vhosts: usize) -> Self {
         let _ = handle();
         Self {
             in_flight: metrics::gauge!(IN_FLIGHT),
             series: RwLock::default(),
+            max_vhosts: max_vhosts.max(1),
         }
     }
 
@@ -250,12 +257,23 @@ impl RequestMetrics {
     pub(crate) fn record(&self, method: &'static str, vhost: &str, status: u16, latency: Duration) {
         {
             let series = self.series.read().unwrap_or_else(PoisonError::into_inner);
-            if let Some(known) = series.get(vhost).and_then(|s| s.get(&(method, status))) {
+            let of_vhost = match series.get(vhost) {
+                Some(of_vhost) => Some(of_vhost),
+                None if series.len() >= self.max_vhosts => series.get(OTHER_VHOST),
+                None => None,
+            };
+            if let Some(known) = of_vhost.and_then(|s| s.get(&(method, status))) {
                 known.record(latency);
                 return;
             }
         }
         let mut series = self.series.write().unwrap_or_else(PoisonError::into_inner);
+        // `other` itself is counted past the cap, so the labels are at most the cap plus one.
+        let vhost = if series.contains_key(vhost) || series.len() < self.max_vhosts {
+            vhost
+        } else {
+            OTHER_VHOST
+        };
         series
             .entry(vhost.to_owned())
             .or_default()

@@ -171,12 +171,12 @@ impl Log {
             .get::<RoutedVhost>()
             .map_or("-", |v| v.0.as_str());
         let latency = self.started.elapsed();
-        self.metrics.record(self.mcp_method, vhost, status, latency);
+        // The router names what it served, of either era (a 2025 request has no `Mcp-Method`
+        // header); the header's method stands for answers before the router.
+        let operation = response.extensions().get::<Operation>();
+        let mcp_method = operation.map_or(self.mcp_method, |op| op.method);
+        self.metrics.record(mcp_method, vhost, status, latency);
         if self.access_log {
-            // The router names what it served, of either era (a 2025 request has no
-            // `Mcp-Method` header); the header's method stands for answers before the router.
-            let operation = response.extensions().get::<Operation>();
-            let mcp_method = operation.map_or(self.mcp_method, |op| op.method);
             let mcp_name = operation.and_then(|op| op.target.as_deref()).unwrap_or("-");
             tracing::info!(
                 parent: &self.span,

@@ -447,12 +447,51 @@ async fn rust_log_wins_and_the_access_line_names_a_2025_tool_call() {
         r#"mcp_server_operation_duration_seconds_bucket{mcp_method_name="tools/call",mcp_protocol_version="2025-11-25",le="#,
         r#"mcp_server_operation_duration_seconds_count{mcp_method_name="initialize",mcp_protocol_version="2025-11-25"}"#,
         r#"mcp_client_operation_duration_seconds_count{mcp_method_name="tools/call"}"#,
-        // The gateway's own series stay.
-        r#"mcp_gateway_requests_total{method="-",vhost="vh1",status="200",outcome="ok"}"#,
+        // The gateway's own series stay, named by the router's reading of 2025 messages too
+        // (they carry no `Mcp-Method` header).
+        r#"mcp_gateway_requests_total{method="tools/call",vhost="vh1",status="200",outcome="ok"}"#,
+        r#"mcp_gateway_requests_total{method="initialize",vhost="vh1",status="200",outcome="ok"}"#,
     ] {
         assert!(
             text.contains(needle),
             "missing {needle} in /metrics:\n{text}"
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_vhost_label_is_capped_whatever_user_configurations_name() {
+    let beta = TestBackend::start(BackendSpec::legacy("beta")).await;
+    let dir = workdir("gw-vhost-labels");
+    let backends = [("beta", beta.url())];
+    support::write(
+        dir.path(),
+        "users.json",
+        &users_json(&[
+            ("alice", "vh1", &backends),
+            ("alice", "vh2", &backends),
+            ("alice", "vh3", &backends),
+        ]),
+    );
+    // Two virtual hosts get their own label; a third tenant-chosen name is counted as `other`.
+    let config = base_config("max_vhost_labels = 2\n");
+    let gw = GatewayProcess::start(dir.path(), &config, &[]).await;
+    for vhost in ["vh1", "vh2", "vh3", "vh3"] {
+        let reply = modern(gw.addr, "alice", vhost, "tools/list", json!({}), &[]).await;
+        assert_eq!(reply.status, 200, "{vhost}: {}", reply.text());
+    }
+    let metrics = admin_get(&gw, "/metrics").await;
+    let text = metrics.text();
+    let series = |vhost: &str| {
+        format!(
+            r#"mcp_gateway_requests_total{{method="tools/list",vhost="{vhost}",status="200",outcome="ok"}}"#
+        )
+    };
+    for (vhost, count) in [("vh1", 1), ("vh2", 1), ("other", 2)] {
+        assert!(
+            text.contains(&format!("{} {count}", series(vhost))),
+            "{vhost}: {text}"
+        );
+    }
+    assert!(!text.contains(r#"vhost="vh3""#), "{text}");
 }

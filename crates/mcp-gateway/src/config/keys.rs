@@ -871,6 +871,12 @@ pub static KEYS: &[KeySpec] = &[
         "log one info line per request (method, tool or prompt, virtual host, status, latency)",
     ),
     key(
+        "telemetry.max_vhost_labels",
+        I,
+        Int(256),
+        "distinct virtual host values the request metrics are labelled with; past it a new virtual host is counted under vhost=\"other\", so the series stay bounded whatever user configurations name",
+    ),
+    key(
         "telemetry.otlp_endpoint",
         S,
         Unset,

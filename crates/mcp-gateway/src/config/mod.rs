@@ -518,6 +518,8 @@ pub struct TelemetryConfig {
     pub log_level: String,
     /// `access_log`: one info line per request.
     pub access_log: bool,
+    /// `max_vhost_labels`: distinct `vhost` label values of the request metrics (then `other`).
+    pub max_vhost_labels: usize,
     /// `otlp_endpoint`: the collector's OTLP/HTTP base URL (traces are off without it and
     /// without the `OTEL_EXPORTER_OTLP_*` endpoint variables).
     pub otlp_endpoint: Option<String>,

@@ -70,6 +70,7 @@ impl CircuitBreaker {
         BreakerBuilder {
             name: name.into(),
             config: BreakerConfig::default(),
+            state_gauge: true,
         }
     }
 
@@ -224,12 +225,21 @@ impl CircuitBreaker {
 pub struct BreakerBuilder {
     name: Arc<str>,
     config: BreakerConfig,
+    state_gauge: bool,
 }
 
 impl BreakerBuilder {
     /// Replaces every setting with `config`.
     pub fn config(mut self, config: BreakerConfig) -> Self {
         self.config = config;
+        self
+    }
+
+    /// Leaves the `mcp_breaker_state` gauge to the application: for breakers that share a name
+    /// (one per tenant of one backend), whose one gauge per name would show whichever changed
+    /// last. The counters stay: they add up across such breakers.
+    pub fn without_state_gauge(mut self) -> Self {
+        self.state_gauge = false;
         self
     }
 
@@ -324,7 +334,7 @@ impl BreakerBuilder {
     pub fn build(self) -> Result<CircuitBreaker, BreakerConfigError> {
         let settings = self.config.settings()?;
         let now = Instant::now();
-        let metrics = Metrics::new(&self.name);
+        let metrics = Metrics::new(&self.name, self.state_gauge);
         metrics.state(BreakerState::Closed);
         let seed = std::collections::hash_map::RandomState::new().hash_one(&*self.name);
         Ok(CircuitBreaker {

@@ -13,6 +13,12 @@
 //! Handles for calls, rejections and the gauge are registered when the breaker is built, with the
 //! recorder in force then: install the recorder (e.g. the Prometheus exporter) before building
 //! breakers.
+//!
+//! Several breakers of one name (one per tenant of a backend) add up in the counters, but would
+//! overwrite each other's state gauge: build them
+//! [`without_state_gauge`](crate::BreakerBuilder::without_state_gauge) (or from a registry
+//! [`without_state_gauges`](crate::BreakerRegistry::without_state_gauges)) and count their
+//! states from [`BreakerRegistry::snapshots`](crate::BreakerRegistry::snapshots).
 
 use std::sync::Arc;
 
@@ -41,11 +47,13 @@ pub(crate) struct Metrics {
     ignored: Counter,
     slow: Counter,
     rejections: Counter,
-    state: Gauge,
+    /// `None` when the application exports states itself
+    /// ([`BreakerBuilder::without_state_gauge`](crate::BreakerBuilder::without_state_gauge)).
+    state: Option<Gauge>,
 }
 
 impl Metrics {
-    pub(crate) fn new(name: &Arc<str>) -> Self {
+    pub(crate) fn new(name: &Arc<str>, state_gauge: bool) -> Self {
         describe_counter!(CALLS_TOTAL, "Calls through a circuit breaker, by outcome");
         describe_counter!(
             SLOW_CALLS_TOTAL,
@@ -65,7 +73,7 @@ impl Metrics {
             ignored: calls(Outcome::Ignore),
             slow: counter!(SLOW_CALLS_TOTAL, LABEL_BREAKER => Arc::clone(name)),
             rejections: counter!(REJECTIONS_TOTAL, LABEL_BREAKER => Arc::clone(name)),
-            state: gauge!(STATE, LABEL_BREAKER => Arc::clone(name)),
+            state: state_gauge.then(|| gauge!(STATE, LABEL_BREAKER => Arc::clone(name))),
         }
     }
 
@@ -85,7 +93,9 @@ impl Metrics {
     }
 
     pub(crate) fn state(&self, state: BreakerState) {
-        self.state.set(state.gauge_value());
+        if let Some(gauge) = &self.state {
+            gauge.set(state.gauge_value());
+        }
     }
 
     pub(crate) fn transition(&self, from: BreakerState, to: BreakerState) {

@@ -31,9 +31,20 @@ use crate::{BreakerConfig, BreakerConfigError, BreakerSnapshot, CircuitBreaker};
 /// assert_eq!(c.state(), BreakerState::Closed); // replaced
 /// assert_eq!(registry.len(), 1);
 /// ```
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct BreakerRegistry {
     map: Arc<RwLock<HashMap<Arc<str>, CircuitBreaker>>>,
+    /// Whether the breakers it creates set their `mcp_breaker_state` gauge.
+    state_gauges: bool,
+}
+
+impl Default for BreakerRegistry {
+    fn default() -> Self {
+        Self {
+            map: Arc::default(),
+            state_gauges: true,
+        }
+    }
 }
 
 impl fmt::Debug for BreakerRegistry {
@@ -48,6 +59,16 @@ impl BreakerRegistry {
     /// An empty registry.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The breakers it creates leave the `mcp_breaker_state` gauge to the application
+    /// ([`BreakerBuilder::without_state_gauge`](crate::BreakerBuilder::without_state_gauge)):
+    /// for keys that give several breakers one name (a backend per tenant), whose states the
+    /// application counts from [`snapshots`](Self::snapshots) instead.
+    #[must_use]
+    pub fn without_state_gauges(mut self) -> Self {
+        self.state_gauges = false;
+        self
     }
 
     /// The breaker of `key`, if any.
@@ -86,7 +107,11 @@ impl BreakerRegistry {
         {
             return Ok(existing.clone());
         }
-        let breaker = CircuitBreaker::from_config(name, config)?;
+        let mut builder = CircuitBreaker::builder(name).config(config.clone());
+        if !self.state_gauges {
+            builder = builder.without_state_gauge();
+        }
+        let breaker = builder.build()?;
         if map.insert(Arc::from(key), breaker.clone()).is_some() {
             tracing::info!(
                 breaker = name,

@@ -810,6 +810,10 @@ impl TestRecorder {
     fn gauge(&self, name: &str) -> f64 {
         f64::from_bits(self.cell(name).load(Ordering::SeqCst))
     }
+
+    fn registered(&self, name: &str) -> bool {
+        self.values.lock().expect("lock").contains_key(name)
+    }
 }
 
 impl Recorder for TestRecorder {
@@ -892,6 +896,43 @@ fn metrics_count_calls_rejections_transitions_and_state() {
     assert_eq!(t("forced_open", "disabled"), 1);
     assert_eq!(t("disabled", "forced_closed"), 1);
     assert_eq!(rec.gauge("mcp_breaker_state{breaker=m}"), 4.0);
+}
+
+#[test]
+fn a_registry_without_state_gauges_leaves_the_state_to_the_application() {
+    let rec = TestRecorder::default();
+    metrics::with_local_recorder(&rec, || {
+        paused_runtime(async {
+            let registry = BreakerRegistry::new().without_state_gauges();
+            let config = BreakerConfig::default();
+            let alice = registry
+                .get_or_insert_named("alice/m", "m", &config)
+                .expect("valid");
+            let bob = registry
+                .get_or_insert_named("bob/m", "m", &config)
+                .expect("valid");
+            for _ in 0..5 {
+                fail(&alice);
+            }
+            assert_eq!(alice.state(), BreakerState::Open);
+            bob.try_acquire()
+                .expect("closed")
+                .record(Outcome::Success, MS);
+        });
+    });
+    assert!(
+        !rec.registered("mcp_breaker_state{breaker=m}"),
+        "no gauge per name"
+    );
+    // The counters add up across the breakers of one name.
+    assert_eq!(
+        rec.counter("mcp_breaker_calls_total{breaker=m,outcome=failure}"),
+        5
+    );
+    assert_eq!(
+        rec.counter("mcp_breaker_calls_total{breaker=m,outcome=success}"),
+        1
+    );
 }
 
 // ===== registry =====

@@ -30,8 +30,10 @@ pub(crate) struct AdminState {
     pub(crate) store: UserStore,
     pub(crate) metrics: Option<PrometheusHandle>,
     pub(crate) draining: AtomicBool,
-    /// The router's circuit breakers, shown in the readiness detail.
+    /// The router's circuit breakers, shown in the readiness detail and counted in `/metrics`.
     pub(crate) breakers: mcp_breaker::BreakerRegistry,
+    /// The breakers' states by backend name, for `/metrics`.
+    pub(crate) breaker_counts: metrics::BreakerCounts,
     /// The plugin runtime, when `plugins.config` is set (unready while its document is invalid).
     pub(crate) plugins: Option<crate::plugins::Plugins>,
     /// How many 2024-11-05 SSE streams are open (the SSE bridge's count, read at scrape time).
@@ -88,8 +90,7 @@ impl AdminState {
         let mut rows: std::collections::BTreeMap<String, (BreakerState, usize, usize, u64)> =
             std::collections::BTreeMap::new();
         for (key, snapshot) in self.breakers.snapshots() {
-            // Registry keys start with "<backend name>\0" (see mcp-router's upstream module).
-            let name = key.split('\u{0}').next().unwrap_or_default().to_owned();
+            let name = metrics::backend_of(&key).to_owned();
             let row = rows.entry(name).or_insert((BreakerState::Closed, 0, 0, 0));
             if severity(snapshot.state) > severity(row.0) {
                 row.0 = snapshot.state;
@@ -168,6 +169,7 @@ impl<B> Service<Request<B>> for AdminService {
                     metrics::record_sse_sessions((state.sse_sessions)());
                     metrics::record_parked_calls((state.parked_calls)());
                     metrics::record_held(&(state.held)());
+                    state.breaker_counts.record(&state.breakers);
                     let text = metrics::render(state.metrics.as_ref());
                     let mut res = Response::new(boxed(Bytes::from(text)));
                     res.headers_mut().insert(

@@ -259,6 +259,7 @@ impl GatewayBuilder {
             metrics: metrics::handle(),
             draining: AtomicBool::new(false),
             breakers,
+            breaker_counts: metrics::BreakerCounts::new(config.telemetry.max_backend_labels),
             plugins,
             sse_sessions: Box::new(move || sse.open_sessions()),
             parked_calls: Box::new(move || parked.parked_calls()),

@@ -157,7 +157,8 @@
 //! | `mcp_client_operation_duration_seconds` | histogram, `mcp.client.operation.duration`: upstream MCP requests, to the backend's answer | `mcp_method_name`, `error_type` |
 //! | `mcp_client_session_duration_seconds` | histogram, `mcp.client.session.duration`: upstream 2025 sessions this node opened, until it let go of them (ended with the last downstream session using it, forgotten after a 404, evicted) | `mcp_protocol_version` |
 //! | `mcp_server_session_duration_seconds` | histogram, `mcp.server.session.duration`: downstream 2025 sessions, from `initialize` to the DELETE that ended them (recorded by the node that served the DELETE, from the start time kept in the session record; a session that expires without a DELETE is not recorded) | `mcp_protocol_version` |
-//! | `mcp_breaker_state`, `mcp_breaker_calls_total`, `mcp_breaker_rejections_total`, `mcp_breaker_transitions_total`, ... | the router's per-backend circuit breakers (`mcp-breaker`) | `breaker`, ... |
+//! | `mcp_gateway_breakers` | gauge, read at each scrape: how many of the router's circuit breakers (one per tenant and credentials of a backend) are in each state | `backend` (the backend's name; past `telemetry.max_backend_labels` distinct names (256), `other`), `state` (`closed`, `open`, `half_open`, `forced_open`, `forced_closed`, `disabled`) |
+//! | `mcp_breaker_calls_total`, `mcp_breaker_rejections_total`, `mcp_breaker_transitions_total`, `mcp_breaker_slow_calls_total` | counters of the router's circuit breakers (`mcp-breaker`), summed over the breakers of one backend name (its per-breaker `mcp_breaker_state` gauge is left out: one per name would show whichever tenant's breaker changed last) | `breaker` (the backend's name), ... |
 //!
 //! ## Logs
 //!

@@ -1,9 +1,9 @@
 //! Prometheus metrics through the `metrics` facade; the table of metrics is in the
 //! [crate docs](crate#metrics).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
-use std::sync::{OnceLock, PoisonError, RwLock};
+use std::sync::{Mutex, OnceLock, PoisonError, RwLock};
 use std::time::Duration;
 
 use mcp_config_store::CacheStats;
@@ -32,6 +32,7 @@ pub(crate) const BUDGET_HELD: &str = "mcp_gateway_budget_held";
 pub(crate) const BUDGET_LIMIT: &str = "mcp_gateway_budget_limit";
 pub(crate) const BUDGET_REFUSALS: &str = "mcp_gateway_budget_refusals_total";
 pub(crate) const BUDGET_KEPT: &str = "mcp_gateway_budget_kept_bytes";
+pub(crate) const BREAKERS: &str = "mcp_gateway_breakers";
 
 /// Latency buckets in seconds: sub-millisecond gateway overhead up to long streamed calls.
 const BUCKETS: &[f64] = &[
@@ -162,6 +163,10 @@ fn describe() {
         "A budget's per-principal share and node ceiling, by budget, unit and limit (share, ceiling); an unlimited one is not shown"
     );
     metrics::describe_gauge!(
+        BREAKERS,
+        "The router's circuit breakers (one per tenant and credentials of a backend) by backend name and state, read at each scrape"
+    );
+    metrics::describe_gauge!(
         BUDGET_KEPT,
         "Bytes every principal holds of a budget past it because they must be kept (a call's response, the one event a stalled bridged session sends), on their principals' shares and not towards the ceiling"
     );
@@ -197,7 +202,8 @@ pub(crate) struct RequestMetrics {
     max_vhosts: usize,
 }
 
-/// The `vhost` label of virtual hosts past `telemetry.max_vhost_labels`.
+/// The `vhost` label of virtual hosts past `telemetry.max_vhost_labels` (and the `backend`
+/// label of backends past `telemetry.max_backend_labels`).
 pub(crate) const OTHER_VHOST: &str = "other";
 
 /// One virtual host's handles by (MCP method, status).
@@ -369,6 +375,74 @@ fn record_budget(budget: &mcp_core::Budget) {
     let refusals = budget.refusals();
     for (limit, count) in [("share", refusals.share), ("ceiling", refusals.ceiling)] {
         metrics::counter!(BUDGET_REFUSALS, "budget" => name, "limit" => limit).absolute(count);
+    }
+}
+
+/// The backend name of a key of the router's breaker registry: keys start with
+/// `<backend name>\0` (see mcp-router's upstream module).
+pub(crate) fn backend_of(key: &str) -> &str {
+    key.split('\u{0}').next().unwrap_or_default()
+}
+
+/// `mcp_gateway_breakers{backend, state}`: how many of the router's breakers are in each state,
+/// by backend name. A breaker is per tenant and credentials, so one gauge per breaker name
+/// would show whichever tenant's breaker changed last; counts show them all, with no series per
+/// tenant. Backend names come from user configurations: at most `max_backends` get their own
+/// label, the rest count as [`OTHER_VHOST`]'s `other`.
+pub(crate) struct BreakerCounts {
+    max_backends: usize,
+    shown: Mutex<Shown>,
+}
+
+/// The backend names with a label of their own, and every (backend, state) pair shown so far
+/// (set back to 0 once no breaker is in that state).
+#[derive(Default)]
+struct Shown {
+    backends: HashSet<String>,
+    pairs: HashSet<(String, &'static str)>,
+}
+
+impl BreakerCounts {
+    pub(crate) fn new(max_backends: usize) -> Self {
+        Self {
+            max_backends: max_backends.max(1),
+            shown: Mutex::default(),
+        }
+    }
+
+    /// Sets the gauges from the breakers' states now.
+    pub(crate) fn record(&self, breakers: &mcp_breaker::BreakerRegistry) {
+        let mut shown = self.shown.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut counts: HashMap<(String, &'static str), usize> = HashMap::new();
+        for (key, snapshot) in breakers.snapshots() {
+            let name = backend_of(&key);
+            let label = if shown.backends.contains(name) || shown.backends.len() < self.max_backends
+            {
+                shown.backends.insert(name.to_owned());
+                name
+            } else {
+                OTHER_VHOST
+            };
+            *counts
+                .entry((label.to_owned(), snapshot.state.as_str()))
+                .or_default() += 1;
+        }
+        for (backend, state) in &shown.pairs {
+            if !counts.contains_key(&(backend.clone(), *state)) {
+                metrics::gauge!(BREAKERS, "backend" => backend.clone(), "state" => *state).set(0.0);
+            }
+        }
+        for ((backend, state), count) in counts {
+            metrics::gauge!(BREAKERS, "backend" => backend.clone(), "state" => state)
+                .set(count as f64);
+            shown.pairs.insert((backend, state));
+        }
+    }
+}
+
+impl fmt::Debug for BreakerCounts {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BreakerCounts").finish_non_exhaustive()
     }
 }
 

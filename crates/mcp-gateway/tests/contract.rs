@@ -312,8 +312,9 @@ allowed_origins = ["http://localhost"]
         "mcp_gateway_config_cache_hits_total",
         "mcp_gateway_config_cache_misses_total",
         "mcp_gateway_build_info{",
-        // The router's per-backend circuit breakers report through the same recorder.
-        "mcp_breaker_state{",
+        // The router's circuit breakers report through the same recorder: their states as
+        // counts per backend name, their calls as sums.
+        "mcp_gateway_breakers{backend=",
         "mcp_breaker_calls_total{",
     ] {
         assert!(
@@ -323,6 +324,7 @@ allowed_origins = ["http://localhost"]
     }
     // A path segment of an unauthenticated client never becomes a label.
     assert!(!text.contains("elsewhere"), "{text}");
+    assert!(!text.contains("mcp_breaker_state{"), "{text}");
 
     // Nothing secret in the logs: neither the secret nor any token.
     let logs = gw.logs();

@@ -495,3 +495,43 @@ async fn the_vhost_label_is_capped_whatever_user_configurations_name() {
     }
     assert!(!text.contains(r#"vhost="vh3""#), "{text}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn breaker_states_are_counted_per_backend_name_not_one_gauge_per_tenant() {
+    let beta = TestBackend::start(BackendSpec::legacy("beta")).await;
+    // A port nobody listens on: alice's `beta` fails to connect, bob's is served.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    let dead = format!("http://{}/mcp", closed.local_addr().expect("address"));
+    drop(closed);
+    let dir = workdir("gw-breaker-counts");
+    support::write(
+        dir.path(),
+        "users.json",
+        &users_json(&[
+            ("alice", "vh1", &[("beta", dead)]),
+            ("bob", "vh1", &[("beta", beta.url())]),
+        ]),
+    );
+    let config = base_config("\n[breaker]\nconsecutive_failures = 1\nopen_ms = 600000\n");
+    let gw = GatewayProcess::start(dir.path(), &config, &[]).await;
+
+    let served = modern(gw.addr, "bob", "vh1", "tools/list", json!({}), &[]).await;
+    assert_eq!(served.status, 200, "{}", served.text());
+    let series =
+        |state: &str| format!(r#"mcp_gateway_breakers{{backend="beta",state="{state}"}} 1"#);
+    let scrape = || async { admin_get(&gw, "/metrics").await.text().to_owned() };
+    let both = poll_until(Duration::from_secs(30), || async {
+        // Each of alice's calls fails until her own breaker opens.
+        let _ = modern(gw.addr, "alice", "vh1", "tools/list", json!({}), &[]).await;
+        let text = scrape().await;
+        text.contains(&series("open")) && text.contains(&series("closed"))
+    })
+    .await;
+    let text = scrape().await;
+    assert!(
+        both,
+        "one open (alice's) and one closed (bob's) breaker of beta:\n{text}"
+    );
+    // No gauge per breaker name, which either tenant's breaker would overwrite.
+    assert!(!text.contains("mcp_breaker_state{"), "{text}");
+}

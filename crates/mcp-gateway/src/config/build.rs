@@ -778,6 +778,7 @@ impl EffectiveConfig {
             log_level,
             access_log: r.bool("telemetry.access_log"),
             max_vhost_labels: r.usize("telemetry.max_vhost_labels", 1),
+            max_backend_labels: r.usize("telemetry.max_backend_labels", 1),
             otlp_endpoint,
             service_name: r.str("telemetry.service_name").to_owned(),
             traces_sampler,

@@ -877,6 +877,12 @@ pub static KEYS: &[KeySpec] = &[
         "distinct virtual host values the request metrics are labelled with; past it a new virtual host is counted under vhost=\"other\", so the series stay bounded whatever user configurations name",
     ),
     key(
+        "telemetry.max_backend_labels",
+        I,
+        Int(256),
+        "distinct backend names mcp_gateway_breakers is labelled with; past it a new backend is counted under backend=\"other\"",
+    ),
+    key(
         "telemetry.otlp_endpoint",
         S,
         Unset,

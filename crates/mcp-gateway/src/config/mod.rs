@@ -520,6 +520,9 @@ pub struct TelemetryConfig {
     pub access_log: bool,
     /// `max_vhost_labels`: distinct `vhost` label values of the request metrics (then `other`).
     pub max_vhost_labels: usize,
+    /// `max_backend_labels`: distinct `backend` label values of `mcp_gateway_breakers` (then
+    /// `other`).
+    pub max_backend_labels: usize,
     /// `otlp_endpoint`: the collector's OTLP/HTTP base URL (traces are off without it and
     /// without the `OTEL_EXPORTER_OTLP_*` endpoint variables).
     pub otlp_endpoint: Option<String>,

@@ -394,7 +394,7 @@ impl Client {
             options,
             ids: IdMint::new(node),
             client_info,
-            breakers: BreakerRegistry::new(),
+            breakers: BreakerRegistry::new().without_state_gauges(),
             hubs: get_stream::Hubs::default(),
             stdio,
             owed: tokio_util::task::TaskTracker::new(),

@@ -412,30 +412,26 @@ impl BreakerCounts {
 
     /// Sets the gauges from the breakers' states now.
     pub(crate) fn record(&self, breakers: &mcp_breaker::BreakerRegistry) {
+        let snapshots = breakers.snapshots();
         let mut shown = self.shown.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut counts: HashMap<(String, &'static str), usize> = HashMap::new();
-        for (key, snapshot) in breakers.snapshots() {
-            let name = backend_of(&key);
-            let label = if shown.backends.contains(name) || shown.backends.len() < self.max_backends
-            {
-                shown.backends.insert(name.to_owned());
-                name
-            } else {
-                OTHER_VHOST
-            };
-            *counts
-                .entry((label.to_owned(), snapshot.state.as_str()))
-                .or_default() += 1;
+        let mut counts: HashMap<(&str, &'static str), usize> = HashMap::new();
+        for (key, snapshot) in &snapshots {
+            let name = backend_of(key);
+            let own = shown.backends.contains(name)
+                || (shown.backends.len() < self.max_backends
+                    && shown.backends.insert(name.to_owned()));
+            let label = if own { name } else { OTHER_VHOST };
+            *counts.entry((label, snapshot.state.as_str())).or_default() += 1;
         }
         for (backend, state) in &shown.pairs {
-            if !counts.contains_key(&(backend.clone(), *state)) {
+            if !counts.contains_key(&(backend.as_str(), *state)) {
                 metrics::gauge!(BREAKERS, "backend" => backend.clone(), "state" => *state).set(0.0);
             }
         }
         for ((backend, state), count) in counts {
-            metrics::gauge!(BREAKERS, "backend" => backend.clone(), "state" => state)
+            metrics::gauge!(BREAKERS, "backend" => backend.to_owned(), "state" => state)
                 .set(count as f64);
-            shown.pairs.insert((backend, state));
+            shown.pairs.insert((backend.to_owned(), state));
         }
     }
 }

@@ -29,7 +29,7 @@ use crate::front::legacy::AdoptedRecords;
 use crate::front::{Front, dispatch};
 use crate::inflight::InFlight;
 use crate::ops::Ops;
-use crate::ops::call::{MAX_PARKED_PER_CALLER, ParkedCalls};
+use crate::ops::call::ParkedCalls;
 use crate::ops::pending::PendingRequests;
 use crate::ops::stale_answers::StaleAnswers;
 use crate::ops::tool_hints::ToolHintsTable;
@@ -265,7 +265,7 @@ impl Default for McpRouterBuilder {
             max_relayed_requests_per_principal: 1_000,
             max_subscriptions: 256,
             max_parked_calls: 10_000,
-            max_parked_calls_per_principal: MAX_PARKED_PER_CALLER,
+            max_parked_calls_per_principal: 100,
             #[cfg(feature = "redis")]
             forwarded_retries: crate::front::forward::default_budget(),
             session_check_interval: Duration::from_secs(30),

@@ -23,13 +23,12 @@ const SMALL: u64 = 16;
 /// messages on their way to the client, and the allocator's slack, far below the flood.
 const GROWTH_KIB: u64 = 48 * 1024;
 
-/// A gateway whose `alice` and `bob` each have virtual host `vh` with the stdio backend `io`.
-async fn gateway(python: &Path) -> (mcp_test_support::TempDir, GatewayProcess) {
-    gateway_with(python, "").await
-}
-
-/// [`gateway`] with `extra` process configuration.
-async fn gateway_with(python: &Path, extra: &str) -> (mcp_test_support::TempDir, GatewayProcess) {
+/// A gateway with `extra` process configuration whose `alice` and `bob` each have virtual host
+/// `vh` with the stdio backend `io`, and a 2025 session of each: `(dir, gateway, alice's, bob's)`.
+async fn sessions(
+    python: &Path,
+    extra: &str,
+) -> (mcp_test_support::TempDir, GatewayProcess, String, String) {
     let dir = workdir("gw-budgets-links");
     let backends = json!({"io": {"stdio": "io", "timeout_ms": 30000}});
     let users = json!({"users": {
@@ -44,8 +43,10 @@ async fn gateway_with(python: &Path, extra: &str) -> (mcp_test_support::TempDir,
         python.to_str().expect("utf-8 path"),
         script.to_str().expect("utf-8 path")
     ));
-    let process = GatewayProcess::start(dir.path(), &config, &[]).await;
-    (dir, process)
+    let gw = GatewayProcess::start(dir.path(), &config, &[]).await;
+    let alice = support::legacy_initialize(gw.addr, "alice", "vh").await;
+    let bob = support::legacy_initialize(gw.addr, "bob", "vh").await;
+    (dir, gw, alice, bob)
 }
 
 /// `io-flood` as `sub`, asking for progress; `done` is the file the backend says how it ended in.
@@ -112,9 +113,7 @@ async fn read_small_flood(gw: &GatewayProcess, sub: &str, session: &str, id: u64
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_its_client_does_not_read_costs_the_gateway_one_calls_share() {
     let Some(python) = python_mcp1() else { return };
-    let (dir, gw) = gateway(&python).await;
-    let alice = support::legacy_initialize(gw.addr, "alice", "vh").await;
-    let bob = support::legacy_initialize(gw.addr, "bob", "vh").await;
+    let (dir, gw, alice, bob) = sessions(&python, "").await;
 
     // The control, which also starts both processes: a small flood read as it comes completes.
     read_small_flood(&gw, "alice", &alice, 1).await;
@@ -163,13 +162,11 @@ async fn a_flood_its_client_does_not_read_costs_the_gateway_one_calls_share() {
 async fn a_principals_unread_calls_draw_from_its_own_budget() {
     let Some(python) = python_mcp1() else { return };
     // 256 KiB for all of a principal's calls, below one call's own 1 MiB.
-    let (dir, gw) = gateway_with(
+    let (dir, gw, alice, bob) = sessions(
         &python,
         "[limits]\nlink_buffer_bytes_per_principal = 262144\n",
     )
     .await;
-    let alice = support::legacy_initialize(gw.addr, "alice", "vh").await;
-    let bob = support::legacy_initialize(gw.addr, "bob", "vh").await;
     read_small_flood(&gw, "alice", &alice, 1).await;
     read_small_flood(&gw, "bob", &bob, 2).await;
     // What the two links keep for their life: their backends' descriptions of themselves.
@@ -291,9 +288,7 @@ async fn a_linked_backend_describing_itself_past_the_bound_is_refused_at_its_han
 /// control), then alice's flood nobody reads is cancelled upstream and ends with `message`; once
 /// it gave back what it held, bob is served whole.
 async fn an_unread_flood_fails_with(python: &Path, extra: &str, message: &str) {
-    let (dir, gw) = gateway_with(python, extra).await;
-    let alice = support::legacy_initialize(gw.addr, "alice", "vh").await;
-    let bob = support::legacy_initialize(gw.addr, "bob", "vh").await;
+    let (dir, gw, alice, bob) = sessions(python, extra).await;
     read_small_flood(&gw, "alice", &alice, 1).await;
     read_small_flood(&gw, "bob", &bob, 2).await;
 
@@ -412,13 +407,11 @@ async fn legacy_echo(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requests_waiting_for_a_stalled_backend_draw_from_their_principals_budget() {
     let Some(python) = python_mcp1() else { return };
-    let (dir, gw) = gateway_with(
+    let (dir, gw, alice, bob) = sessions(
         &python,
         "[limits]\nlink_buffer_bytes_per_principal = 65536\n",
     )
     .await;
-    let alice = support::legacy_initialize(gw.addr, "alice", "vh").await;
-    let bob = support::legacy_initialize(gw.addr, "bob", "vh").await;
     assert_eq!(
         legacy_echo(gw.addr, "alice", &alice, 1, "hi").await,
         Ok("py: hi".to_owned())

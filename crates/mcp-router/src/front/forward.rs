@@ -373,6 +373,13 @@ mod tests {
         waiting.register(&principal(subject), ticket)
     }
 
+    fn head() -> Part {
+        Part::Head {
+            status: 200,
+            content_type: String::new(),
+        }
+    }
+
     fn chunk(len: usize) -> Part {
         Part::Chunk {
             data: "x".repeat(len),
@@ -395,25 +402,13 @@ mod tests {
         let mut bob = wait(&waiting, "bob", "b").expect("bob's own share");
 
         // Alice's client does not read: her answer ends once her unread parts pass her share.
-        waiting.deliver(
-            "a",
-            Part::Head {
-                status: 200,
-                content_type: String::new(),
-            },
-        );
+        waiting.deliver("a", head());
         waiting.deliver("a", chunk(60));
         waiting.deliver("a", chunk(60));
         waiting.deliver("a", chunk(60));
         assert!(waiting.lock().get("a").is_none(), "her answer was ended");
         // Bob's answer is whole.
-        waiting.deliver(
-            "b",
-            Part::Head {
-                status: 200,
-                content_type: String::new(),
-            },
-        );
+        waiting.deliver("b", head());
         waiting.deliver("b", chunk(60));
         waiting.deliver("b", chunk(60));
         waiting.deliver("b", Part::End);

@@ -28,13 +28,13 @@
 //!   the other calls). Instead a call holds at most its share of messages its caller has not
 //!   taken ([`call_buffer`]: 1 MiB and 1,024 messages by default, its response always taken); a
 //!   message past the share fails the call with [`UpstreamError::CallBufferFull`] (`-32603`
-//!   naming the share, for the client) and sends `notifications/cancelled` for it. The outbound queue holds at
-//!   most [`OUTBOUND`] (1,024) messages: a new call that finds it full fails at once with
-//!   [`UpstreamError::LinkBusy`] rather than wait (a backend that has not read 1,024 messages is
-//!   stalled, and the call may go to another replica); what the link writes itself (answers,
+//!   naming the share, for the client) and sends `notifications/cancelled` for it. The outbound
+//!   queue holds at most [`OUTBOUND`] (1,024) messages: a new call that finds it full fails at once
+//!   with [`UpstreamError::LinkBusy`] rather than wait (a backend that has not read 1,024 messages
+//!   is stalled, and the call may go to another replica); what the link writes itself (answers,
 //!   cancellations) is dropped. A call's request, and a client's answer to a backend's request,
-//!   wait in the queue charged to the caller's account of the links' budget (the same bytes as
-//!   the messages its clients have not read): past it a call fails with
+//!   wait in the queue charged to the caller's account of the links' budget (the same bytes as the
+//!   messages its clients have not read): past it a call fails with
 //!   [`UpstreamError::LinkQueueSpent`], an answer is dropped like one that finds the queue full.
 //!   The link's own cancellations and error answers are small and not charged.
 //! - **Death**: when the carrier ends, every call in flight fails with
@@ -873,6 +873,17 @@ fn unbounded() -> Budget {
     Budget::new("link_buffers")
 }
 
+/// A link with the default share per call, drawing from no real budget.
+#[cfg(any(test, feature = "fuzzing"))]
+fn unbounded_link(exclusive: bool) -> (Arc<Link>, mpsc::Receiver<Outbound>) {
+    Link::new(
+        "b",
+        Duration::from_secs(60),
+        exclusive,
+        LinkBuffers::new(unbounded()),
+    )
+}
+
 /// The terms of a call drawing from no real budget.
 #[cfg(any(test, feature = "fuzzing"))]
 fn unbounded_terms() -> CallTerms {
@@ -888,12 +899,7 @@ fn unbounded_terms() -> CallTerms {
 /// link (`crate::upstream::fuzzing::link_frames`).
 #[cfg(feature = "fuzzing")]
 pub(super) fn fuzz_frames(data: &[u8]) {
-    let (link, mut outbound) = Link::new(
-        "b",
-        Duration::from_secs(60),
-        true,
-        LinkBuffers::new(unbounded()),
-    );
+    let (link, mut outbound) = unbounded_link(true);
     let calls: Vec<UpstreamReply> = [("tools/call", "t0"), ("tools/list", "t1")]
         .into_iter()
         .filter_map(|(method, token)| {
@@ -925,7 +931,6 @@ pub(super) fn fuzz_frames(data: &[u8]) {
 
 #[cfg(test)]
 mod tests {
-    use super::call_buffer::{CALL_BYTES as MAX_CALL_BYTES, CALL_MESSAGES as MAX_CALL_MESSAGES};
     use super::*;
 
     #[test]
@@ -977,12 +982,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_request_goes_to_the_only_call_of_a_one_principal_link() {
-        let (link, mut outbound) = Link::new(
-            "b",
-            Duration::from_secs(60),
-            true,
-            LinkBuffers::new(unbounded()),
-        );
+        let (link, mut outbound) = unbounded_link(true);
         let mut tool = call(&link, "tools/call", None);
         link.dispatch(SAMPLING.as_bytes());
         assert_eq!(next_text(&mut tool).await, SAMPLING);
@@ -1002,12 +1002,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_shared_link_relays_only_what_names_its_call() {
-        let (link, mut outbound) = Link::new(
-            "b",
-            Duration::from_secs(60),
-            false,
-            LinkBuffers::new(unbounded()),
-        );
+        let (link, mut outbound) = unbounded_link(false);
         let mut alice = call(&link, "tools/call", Some("t-alice"));
         // Alone in flight, but on a link shared by principals: never guessed.
         link.dispatch(SAMPLING.as_bytes());
@@ -1031,12 +1026,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_dropped_call_leaves_the_link_and_the_next_is_the_only_one_in_flight() {
-        let (link, mut outbound) = Link::new(
-            "b",
-            Duration::from_secs(60),
-            true,
-            LinkBuffers::new(unbounded()),
-        );
+        let (link, mut outbound) = unbounded_link(true);
         let first = call(&link, "tools/call", None);
         let _ = written(&mut outbound);
         drop(first);
@@ -1058,12 +1048,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_call_that_cannot_ask_its_client_gets_no_request() {
-        let (link, mut outbound) = Link::new(
-            "b",
-            Duration::from_secs(60),
-            true,
-            LinkBuffers::new(unbounded()),
-        );
+        let (link, mut outbound) = unbounded_link(true);
         let _list = call(&link, "tools/list", None);
         link.dispatch(SAMPLING.as_bytes());
         assert!(written(&mut outbound).contains("cannot tell which call"));
@@ -1089,7 +1074,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_call_whose_caller_does_not_take_its_messages_fails_past_its_share() {
-        fails_past_its_share(LinkBuffers::new(unbounded()), MAX_CALL_BYTES, "1 MiB").await;
+        fails_past_its_share(LinkBuffers::new(unbounded()), CALL_BYTES, "1 MiB").await;
     }
 
     #[tokio::test]
@@ -1244,15 +1229,10 @@ mod tests {
 
     #[tokio::test]
     async fn many_small_messages_fill_a_calls_share_and_taking_them_frees_it() {
-        let (link, mut outbound) = Link::new(
-            "b",
-            Duration::from_secs(60),
-            true,
-            LinkBuffers::new(unbounded()),
-        );
+        let (link, mut outbound) = unbounded_link(true);
         let mut tool = call(&link, "tools/call", None);
         let _ = all_written(&mut outbound);
-        for _ in 0..MAX_CALL_MESSAGES {
+        for _ in 0..CALL_MESSAGES {
             link.dispatch(LOG);
         }
         // One taken: one more fits.
@@ -1274,7 +1254,7 @@ mod tests {
                 && written[1].contains("more than 1024 messages"),
             "{written:?}"
         );
-        for _ in 0..MAX_CALL_MESSAGES {
+        for _ in 0..CALL_MESSAGES {
             assert!(next_text(&mut tool).await.contains("notifications/message"));
         }
         use futures_util::StreamExt;
@@ -1282,7 +1262,7 @@ mod tests {
         assert_eq!(
             error.err(),
             Some(UpstreamError::CallBufferFull {
-                limit: MAX_CALL_MESSAGES,
+                limit: CALL_MESSAGES,
                 unit: "messages",
                 key: "limits.link_call_buffer_messages",
             })
@@ -1291,15 +1271,10 @@ mod tests {
 
     #[tokio::test]
     async fn a_calls_response_is_taken_when_its_share_is_full() {
-        let (link, _outbound) = Link::new(
-            "b",
-            Duration::from_secs(60),
-            true,
-            LinkBuffers::new(unbounded()),
-        );
+        let (link, _outbound) = unbounded_link(true);
         let mut tool = call(&link, "tools/call", Some("t"));
         // One message larger than the whole share is taken, and fills it.
-        link.dispatch(&progress("t", 2 * MAX_CALL_BYTES));
+        link.dispatch(&progress("t", 2 * CALL_BYTES));
         link.dispatch(br#"{"jsonrpc":"2.0","id":"g1","result":{}}"#);
         assert!(
             next_text(&mut tool)
@@ -1311,12 +1286,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_full_outbound_queue_refuses_new_calls_at_once() {
-        let (link, mut outbound) = Link::new(
-            "b",
-            Duration::from_secs(60),
-            true,
-            LinkBuffers::new(unbounded()),
-        );
+        let (link, mut outbound) = unbounded_link(true);
         let request = |link: &Link| {
             link.request(
                 "tools/list",
@@ -1417,12 +1387,7 @@ mod tests {
             UpstreamError::TooManyConnections,
         );
         let start = || async {
-            let (link, rx) = Link::new(
-                "b",
-                Duration::from_secs(60),
-                true,
-                LinkBuffers::new(unbounded()),
-            );
+            let (link, rx) = unbounded_link(true);
             Ok(Arc::new(TestCarrier(link, rx)))
         };
         let alice = mcp_core::Principal::new("i", "alice");

@@ -24,7 +24,8 @@ const MAX_PAD: u64 = 1024 * 1024;
 /// For each step `1..=steps`: a progress notification (when the request has a progress token)
 /// and an info log message (when logging is enabled for the request), then `delay_ms` of sleep
 /// before the next step. With `pad`, each progress message is filled with `x` to `pad` bytes
-/// (large notifications for tests of what the gateway holds). Returns `Err` as soon as the request's cancellation token fires.
+/// (large notifications for tests of what the gateway holds). Returns `Err` as soon as the
+/// request's cancellation token fires.
 pub(crate) async fn run(
     shared: &Shared,
     log_level: &SessionLogLevel,

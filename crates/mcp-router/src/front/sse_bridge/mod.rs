@@ -191,7 +191,8 @@ impl SseBridgeLayer {
     }
 
     /// The most bytes of events all clients may leave unread (default 256 MiB); past it,
-    /// sessions wait as under [`max_queued_bytes_per_principal`](Self::max_queued_bytes_per_principal).
+    /// sessions wait as under
+    /// [`max_queued_bytes_per_principal`](Self::max_queued_bytes_per_principal).
     #[must_use]
     pub fn max_queued_bytes(self, max: usize) -> Self {
         self.with_budget(|b| {

@@ -49,7 +49,7 @@ use super::task_id::Origin;
 use crate::ops::client_meta::ClientMeta;
 use crate::upstream::{Call, UpstreamError};
 use bridge::Bridge;
-pub(crate) use parking::{MAX_PARKED_PER_CALLER, ParkedCalls, resume_here};
+pub(crate) use parking::{ParkedCalls, resume_here};
 pub(crate) use relay::Relay;
 use relay::{AnswerTask, Finish, OwnedTarget, Relayed};
 use resolve::{Refused, Routed, prepare};

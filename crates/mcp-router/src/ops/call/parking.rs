@@ -19,8 +19,6 @@ use crate::ops::request_state;
 
 /// Most seconds a parked call waits for the client's retries, all rounds of it together.
 const MAX_PARKED_SECS: u64 = 600;
-/// Most calls one caller may have parked at once (the table holds 10,000 in all).
-pub(crate) const MAX_PARKED_PER_CALLER: usize = 100;
 
 /// A 2025 backend's call waiting for a 2026-07-28 client's input (see [`parked`](crate::ops::parked)).
 pub(crate) struct ParkedCall {

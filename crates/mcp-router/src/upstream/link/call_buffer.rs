@@ -9,9 +9,9 @@
 //! message arriving while the call holds either ([`CallSender::send`]) is not kept, and the link
 //! fails the call with [`UpstreamError::CallBufferFull`] and cancels it upstream. A message is
 //! taken whenever the call holds less than its share, and counts in full (one larger than the
-//! whole byte share is taken, and fills it). The call's response is always taken ([`CallSender::respond`]): it ends
-//! the call, so it adds one message at most. A call thus holds at most its share, one message
-//! and its response.
+//! whole byte share is taken, and fills it). The call's response is always taken
+//! ([`CallSender::respond`]): it ends the call, so it adds one message at most. A call thus holds
+//! at most its share, one message and its response.
 //!
 //! Beside its own share, a call draws what it holds from its principal's account of the
 //! links' [`Budget`] (`limits.link_buffer_bytes_per_principal`, and the node's

@@ -483,3 +483,16 @@ async fn requests_waiting_for_a_stalled_backend_draw_from_their_principals_budge
         Ok("py: again".to_owned())
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_operators_per_call_share_of_messages_is_the_one_a_flood_meets() {
+    let Some(python) = python_mcp1() else { return };
+    // 64 messages per call (4 MiB of the flood's 64 KiB ones), before the bytes share of 16 MiB.
+    an_unread_flood_fails_with(
+        &python,
+        "[limits]\nlink_call_buffer_bytes = 16777216\nlink_call_buffer_messages = 64\n",
+        "Backend io failed: backend sent more than 64 messages that its client has not read yet \
+         (the per-call buffer of a linked backend, limits.link_call_buffer_messages)",
+    )
+    .await;
+}

@@ -17,7 +17,8 @@
 //!   gateway benchmark against direct and HAProxy (`crates/mcp-bench`, book:
 //!   docs/src/performance.md), written to `target/bench/REPORT.md` and `report.json`; never part of `ci`.
 //! - `book`: builds the book in `docs/` (mdBook, with its link checker) and runs its Rust snippets
-//!   (see `book.rs`). Also run by `test`. `config-reference` regenerates the book's key table.
+//!   (see `book.rs`). Also run by `test`. `config-reference` regenerates the book's key table,
+//!   `metrics-reference` its metric table.
 //! - `fuzz [--seconds N] [TARGET...]`: the cargo-fuzz targets of `fuzz/` (see `fuzz.rs`), N
 //!   seconds each (default 30); fails on a crash. Never part of `test` or `ci`.
 //!
@@ -57,6 +58,7 @@ Tasks:
   book    build the book in docs/ (mdBook + link check) and run its Rust snippets
           (installs mdbook and mdbook-linkcheck into .tools/mdbook/ when missing)
   config-reference  regenerate the key table of docs/src/configuration.md
+  metrics-reference  regenerate the metric table of docs/src/telemetry.md
   fuzz    run the fuzz targets of fuzz/, N seconds each (--seconds N, default 30; TARGET...
           to pick some); installs cargo-fuzz when missing
 ";
@@ -72,6 +74,7 @@ fn main() -> ExitCode {
         Some("fuzz") => fuzz::fuzz(&args[1..]),
         Some("book") => book::book(),
         Some("config-reference") => book::config_reference(),
+        Some("metrics-reference") => book::metrics_reference(),
         Some("-h" | "--help" | "help") | None => {
             print!("{HELP}");
             Ok(())

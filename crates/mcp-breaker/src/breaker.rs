@@ -69,6 +69,7 @@ impl CircuitBreaker {
     pub fn builder(name: impl Into<Arc<str>>) -> BreakerBuilder {
         BreakerBuilder {
             name: name.into(),
+            metric_label: None,
             config: BreakerConfig::default(),
             state_gauge: true,
         }
@@ -224,6 +225,8 @@ impl CircuitBreaker {
 #[must_use = "a builder does nothing until `build` is called"]
 pub struct BreakerBuilder {
     name: Arc<str>,
+    /// The `breaker` label of its metrics when it is not the name.
+    metric_label: Option<Arc<str>>,
     config: BreakerConfig,
     state_gauge: bool,
 }
@@ -240,6 +243,16 @@ impl BreakerBuilder {
     /// last. The counters stay: they add up across such breakers.
     pub fn without_state_gauge(mut self) -> Self {
         self.state_gauge = false;
+        self
+    }
+
+    /// The value of the `breaker` label of its metrics, when it should not be the name: e.g.
+    /// `other` for names past a cap on distinct label values, since names that come from
+    /// users' configurations would otherwise let them grow the series without bound (see
+    /// [`BreakerRegistry::max_metric_labels`](crate::BreakerRegistry::max_metric_labels)). Logs
+    /// and error messages keep the name.
+    pub fn metric_label(mut self, label: impl Into<Arc<str>>) -> Self {
+        self.metric_label = Some(label.into());
         self
     }
 
@@ -334,7 +347,8 @@ impl BreakerBuilder {
     pub fn build(self) -> Result<CircuitBreaker, BreakerConfigError> {
         let settings = self.config.settings()?;
         let now = Instant::now();
-        let metrics = Metrics::new(&self.name, self.state_gauge);
+        let label = self.metric_label.as_ref().unwrap_or(&self.name);
+        let metrics = Metrics::new(label, self.state_gauge);
         metrics.state(BreakerState::Closed);
         let seed = std::collections::hash_map::RandomState::new().hash_one(&*self.name);
         Ok(CircuitBreaker {

@@ -176,6 +176,6 @@ pub use layer::{BreakerLayer, HttpBreakerLayer};
 /// `mcp-core`'s outcome classification, shared with `mcp-fallback`: re-exported so that a
 /// breaker user needs no other import.
 pub use mcp_core::outcome::{Classify, Outcome};
-pub use registry::BreakerRegistry;
+pub use registry::{BreakerRegistry, OTHER_METRIC_LABEL};
 pub use service::{BreakerService, HttpBreakerService, open_response};
 pub use state::BreakerState;

@@ -1,8 +1,8 @@
 //! [`BreakerRegistry`]: one shared breaker per key.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use crate::{BreakerConfig, BreakerConfigError, BreakerSnapshot, CircuitBreaker};
 
@@ -36,6 +36,35 @@ pub struct BreakerRegistry {
     map: Arc<RwLock<HashMap<Arc<str>, CircuitBreaker>>>,
     /// Whether the breakers it creates set their `mcp_breaker_state` gauge.
     state_gauges: bool,
+    /// The names that label their breakers' metrics themselves, at most `max` of them.
+    labels: Arc<MetricLabels>,
+}
+
+/// A cap on the distinct `breaker` label values of the breakers a registry creates.
+#[derive(Debug, Default)]
+struct MetricLabels {
+    /// `None`: every name labels its own series.
+    max: Option<usize>,
+    own: Mutex<HashSet<Arc<str>>>,
+}
+
+/// The `breaker` label of the breakers whose names came past
+/// [`BreakerRegistry::max_metric_labels`].
+pub const OTHER_METRIC_LABEL: &str = "other";
+
+impl MetricLabels {
+    /// The label of `name`'s breakers: the name itself while fewer than `max` names have one,
+    /// else [`OTHER_METRIC_LABEL`]. A name keeps its label once it has one, so its series do not
+    /// move when breakers are replaced.
+    fn of(&self, name: &str) -> Option<&'static str> {
+        let max = self.max?;
+        let mut own = self.own.lock().unwrap_or_else(PoisonError::into_inner);
+        if own.contains(name) || (own.len() < max && own.insert(Arc::from(name))) {
+            None
+        } else {
+            Some(OTHER_METRIC_LABEL)
+        }
+    }
 }
 
 impl Default for BreakerRegistry {
@@ -43,6 +72,7 @@ impl Default for BreakerRegistry {
         Self {
             map: Arc::default(),
             state_gauges: true,
+            labels: Arc::default(),
         }
     }
 }
@@ -68,6 +98,30 @@ impl BreakerRegistry {
     #[must_use]
     pub fn without_state_gauges(mut self) -> Self {
         self.state_gauges = false;
+        self
+    }
+
+    /// At most `max` distinct names label their breakers' metrics (`breaker=<name>`); the
+    /// breakers of later names are labelled [`OTHER_METRIC_LABEL`]. For names that come from
+    /// users' configurations (a backend's name), which would otherwise set the number of series
+    /// the metrics backend stores. A name that got its own label keeps it.
+    ///
+    /// ```
+    /// use mcp_breaker::{BreakerConfig, BreakerRegistry};
+    ///
+    /// let registry = BreakerRegistry::new().max_metric_labels(1);
+    /// let cfg = BreakerConfig::default();
+    /// let first = registry.get_or_insert("weather", &cfg).unwrap();
+    /// let second = registry.get_or_insert("search", &cfg).unwrap();
+    /// assert_eq!(first.name(), "weather");
+    /// assert_eq!(second.name(), "search"); // messages keep the name; its series read `other`
+    /// ```
+    #[must_use]
+    pub fn max_metric_labels(mut self, max: usize) -> Self {
+        self.labels = Arc::new(MetricLabels {
+            max: Some(max),
+            own: Mutex::default(),
+        });
         self
     }
 
@@ -110,6 +164,9 @@ impl BreakerRegistry {
         let mut builder = CircuitBreaker::builder(name).config(config.clone());
         if !self.state_gauges {
             builder = builder.without_state_gauge();
+        }
+        if let Some(label) = self.labels.of(name) {
+            builder = builder.metric_label(label);
         }
         let breaker = builder.build()?;
         if map.insert(Arc::from(key), breaker.clone()).is_some() {

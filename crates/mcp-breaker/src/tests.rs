@@ -899,6 +899,50 @@ fn metrics_count_calls_rejections_transitions_and_state() {
 }
 
 #[test]
+fn a_registry_caps_the_distinct_breaker_labels_and_keeps_the_names() {
+    let rec = TestRecorder::default();
+    metrics::with_local_recorder(&rec, || {
+        paused_runtime(async {
+            let registry = BreakerRegistry::new().max_metric_labels(2);
+            let config = BreakerConfig::default();
+            let mut breakers = Vec::new();
+            for (key, name) in [
+                ("alice/a", "a"),
+                ("bob/a", "a"),
+                ("alice/b", "b"),
+                ("alice/c", "c"),
+                ("alice/d", "d"),
+            ] {
+                let breaker = registry
+                    .get_or_insert_named(key, name, &config)
+                    .expect("valid");
+                fail(&breaker);
+                breakers.push(breaker);
+            }
+            // Replaced after an edit: a name that had its own label keeps it.
+            let mut edited = config.clone();
+            edited.open_ms += 1;
+            fail(
+                &registry
+                    .get_or_insert_named("alice/a", "a", &edited)
+                    .expect("valid"),
+            );
+            assert_eq!(breakers[3].name(), "c", "errors and logs keep the name");
+        });
+    });
+    let failures = |label: &str| {
+        rec.counter(&format!(
+            "mcp_breaker_calls_total{{breaker={label},outcome=failure}}"
+        ))
+    };
+    assert_eq!(failures("a"), 3);
+    assert_eq!(failures("b"), 1);
+    assert_eq!(failures("other"), 2, "c and d past the cap of 2");
+    assert!(!rec.registered("mcp_breaker_calls_total{breaker=c,outcome=failure}"));
+    assert!(!rec.registered("mcp_breaker_calls_total{breaker=d,outcome=failure}"));
+}
+
+#[test]
 fn a_registry_without_state_gauges_leaves_the_state_to_the_application() {
     let rec = TestRecorder::default();
     metrics::with_local_recorder(&rec, || {

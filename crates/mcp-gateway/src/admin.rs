@@ -4,7 +4,7 @@
 //! |---|---|
 //! | `GET /healthz` | `200 {"status":"ok"}` while the process serves (liveness) |
 //! | `GET /readyz` | `200 {"status":"ready","checks":{...}}`, or `503 {"status":"unready",...}` when the user config store is unreachable or the gateway is draining; `checks.backends` has one row per backend name called so far: the worst state of its breakers (one per tenant and credentials), how many there are and how many are not closed, and their trips, never a URL or a principal (a URL may carry credentials in its query or userinfo); detail only: an open breaker does not make the gateway unready |
-//! | `GET /metrics` | Prometheus text format (see [`crate::metrics`](crate#metrics)) |
+//! | `GET /metrics` | Prometheus text format (every family: [`crate::metric_table`]) |
 
 use std::convert::Infallible;
 use std::future::Future;

@@ -354,6 +354,7 @@ fn upstream_options(
     options.link_buffer_bytes_per_principal = config.limits.link_buffer_bytes_per_principal;
     options.link_call_buffer_bytes = config.limits.link_call_buffer_bytes;
     options.link_call_buffer_messages = config.limits.link_call_buffer_messages;
+    options.max_breaker_labels = config.telemetry.max_backend_labels;
     options.link_buffer_bytes = config.limits.link_buffer_bytes;
     options.stdio = config.backends.stdio_rules();
     options.destinations = destinations;

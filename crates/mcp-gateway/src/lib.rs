@@ -131,34 +131,11 @@
 //! installs its recorder as the global `metrics` recorder (so the layer crates' metrics land there
 //! too); when the embedding application installed one before, the gateway records into that one.
 //!
-//! | metric | type | labels |
-//! |---|---|---|
-//! | `mcp_gateway_requests_total` | counter | `method` (the MCP method the router read from the message, of either era; before the router answered, that of `Mcp-Method`; `-` without; a method the gateway does not know is `other`), `vhost` (only once the router answered, else `-`: a path segment of an unauthenticated client never becomes a label; past `telemetry.max_vhost_labels` distinct values (256), `other`), `status`, `outcome` (`ok`, `client_error`, `server_error`) |
-//! | `mcp_gateway_request_duration_seconds` | histogram, time to response head | `method`, `vhost`, `outcome` |
-//! | `mcp_gateway_requests_in_flight` | gauge | |
-//! | `mcp_gateway_connections_open` | gauge | `listener` (`mcp`, `admin`) |
-//! | `mcp_gateway_config_cache_hits_total`, `_misses_total`, `_load_errors_total` | counter | |
-//! | `mcp_gateway_config_store_ready` | gauge (1/0), refreshed every 5 s and by `/readyz` | |
-//! | `mcp_gateway_build_info` | gauge (1) | `version` |
-//! | `mcp_gateway_sse_sessions_open` | gauge, read at each scrape: open 2024-11-05 SSE streams (`sse_downstream`) | |
-//! | `mcp_gateway_parked_calls` | gauge, read at each scrape: 2025 backends' calls waiting for a 2026-07-28 client's `input_required` retry | |
-//! | `mcp_gateway_replay_bytes` | gauge, read at each scrape: bytes of events kept for 2025 sessions' `Last-Event-ID` replay | |
-//! | `mcp_gateway_notification_streams_open` | gauge, read at each scrape: open 2025 GET streams and 2026-07-28 `subscriptions/listen` streams | |
-//! | `mcp_gateway_background_relays` | gauge, read at each scrape: 2025 POST response streams being relayed | |
-//! | `mcp_gateway_relayed_requests_waiting` | gauge, read at each scrape: requests of the gateway's own (a linked backend's, or a bridged input request) waiting for a 2025 client's answer | |
-//! | `mcp_gateway_stale_answer_bytes` | gauge, read at each scrape: bytes of last good list and discover answers kept for stale-if-error | |
-//! | `mcp_gateway_link_buffer_bytes` | gauge, read at each scrape: bytes linked backends (stdio, HTTP+SSE) sent calls that their clients have not read yet | |
-//! | `mcp_gateway_upstream_session_bytes` | gauge, read at each scrape: bytes the upstream 2025 sessions kept on this node weigh (mostly backends' initialize results) | |
-//! | `mcp_gateway_budget_held` | gauge, read at each scrape: what every principal holds of a budget together (book: docs/src/security.md, "Budgets") | `budget` (its fixed name), `unit` (`bytes`, `slots`; shown when the budget limits it) |
-//! | `mcp_gateway_budget_limit` | gauge: a budget's per-principal share and node ceiling (an unlimited one is not shown) | `budget`, `unit`, `limit` (`share`, `ceiling`) |
-//! | `mcp_gateway_budget_refusals_total` | counter: work a budget refused since the process started | `budget`, `limit` (the one that was spent: `share`, `ceiling`) |
-//! | `mcp_gateway_budget_kept_bytes` | gauge, read at each scrape: bytes held past a budget because they must be kept (a linked call's response, a stalled bridged session's one event), on their principals' shares and not towards the ceiling | `budget` |
-//! | `mcp_server_operation_duration_seconds` | histogram, `mcp.server.operation.duration` of the MCP semantic conventions: MCP messages the router served, to the answer's head | `mcp_method_name`, `mcp_protocol_version`, `error_type` |
-//! | `mcp_client_operation_duration_seconds` | histogram, `mcp.client.operation.duration`: upstream MCP requests, to the backend's answer | `mcp_method_name`, `error_type` |
-//! | `mcp_client_session_duration_seconds` | histogram, `mcp.client.session.duration`: upstream 2025 sessions this node opened, until it let go of them (ended with the last downstream session using it, forgotten after a 404, evicted) | `mcp_protocol_version` |
-//! | `mcp_server_session_duration_seconds` | histogram, `mcp.server.session.duration`: downstream 2025 sessions, from `initialize` to the DELETE that ended them (recorded by the node that served the DELETE, from the start time kept in the session record; a session that expires without a DELETE is not recorded) | `mcp_protocol_version` |
-//! | `mcp_gateway_breakers` | gauge, read at each scrape: how many of the router's circuit breakers (one per tenant and credentials of a backend) are in each state | `backend` (the backend's name; past `telemetry.max_backend_labels` distinct names (256), `other`), `state` (`closed`, `open`, `half_open`, `forced_open`, `forced_closed`, `disabled`) |
-//! | `mcp_breaker_calls_total`, `mcp_breaker_rejections_total`, `mcp_breaker_transitions_total`, `mcp_breaker_slow_calls_total` | counters of the router's circuit breakers (`mcp-breaker`), summed over the breakers of one backend name (its per-breaker `mcp_breaker_state` gauge is left out: one per name would show whichever tenant's breaker changed last) | `breaker` (the backend's name), ... |
+//! Every family, with its type, meaning and labels, is in [`metric_table`] (the binary prints it
+//! with `mcp-gateway metric-table`; the book's telemetry chapter shows it). Label values never
+//! come from a client's request; those from user configurations (virtual host and backend names)
+//! are capped by `telemetry.max_vhost_labels` and `telemetry.max_backend_labels`, past which they
+//! read `other`.
 //!
 //! ## Logs
 //!
@@ -190,6 +167,7 @@
 //! | `in_flight_share` | (inside the stack) each principal's share of requests in flight, the 429 past it (`limits.max_in_flight_per_principal`) |
 //! | `guarded_body` | (inside the stack) the response body that keeps a request's in-flight count or principal slot until it is dropped |
 //! | `admin` | [`AdminService`] |
+//! | `metrics` | the Prometheus recorder, request and scrape-time metrics, every family's catalog ([`metric_table`]) |
 //! | `auth` | [`build_validator`], [`hs256_secret`] |
 //! | `store` | [`check_documents`] |
 //! | `telemetry`, `shutdown` | [`init_tracing`], [`Telemetry`], [`TelemetryError`], [`shutdown_signal`] |
@@ -228,6 +206,7 @@ pub use check::{CheckReport, check_config};
 pub use error::GatewayError;
 pub use gateway::{BoundGateway, Gateway, GatewayBuilder};
 pub use json_posts::{DETAIL_UNSUPPORTED_MEDIA_TYPE, JsonPosts};
+pub use metrics::metric_table;
 pub use limits::{
     DETAIL_BODY_TOO_LARGE, DETAIL_MCP_HEADER_TOO_LARGE, DETAIL_ORIGIN, DETAIL_TOO_MANY_MCP_HEADERS,
 };

@@ -1,7 +1,7 @@
 //! The operator contract of the binary (book: docs/src/gateway.md): `check-config` (exit codes, messages naming
 //! the file and key, unsupported features), `token` (accepted by the same gateway; another
-//! secret's token rejected), `--print-config` (precedence, redaction), `config-keys` (the book's
-//! reference is its output), serve refusing a broken configuration before binding and exiting 1
+//! secret's token rejected), `--print-config` (precedence, redaction), `config-keys` and
+//! `metric-table` (the book's key and metric tables are their output), serve refusing a broken configuration before binding and exiting 1
 //! on a port in use (on either runtime).
 
 mod support;
@@ -312,6 +312,17 @@ fn print_config_shows_precedence_and_redacts_secrets() {
     assert!(out.contains("leeway_s = 30  # default"), "{out}");
 }
 
+/// What stands between a chapter's `<!-- {marker}:start -->` and `<!-- {marker}:end -->`: the
+/// table xtask generates there.
+fn generated(chapter: &str, marker: &str) -> String {
+    let path = format!("{}/../../docs/src/{chapter}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).expect(chapter);
+    text.split_once(&format!("<!-- {marker}:start -->\n"))
+        .and_then(|(_, rest)| rest.split_once(&format!("<!-- {marker}:end -->")))
+        .map(|(table, _)| table.to_owned())
+        .unwrap_or_else(|| panic!("the {marker} markers in docs/src/{chapter}"))
+}
+
 #[test]
 fn config_keys_is_the_books_reference() {
     let (code, out, _) = run_cli(&["config-keys"], &[]);
@@ -320,19 +331,20 @@ fn config_keys_is_the_books_reference() {
         assert!(out.contains(&format!("| `{}` |", spec.key)), "{}", spec.key);
         assert!(out.contains(&spec.env_name()), "{}", spec.key);
     }
-    let chapter = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../docs/src/configuration.md"
-    ))
-    .expect("docs/src/configuration.md");
-    let generated = chapter
-        .split_once("<!-- config-keys:start -->\n")
-        .and_then(|(_, rest)| rest.split_once("<!-- config-keys:end -->"))
-        .map(|(table, _)| table)
-        .expect("the config-keys markers in docs/src/configuration.md");
     assert!(
-        generated == out,
+        generated("configuration.md", "config-keys") == out,
         "docs/src/configuration.md has drifted from `mcp-gateway config-keys`: run `cargo xtask config-reference`"
+    );
+}
+
+#[test]
+fn metric_table_is_the_books_table() {
+    let (code, out, _) = run_cli(&["metric-table"], &[]);
+    assert_eq!(code, 0);
+    assert_eq!(out, mcp_gateway::metric_table());
+    assert!(
+        generated("telemetry.md", "metric-table") == out,
+        "docs/src/telemetry.md has drifted from `mcp-gateway metric-table`: run `cargo xtask metrics-reference`"
     );
 }
 

@@ -535,3 +535,67 @@ async fn breaker_states_are_counted_per_backend_name_not_one_gauge_per_tenant() 
     // No gauge per breaker name, which either tenant's breaker would overwrite.
     assert!(!text.contains("mcp_breaker_state{"), "{text}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_breaker_label_is_capped_and_every_family_is_in_the_metric_table() {
+    let alpha = TestBackend::start(BackendSpec::legacy("alpha")).await;
+    let beta = TestBackend::start(BackendSpec::legacy("beta")).await;
+    let gamma = TestBackend::start(BackendSpec::legacy("gamma")).await;
+    let dir = workdir("gw-breaker-labels");
+    support::write(
+        dir.path(),
+        "users.json",
+        &users_json(&[(
+            "alice",
+            "vh1",
+            &[
+                ("alpha", alpha.url()),
+                ("beta", beta.url()),
+                ("gamma", gamma.url()),
+            ],
+        )]),
+    );
+    // One backend name gets its own `breaker` label; the other two, chosen by a config author,
+    // are counted under `other`.
+    let config = base_config("max_backend_labels = 1\n");
+    let gw = GatewayProcess::start(dir.path(), &config, &[]).await;
+    let listed = modern(gw.addr, "alice", "vh1", "tools/list", json!({}), &[]).await;
+    assert_eq!(listed.status, 200, "{}", listed.text());
+    let metrics = admin_get(&gw, "/metrics").await;
+    let text = metrics.text();
+    let labels: std::collections::BTreeSet<&str> = text
+        .lines()
+        .filter(|line| line.starts_with("mcp_breaker_calls_total{"))
+        .filter_map(|line| line.split("breaker=\"").nth(1))
+        .filter_map(|rest| rest.split('"').next())
+        .collect();
+    assert_eq!(labels.len(), 2, "one own label and `other`: {text}");
+    assert!(labels.contains("other"), "{text}");
+    assert!(
+        labels
+            .iter()
+            .all(|label| ["alpha", "beta", "gamma", "other"].contains(label)),
+        "{text}"
+    );
+    // `other` sums the two backends past the cap: each served one tools/list.
+    assert!(
+        text.contains(r#"mcp_breaker_calls_total{breaker="other",outcome="success"} 2"#),
+        "{text}"
+    );
+
+    // Every family on /metrics is one the book's generated table names, with its type.
+    let table = mcp_gateway::metric_table();
+    let mut families = 0;
+    for line in text.lines() {
+        let Some(declared) = line.strip_prefix("# TYPE ") else {
+            continue;
+        };
+        let (name, kind) = declared.split_once(' ').expect("# TYPE name kind");
+        families += 1;
+        assert!(
+            table.contains(&format!("| `{name}` | {kind} |")),
+            "/metrics has {name} ({kind}), which `mcp-gateway metric-table` does not name:\n{table}"
+        );
+    }
+    assert!(families >= 10, "{text}");
+}

@@ -880,7 +880,7 @@ pub static KEYS: &[KeySpec] = &[
         "telemetry.max_backend_labels",
         I,
         Int(256),
-        "distinct backend names mcp_gateway_breakers is labelled with; past it a new backend is counted under backend=\"other\"",
+        "distinct backend names mcp_gateway_breakers (backend label) and the mcp_breaker_* counters (breaker label) are labelled with; past it a new backend is counted under \"other\"",
     ),
     key(
         "telemetry.otlp_endpoint",

@@ -391,10 +391,12 @@ impl Client {
                 MAX_SCOPED_ENTRIES,
                 SCOPED_IDLE,
             ),
+            breakers: BreakerRegistry::new()
+                .without_state_gauges()
+                .max_metric_labels(options.max_breaker_labels),
             options,
             ids: IdMint::new(node),
             client_info,
-            breakers: BreakerRegistry::new().without_state_gauges(),
             hubs: get_stream::Hubs::default(),
             stdio,
             owed: tokio_util::task::TaskTracker::new(),

@@ -46,6 +46,10 @@ pub struct UpstreamOptions {
     /// Circuit breaker defaults for every backend URL; a backend's `breaker` object overrides
     /// single keys.
     pub breaker: BreakerConfig,
+    /// Distinct backend names that label the breakers' `mcp_breaker_*` counters (default 256);
+    /// the breakers of later names count as `breaker="other"`. Backend names come from users'
+    /// configurations: without a cap they would set how many series the node exports.
+    pub max_breaker_labels: usize,
     /// What stdio backends may run: the operator's catalog, the allow-list of free-form commands,
     /// whether config authors are trusted. The default starts no stdio backend.
     pub stdio: StdioRules,
@@ -82,6 +86,7 @@ impl Default for UpstreamOptions {
             link_call_buffer_bytes: CALL_BYTES,
             link_call_buffer_messages: CALL_MESSAGES,
             breaker: BreakerConfig::default(),
+            max_breaker_labels: 256,
             stdio: StdioRules::default(),
             destinations: DestinationPolicy::default(),
             max_stdio_processes: 64,

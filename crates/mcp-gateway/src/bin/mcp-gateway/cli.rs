@@ -77,6 +77,8 @@ pub(crate) enum Command {
     Token(TokenArgs),
     /// Print every configuration key with its type, default and environment variable.
     ConfigKeys,
+    /// Print every metric on the admin listener's /metrics with its type, meaning and labels.
+    MetricTable,
     /// Manage user configurations in the configured store (file or Redis): checked like
     /// check-config before writing, written atomically, announced to every node.
     #[command(subcommand)]

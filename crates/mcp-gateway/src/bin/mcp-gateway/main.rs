@@ -5,6 +5,7 @@
 //! mcp-gateway check-config --config gateway.toml   # validate process + user config, exit 2 on error
 //! mcp-gateway token --config gateway.toml --sub alice [--ttl 1h]   # mint a dev token
 //! mcp-gateway config-keys                          # every key, default and environment variable
+//! mcp-gateway metric-table                         # every metric of /metrics, with its labels
 //! mcp-gateway users put|get|list|delete|check ...  # user configurations in the configured store
 //! mcp-gateway --print-config [--config ...]        # effective configuration, secrets redacted
 //! ```
@@ -54,9 +55,16 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<(), u8> {
     let command = cli.command.unwrap_or(Command::Serve);
-    if let Command::ConfigKeys = command {
-        print!("{}", mcp_gateway::config::reference_markdown());
-        return Ok(());
+    match command {
+        Command::ConfigKeys => {
+            print!("{}", mcp_gateway::config::reference_markdown());
+            return Ok(());
+        }
+        Command::MetricTable => {
+            print!("{}", mcp_gateway::metric_table());
+            return Ok(());
+        }
+        _ => {}
     }
     let file = config_file(cli.global.config.clone());
     let effective =
@@ -75,7 +83,7 @@ fn run(cli: Cli) -> Result<(), u8> {
         Command::Serve => serve(config, file),
         Command::CheckConfig => check(&config, file),
         Command::Token(args) => token(&config, &args),
-        Command::ConfigKeys => Ok(()),
+        Command::ConfigKeys | Command::MetricTable => Ok(()),
         Command::Users(users_command) => users(&config, users_command),
     }
 }

@@ -1,5 +1,5 @@
-//! Prometheus metrics through the `metrics` facade; the table of metrics is in the
-//! [crate docs](crate#metrics).
+//! Prometheus metrics through the `metrics` facade; every family, with its help text and
+//! labels, is in [`catalog`] (the book's table is generated from it).
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -10,29 +10,10 @@ use mcp_config_store::CacheStats;
 use metrics::{Counter, Gauge, Histogram};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
-pub(crate) const REQUESTS: &str = "mcp_gateway_requests_total";
-pub(crate) const DURATION: &str = "mcp_gateway_request_duration_seconds";
-pub(crate) const IN_FLIGHT: &str = "mcp_gateway_requests_in_flight";
-pub(crate) const CONNECTIONS: &str = "mcp_gateway_connections_open";
-pub(crate) const CACHE_HITS: &str = "mcp_gateway_config_cache_hits_total";
-pub(crate) const CACHE_MISSES: &str = "mcp_gateway_config_cache_misses_total";
-pub(crate) const CACHE_ERRORS: &str = "mcp_gateway_config_cache_load_errors_total";
-pub(crate) const STORE_READY: &str = "mcp_gateway_config_store_ready";
-pub(crate) const BUILD_INFO: &str = "mcp_gateway_build_info";
-pub(crate) const SSE_SESSIONS: &str = "mcp_gateway_sse_sessions_open";
-pub(crate) const PARKED_CALLS: &str = "mcp_gateway_parked_calls";
-pub(crate) const REPLAY_BYTES: &str = "mcp_gateway_replay_bytes";
-pub(crate) const NOTIFICATION_STREAMS: &str = "mcp_gateway_notification_streams_open";
-pub(crate) const BACKGROUND_RELAYS: &str = "mcp_gateway_background_relays";
-pub(crate) const RELAYED_REQUESTS: &str = "mcp_gateway_relayed_requests_waiting";
-pub(crate) const STALE_ANSWER_BYTES: &str = "mcp_gateway_stale_answer_bytes";
-pub(crate) const UPSTREAM_SESSION_BYTES: &str = "mcp_gateway_upstream_session_bytes";
-pub(crate) const LINK_BUFFER_BYTES: &str = "mcp_gateway_link_buffer_bytes";
-pub(crate) const BUDGET_HELD: &str = "mcp_gateway_budget_held";
-pub(crate) const BUDGET_LIMIT: &str = "mcp_gateway_budget_limit";
-pub(crate) const BUDGET_REFUSALS: &str = "mcp_gateway_budget_refusals_total";
-pub(crate) const BUDGET_KEPT: &str = "mcp_gateway_budget_kept_bytes";
-pub(crate) const BREAKERS: &str = "mcp_gateway_breakers";
+mod catalog;
+
+pub use catalog::metric_table;
+pub(crate) use catalog::*;
 
 /// Latency buckets in seconds: sub-millisecond gateway overhead up to long streamed calls.
 const BUCKETS: &[f64] = &[
@@ -95,89 +76,19 @@ pub(crate) fn handle() -> Option<PrometheusHandle> {
         .clone()
 }
 
+/// Gives every family of the catalog its `# HELP` text.
 fn describe() {
-    metrics::describe_counter!(
-        REQUESTS,
-        "HTTP requests answered, by MCP method, virtual host, status and outcome"
-    );
-    metrics::describe_histogram!(
-        DURATION,
-        metrics::Unit::Seconds,
-        "Time from request to response head"
-    );
-    metrics::describe_histogram!(
-        mcp_router::telemetry::SERVER_OPERATION_DURATION,
-        metrics::Unit::Seconds,
-        "mcp.server.operation.duration: MCP messages served, to the answer's head, by mcp_method_name, mcp_protocol_version and error_type"
-    );
-    metrics::describe_histogram!(
-        mcp_router::telemetry::CLIENT_OPERATION_DURATION,
-        metrics::Unit::Seconds,
-        "mcp.client.operation.duration: upstream MCP requests, to the backend's answer, by mcp_method_name and error_type"
-    );
-    metrics::describe_histogram!(
-        mcp_router::telemetry::CLIENT_SESSION_DURATION,
-        metrics::Unit::Seconds,
-        "mcp.client.session.duration: upstream 2025 sessions this node opened, until it let go of them, by mcp_protocol_version"
-    );
-    metrics::describe_histogram!(
-        mcp_router::telemetry::SERVER_SESSION_DURATION,
-        metrics::Unit::Seconds,
-        "mcp.server.session.duration: downstream 2025 sessions, from initialize to the DELETE that ended them (on whichever node), by mcp_protocol_version"
-    );
-    metrics::describe_gauge!(IN_FLIGHT, "Requests whose response head is not sent yet");
-    metrics::describe_gauge!(CONNECTIONS, "Open client connections by listener");
-    metrics::describe_counter!(
-        CACHE_HITS,
-        "User config cache hits (including single-flight waiters)"
-    );
-    metrics::describe_counter!(CACHE_MISSES, "User config cache misses (store reads)");
-    metrics::describe_counter!(
-        CACHE_ERRORS,
-        "User config loads that ended in a store error"
-    );
-    metrics::describe_gauge!(STORE_READY, "1 when the user config store is reachable");
-    metrics::describe_gauge!(BUILD_INFO, "Always 1; the version label tells the build");
-    metrics::describe_gauge!(
-        SSE_SESSIONS,
-        "Open 2024-11-05 SSE streams (virtual hosts with sse_downstream)"
-    );
-    metrics::describe_gauge!(
-        PARKED_CALLS,
-        "2025 backends' calls waiting for a 2026-07-28 client's input_required retry"
-    );
-    metrics::describe_gauge!(
-        REPLAY_BYTES,
-        "Bytes of events kept for 2025 sessions' Last-Event-ID replay"
-    );
-    metrics::describe_gauge!(
-        NOTIFICATION_STREAMS,
-        "Open 2025 GET streams and 2026-07-28 subscriptions/listen streams"
-    );
-    metrics::describe_gauge!(
-        BUDGET_HELD,
-        "What every principal holds of a budget on this node, by budget and unit (bytes, slots)"
-    );
-    metrics::describe_gauge!(
-        BUDGET_LIMIT,
-        "A budget's per-principal share and node ceiling, by budget, unit and limit (share, ceiling); an unlimited one is not shown"
-    );
-    metrics::describe_gauge!(
-        BREAKERS,
-        "The router's circuit breakers (one per tenant and credentials of a backend) by backend name and state, read at each scrape"
-    );
-    metrics::describe_gauge!(
-        BUDGET_KEPT,
-        "Bytes every principal holds of a budget past it because they must be kept (a call's response, the one event a stalled bridged session sends), on their principals' shares and not towards the ceiling"
-    );
-    metrics::describe_counter!(
-        BUDGET_REFUSALS,
-        "Work a budget refused since the process started, by budget and the limit that was spent (share, ceiling)"
-    );
-    metrics::describe_gauge!(
-        BACKGROUND_RELAYS,
-        "2025 POST response streams being relayed (they outlive a disconnect)"
-    );
+    for metric in METRICS {
+        let help = metric.help;
+        match (metric.kind, metric.seconds) {
+            (Kind::Counter, _) => metrics::describe_counter!(metric.name, help),
+            (Kind::Gauge, _) => metrics::describe_gauge!(metric.name, help),
+            (Kind::Histogram, true) => {
+                metrics::describe_histogram!(metric.name, metrics::Unit::Seconds, help);
+            }
+            (Kind::Histogram, false) => metrics::describe_histogram!(metric.name, help),
+        }
+    }
 }
 
 /// `ok` (1xx-3xx), `client_error` (4xx), `server_error` (5xx).

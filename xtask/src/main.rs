@@ -96,6 +96,7 @@ fn test(extra: &[String]) -> Result<(), String> {
     fuzz::check_builds()?;
     prerequisites::ensure_redis_server()?;
     prerequisites::ensure_haproxy()?;
+    prerequisites::ensure_promtool()?;
     interop::ensure_interop_peers()?;
     first_command::check()?;
     if run::has_nextest() {

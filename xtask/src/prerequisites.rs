@@ -40,23 +40,38 @@ pub(crate) fn ensure_haproxy() -> Result<(), String> {
     ensure_debian_program("haproxy", "the failover test will skip")
 }
 
+/// Makes sure `promtool` exists for the deployment test (`crates/mcp-gateway/tests/deploy.rs`
+/// checks `deploy/prometheus/alerts.yaml` with it). Debian ships it in the `prometheus` package.
+pub(crate) fn ensure_promtool() -> Result<(), String> {
+    ensure_debian_package(
+        "promtool",
+        "prometheus",
+        "the alert rules will not be checked (the deploy test will skip that part)",
+    )
+}
+
 /// Makes sure `program` (also the name of its Debian package) is on `PATH`: installed with
 /// apt-get when missing and we are root; an error under `CI=true`, elsewhere a loud warning
 /// ending in `consequence` (what goes without it).
 pub(crate) fn ensure_debian_program(program: &str, consequence: &str) -> Result<(), String> {
+    ensure_debian_package(program, program, consequence)
+}
+
+/// [`ensure_debian_program`] for a `program` that Debian ships in a package of another name.
+fn ensure_debian_package(program: &str, package: &str, consequence: &str) -> Result<(), String> {
     if run::on_path(program) {
         return Ok(());
     }
     if is_root() && run::on_path("apt-get") {
-        println!("xtask: {program} not found; installing Debian's {program}");
+        println!("xtask: {program} not found; installing Debian's {package}");
         run::program("apt-get", &["update", "-q"])?;
-        run::program("apt-get", &["install", "-y", "-q", program])?;
+        run::program("apt-get", &["install", "-y", "-q", package])?;
         if run::on_path(program) {
             return Ok(());
         }
     }
     let message = format!(
-        "{program} is not installed and could not be installed: install it (apt-get install {program})"
+        "{program} is not installed and could not be installed: install it (apt-get install {package})"
     );
     if in_ci() {
         Err(message)

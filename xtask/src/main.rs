@@ -6,7 +6,8 @@
 //!   from Debian's packages when running as root; the interop peers: Python MCP SDK 1.x and 2.x
 //!   venvs in `.venv/`, the TypeScript SDK and server-everything in `tests/interop/node/`), then
 //!   runs cargo-nextest (or `cargo test` when nextest is not installed) and the doc tests.
-//!   First runs `features`, and type-checks every fuzz target (`fuzz.rs`).
+//!   First runs `features`, and type-checks every fuzz target (`fuzz.rs`); after the tests,
+//!   builds the OCI image from the debug binary and runs its entrypoint (`image.rs`).
 //! - `features`: each layer crate checked alone with no default features and with each feature,
 //!   and every publishable crate packaged (see `features.rs`). Also run by `test`.
 //! - `conformance`: the `mcp-gateway` binary against the official MCP conformance suite and
@@ -21,6 +22,11 @@
 //!   `metrics-reference` its metric table.
 //! - `fuzz [--seconds N] [TARGET...]`: the cargo-fuzz targets of `fuzz/` (see `fuzz.rs`), N
 //!   seconds each (default 30); fails on a crash. Never part of `test` or `ci`.
+//! - `image [--binary PATH] [--tag TAG] [--output DIR]`: the gateway as an OCI image built
+//!   `FROM scratch` with podman, no base image pulled (see `image.rs`; default tag
+//!   `mcp-gateway:<version>`, default binary a fresh release build). `test` builds one from the
+//!   debug binary and runs its entrypoint (`podman run`, else chroot into the exported image);
+//!   `image --check` runs that step alone.
 //!
 //! Under `CI=true` a missing prerequisite is a failure (the tests themselves refuse to skip);
 //! elsewhere the Redis and interop tests print loudly that they skipped.
@@ -34,6 +40,7 @@ mod conformance;
 mod features;
 mod first_command;
 mod fuzz;
+mod image;
 mod interop;
 mod prerequisites;
 mod run;
@@ -61,6 +68,10 @@ Tasks:
   metrics-reference  regenerate the metric table of docs/src/telemetry.md
   fuzz    run the fuzz targets of fuzz/, N seconds each (--seconds N, default 30; TARGET...
           to pick some); installs cargo-fuzz when missing
+  image   build the gateway's OCI image FROM scratch with podman, pulling nothing (--binary
+          PATH: this binary instead of a release build; --tag TAG, default
+          mcp-gateway:<version>; --output DIR: the staged context, default <target>/image;
+          --check alone: only the image step of test)
 ";
 
 fn main() -> ExitCode {
@@ -72,6 +83,7 @@ fn main() -> ExitCode {
         Some("conformance") => conformance::conformance(&args[1..]),
         Some("bench") => bench::bench(&args[1..]),
         Some("fuzz") => fuzz::fuzz(&args[1..]),
+        Some("image") => image::image(&args[1..]),
         Some("book") => book::book(),
         Some("config-reference") => book::config_reference(),
         Some("metrics-reference") => book::metrics_reference(),
@@ -117,6 +129,8 @@ fn test(extra: &[String]) -> Result<(), String> {
     }
     // nextest does not run doc tests; they carry the crates' runnable examples.
     run::cargo(&["test", "--workspace", "--doc"])?;
+    // After the tests: the debug binary it packs is already built.
+    image::check()?;
     book::book()?;
     conformance::conformance(&[])
 }

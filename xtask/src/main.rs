@@ -109,6 +109,7 @@ fn test(extra: &[String]) -> Result<(), String> {
     prerequisites::ensure_redis_server()?;
     prerequisites::ensure_haproxy()?;
     prerequisites::ensure_promtool()?;
+    prerequisites::ensure_systemd_analyze()?;
     interop::ensure_interop_peers()?;
     first_command::check()?;
     if run::has_nextest() {

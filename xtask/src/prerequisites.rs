@@ -50,6 +50,17 @@ pub(crate) fn ensure_promtool() -> Result<(), String> {
     )
 }
 
+/// Makes sure `systemd-analyze` exists for the systemd test (`crates/mcp-gateway/tests/systemd.rs`
+/// runs `systemd-analyze verify` on `deploy/systemd/mcp-gateway.service`). Debian ships it in the
+/// `systemd` package, which installs and works without systemd running as init (in a container).
+pub(crate) fn ensure_systemd_analyze() -> Result<(), String> {
+    ensure_debian_package(
+        "systemd-analyze",
+        "systemd",
+        "the systemd unit will not be verified (the systemd test will skip that part)",
+    )
+}
+
 /// Makes sure `program` (also the name of its Debian package) is on `PATH`: installed with
 /// apt-get when missing and we are root; an error under `CI=true`, elsewhere a loud warning
 /// ending in `consequence` (what goes without it).

@@ -19,7 +19,7 @@ use crate::claims::Claims;
 #[cfg(feature = "jwks")]
 use crate::error::AuthError;
 #[cfg(feature = "jwks")]
-use crate::service::Shared;
+use crate::service::Current;
 
 /// The boxed validation of a request that waits for a JWKS fetch (rare: first use, unknown `kid`).
 #[cfg(feature = "jwks")]
@@ -52,7 +52,7 @@ pin_project! {
             validation: Validation,
             request: Option<Request<ReqBody>>,
             inner: Option<S>,
-            shared: Arc<Shared>,
+            current: Arc<Current>,
         },
         Called {
             #[pin]
@@ -104,14 +104,14 @@ where
         validation: Validation,
         request: Request<ReqBody>,
         inner: S,
-        shared: Arc<Shared>,
+        current: Arc<Current>,
     ) -> Self {
         Self {
             kind: Kind::Validating {
                 validation,
                 request: Some(request),
                 inner: Some(inner),
-                shared,
+                current,
             },
         }
     }
@@ -131,21 +131,21 @@ where
                 validation,
                 request,
                 inner,
-                shared,
+                current,
             } => {
                 let result = ready!(validation.as_mut().poll(cx));
                 let request = request.take().expect("future polled after completion");
                 let (mut parts, body) = request.into_parts();
                 let next = match result {
                     Ok(claims) => {
-                        shared.authenticate(&mut parts, claims);
+                        current.authenticate(&mut parts, claims);
                         let mut inner = inner.take().expect("future polled after completion");
                         Kind::Called {
                             future: inner.call(Request::from_parts(parts, body)),
                         }
                     }
                     Err(error) => Kind::Rejected {
-                        response: Some(shared.reject(&error, &parts)),
+                        response: Some(current.reject(&error, &parts)),
                     },
                 };
                 this.kind.set(next);

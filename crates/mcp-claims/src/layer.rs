@@ -49,14 +49,36 @@ impl ClaimsLayer {
         self.with_metadata(ResourceMetadata::Dynamic(Arc::new(make)))
     }
 
-    /// The validator the layer uses.
-    pub fn validator(&self) -> &JwtValidator {
-        &self.shared.validator
+    /// The validator the layer uses now.
+    pub fn validator(&self) -> JwtValidator {
+        self.shared.current().validator.clone()
+    }
+
+    /// Validates the next requests of every service this layer (or a clone of it) made with
+    /// `validator`: new keys, issuers or a new JWKS URL without a restart. Requests already
+    /// authenticated keep going, and a request waiting for a JWKS fetch finishes with the
+    /// validator it started with.
+    ///
+    /// ```
+    /// use jsonwebtoken::Algorithm;
+    /// use mcp_claims::{ClaimsLayer, Issuer, JwtValidator};
+    ///
+    /// let validator = |iss: &str| {
+    ///     let issuer = Issuer::new(iss).hmac_secret([7u8; 32], [Algorithm::HS256]);
+    ///     JwtValidator::builder().issuer(issuer).audience("mcp").build().unwrap()
+    /// };
+    /// let layer = ClaimsLayer::new(validator("https://old.example"));
+    /// let new = validator("https://new.example");
+    /// layer.clone().replace_validator(new);
+    /// assert!(layer.validator().issuers().any(|iss| iss == "https://new.example"));
+    /// ```
+    pub fn replace_validator(&self, validator: JwtValidator) {
+        self.shared.replace(validator);
     }
 
     fn with_metadata(self, metadata: ResourceMetadata) -> Self {
         Self {
-            shared: Arc::new(Shared::new(self.shared.validator.clone(), metadata)),
+            shared: Arc::new(Shared::new(self.validator(), metadata)),
         }
     }
 }

@@ -3,6 +3,8 @@
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use arc_swap::ArcSwap;
+
 use http::request::Parts;
 use http::{HeaderValue, Request, Response, header};
 use mcp_core::{ResponseBody, detail_response};
@@ -16,15 +18,46 @@ use crate::future::ResponseFuture;
 use crate::layer::ClaimsLayer;
 use crate::validator::{JwtValidator, Outcome};
 
-/// State shared by a layer and all its services.
+/// What a request is validated with: the validator and the challenges its required scopes make.
 #[derive(Debug)]
-pub(crate) struct Shared {
+pub(crate) struct Current {
     pub(crate) validator: JwtValidator,
     challenges: Challenges,
 }
 
+/// State shared by a layer and all its services: the current validator, which
+/// [`ClaimsLayer::replace_validator`] swaps for the next requests (a reload of keys or issuers
+/// without a restart), and the metadata its challenges are built with.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    current: ArcSwap<Current>,
+    metadata: ResourceMetadata,
+}
+
 impl Shared {
     pub(crate) fn new(validator: JwtValidator, metadata: ResourceMetadata) -> Self {
+        Self {
+            current: ArcSwap::from_pointee(Current::new(validator, metadata.clone())),
+            metadata,
+        }
+    }
+
+    /// What the next request is validated with.
+    pub(crate) fn current(&self) -> arc_swap::Guard<Arc<Current>> {
+        self.current.load()
+    }
+
+    /// Validates the next requests with `validator`; requests already past validation are not
+    /// affected, nor is a request waiting for a JWKS fetch (it finishes with the validator it
+    /// started with).
+    pub(crate) fn replace(&self, validator: JwtValidator) {
+        self.current
+            .store(Arc::new(Current::new(validator, self.metadata.clone())));
+    }
+}
+
+impl Current {
+    fn new(validator: JwtValidator, metadata: ResourceMetadata) -> Self {
         let challenges = Challenges::new(metadata, validator.required_scopes());
         Self {
             validator,
@@ -52,7 +85,7 @@ impl Shared {
     }
 }
 
-impl Shared {
+impl Current {
     /// Inserts the extensions of an authenticated request: the principal, the claims, and when
     /// the token stops being valid (`exp` plus the leeway: long-lived streams end then).
     pub(crate) fn authenticate(&self, parts: &mut Parts, claims: Claims) {
@@ -130,8 +163,9 @@ where
 
     fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
         let (mut parts, body) = request.into_parts();
+        let current = self.shared.current();
         let result = match bearer_token(&parts.headers) {
-            Ok(token) => match self.shared.validator.check_cached(token) {
+            Ok(token) => match current.validator.check_cached(token) {
                 Outcome::Done(result) => result,
                 #[cfg(feature = "jwks")]
                 Outcome::Fetch { source, seen } => {
@@ -139,8 +173,8 @@ where
                     return self.fetch_then_call(
                         Request::from_parts(parts, body),
                         token,
-                        source,
-                        seen,
+                        (source, seen),
+                        Arc::clone(&current),
                     );
                 }
             },
@@ -148,10 +182,10 @@ where
         };
         match result {
             Ok(claims) => {
-                self.shared.authenticate(&mut parts, claims);
+                current.authenticate(&mut parts, claims);
                 ResponseFuture::called(self.inner.call(Request::from_parts(parts, body)))
             }
-            Err(error) => ResponseFuture::rejected(self.shared.reject(&error, &parts)),
+            Err(error) => ResponseFuture::rejected(current.reject(&error, &parts)),
         }
     }
 }
@@ -164,8 +198,8 @@ impl<S> ClaimsService<S> {
         &mut self,
         request: Request<ReqBody>,
         token: String,
-        source: Arc<crate::jwks::JwksSource>,
-        seen: u64,
+        (source, seen): (Arc<crate::jwks::JwksSource>, u64),
+        current: Arc<Current>,
     ) -> ResponseFuture<S, ReqBody, ResBody>
     where
         S: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone,
@@ -174,10 +208,10 @@ impl<S> ClaimsService<S> {
         // (tower-service docs, "Be careful when cloning inner services").
         let clone = self.inner.clone();
         let inner = std::mem::replace(&mut self.inner, clone);
-        let validator = self.shared.validator.clone();
+        let validator = current.validator.clone();
         let validation =
             Box::pin(async move { validator.validate_after_fetch(&token, &source, seen).await });
-        ResponseFuture::validating(validation, request, inner, Arc::clone(&self.shared))
+        ResponseFuture::validating(validation, request, inner, current)
     }
 }
 
@@ -269,6 +303,47 @@ mod tests {
         let exp = get_current_timestamp() + 60;
         assert_eq!(seen(exp.into()).await, (exp + 30).to_string());
         assert_eq!(seen(serde_json::json!(1e30)).await, "none");
+    }
+
+    /// A replaced validator decides the next requests of every service the layer made; a
+    /// request is never checked against a mix of the two.
+    #[tokio::test]
+    async fn a_replaced_validator_decides_the_next_requests() {
+        let inner = service_fn(|_: Request<Full<Bytes>>| async move {
+            Ok::<_, Infallible>(Response::new(Full::new(Bytes::new())))
+        });
+        let with_secret = |secret: &'static [u8]| {
+            JwtValidator::builder()
+                .issuer(Issuer::new("iss").hmac_secret(secret, [Algorithm::HS256]))
+                .audience("aud")
+                .build()
+                .expect("config")
+        };
+        let layer = ClaimsLayer::new(with_secret(b"old"));
+        let service = tower_layer::Layer::layer(&layer, inner);
+        let status = |secret: &'static [u8]| {
+            let service = service.clone();
+            async move {
+                let claims = serde_json::json!({"iss": "iss", "sub": "bob", "aud": "aud",
+                    "exp": get_current_timestamp() + 60});
+                let token = encode(
+                    &Header::new(Algorithm::HS256),
+                    &claims,
+                    &EncodingKey::from_secret(secret).expect("key"),
+                )
+                .expect("token");
+                let request = Request::builder()
+                    .header(header::AUTHORIZATION, format!("Bearer {token}"))
+                    .body(Full::new(Bytes::new()))
+                    .expect("request");
+                service.oneshot(request).await.expect("infallible").status()
+            }
+        };
+        assert_eq!(status(b"old").await, StatusCode::OK);
+        assert_eq!(status(b"new").await, StatusCode::UNAUTHORIZED);
+        layer.replace_validator(with_secret(b"new"));
+        assert_eq!(status(b"new").await, StatusCode::OK);
+        assert_eq!(status(b"old").await, StatusCode::UNAUTHORIZED);
     }
 
     #[tokio::test]

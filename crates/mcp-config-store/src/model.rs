@@ -60,6 +60,11 @@ pub struct VirtualHostConfig {
     /// Also serve the 2024-11-05 SSE transport at `/servers/{vhost}/sse` (default `false`).
     #[serde(default, skip_serializing_if = "is_false")]
     pub sse_downstream: bool,
+    /// Ask for tool arguments and results (and prompt arguments, resource contents) in the
+    /// gateway's audit trail for this virtual host (default `false`). Honoured only where the
+    /// operator allows payload recording; otherwise records never carry payloads.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub audit_payloads: bool,
 }
 
 /// Public naming scheme of a virtual host (book: docs/src/architecture.md).
@@ -436,6 +441,7 @@ mod tests {
         "vh1": {
             "naming": "auto",
             "sse_downstream": true,
+            "audit_payloads": true,
             "backends": {
                 "weather": {
                     "url": "http://127.0.0.1:9001/mcp",
@@ -471,6 +477,7 @@ mod tests {
         let vh1 = &cfg.virtual_hosts["vh1"];
         assert_eq!(vh1.naming, Naming::Auto);
         assert!(vh1.sse_downstream);
+        assert!(vh1.audit_payloads);
 
         let w = &vh1.backends["weather"];
         assert_eq!(
@@ -503,6 +510,7 @@ mod tests {
         let vh2 = &cfg.virtual_hosts["vh2"];
         assert_eq!(vh2.naming, Naming::Prefix);
         assert!(!vh2.sse_downstream);
+        assert!(!vh2.audit_payloads);
         assert!(cfg.warnings().is_empty());
     }
 

@@ -3,14 +3,14 @@
 //! | path | answer |
 //! |---|---|
 //! | `GET /healthz` | `200 {"status":"ok"}` while the process serves (liveness) |
-//! | `GET /readyz` | `200 {"status":"ready","checks":{...}}`, or `503 {"status":"unready",...}` when the user config store is unreachable or the gateway is draining; `checks.backends` has one row per backend name called so far: the worst state of its breakers (one per tenant and credentials), how many there are and how many are not closed, and their trips, never a URL or a principal (a URL may carry credentials in its query or userinfo); detail only: an open breaker does not make the gateway unready |
+//! | `GET /readyz` | `200 {"status":"ready","config":{"generation":N},"checks":{...}}` (`generation`: 1 at start, one more per applied reload), or `503 {"status":"unready",...}` when the user config store is unreachable or the gateway is draining; `checks.backends` has one row per backend name called so far: the worst state of its breakers (one per tenant and credentials), how many there are and how many are not closed, and their trips, never a URL or a principal (a URL may carry credentials in its query or userinfo); detail only: an open breaker does not make the gateway unready |
 //! | `GET /metrics` | Prometheus text format (every family: [`crate::metric_table`]) |
 
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
@@ -28,6 +28,8 @@ use crate::store::UserStore;
 /// State behind the admin endpoints.
 pub(crate) struct AdminState {
     pub(crate) store: UserStore,
+    /// The process configuration generation running (1 at start, one more per applied reload).
+    pub(crate) config_generation: Arc<AtomicU64>,
     pub(crate) metrics: Option<PrometheusHandle>,
     pub(crate) draining: AtomicBool,
     /// The router's circuit breakers, shown in the readiness detail and counted in `/metrics`.
@@ -57,6 +59,7 @@ impl AdminState {
         let ready = store.ready && !draining && plugins_ready;
         let body = json!({
             "status": if ready { "ready" } else { "unready" },
+            "config": { "generation": self.config_generation.load(Ordering::Relaxed) },
             "checks": {
                 "config_store": store.detail,
                 "draining": draining,

@@ -7,9 +7,10 @@
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
+use arc_swap::ArcSwap;
 use hyper_util::server::graceful::GracefulShutdown;
 use mcp_claims::{ClaimsLayer, JwtValidator};
 use mcp_config_store::{ConfigStoreLayer, PrincipalKey, UserConfigStore, VirtualHostConfigLayer};
@@ -44,6 +45,7 @@ use crate::metadata::ResourceMetadata;
 use crate::metrics;
 use crate::per_core::{self, Cores, Owed};
 use crate::plugins::Plugins;
+use crate::reload::{self, Reloader};
 use crate::routed::Routed;
 use crate::server::{AcceptLoop, Builders};
 use crate::service::{GatewayService, McpStack, Shared};
@@ -72,6 +74,7 @@ pub struct Gateway {
     destinations: DestinationPolicy,
     /// The router, for the messages it owes backends at shutdown ([`McpRouter::settle`]).
     router: McpRouter,
+    reloader: Reloader,
 }
 
 impl std::fmt::Debug for Gateway {
@@ -178,13 +181,17 @@ impl GatewayBuilder {
     /// key), [`GatewayError::Store`] when Redis refuses the connection.
     pub async fn build(self) -> Result<Gateway, GatewayError> {
         let config = Arc::new(self.config);
+        let given_validator = self.validator.is_some();
         let validator = match self.validator {
             Some(v) => v,
             None => auth::build_validator(&config, self.hs256_secret.as_deref())?,
         };
-        let tls = match &config.listen.tls {
-            Some(files) => Some(tls::acceptor(&config, files)?),
-            None => None,
+        let (tls, server_cert) = match &config.listen.tls {
+            Some(files) => {
+                let (acceptor, cert) = tls::acceptor(&config, files)?;
+                (Some(acceptor), Some(cert))
+            }
+            None => (None, None),
         };
         let sealing = auth::sealing_secret(&config, self.sealing_secret.as_deref())?;
         let store = match self.store {
@@ -217,9 +224,10 @@ impl GatewayBuilder {
             sessions,
             bus,
             plugins.as_ref().map(|p| Arc::clone(&p.runtime)),
-            self.backend_layers,
+            crate::audit::with_audit(self.backend_layers, &config)?,
         );
         let breakers = router.breakers().clone();
+        let reloading = router.clone();
         let parked = router.clone();
         let held = router.clone();
         let settling = router.clone();
@@ -238,17 +246,42 @@ impl GatewayBuilder {
         // Several trusted issuers may each have an `alice`: their configurations are looked up
         // (and cached) under `<issuer>#<sub>` then (mcp_config_store::lookup_key).
         let key = PrincipalKey::for_issuer_count(config.auth.jwt.issuers.len());
+        // The layer the stack uses is the one a reload swaps the validator of.
+        let claims = {
+            let metadata = Arc::clone(&metadata);
+            ClaimsLayer::new(validator).resource_metadata_fn(move |parts: &http::request::Parts| {
+                metadata.url_for_request(parts)
+            })
+        };
         let mcp = build_stack(
-            validator,
+            claims.clone(),
             store.shared(),
             key,
             bridged,
-            Arc::clone(&metadata),
             in_flight.clone(),
         );
+        let limits = Arc::new(ArcSwap::from_pointee(RequestLimits::from_config(&config)));
+        // The documents a reload replaces (the challenge URLs come from `metadata`, which a
+        // reload cannot change: `auth.public_url` and the path pattern need a restart).
+        let documents = Arc::new(ArcSwap::new(Arc::clone(&metadata)));
+        let generation = Arc::new(AtomicU64::new(1));
+        let reloader = Reloader::new(
+            Arc::clone(&config),
+            Arc::clone(&generation),
+            reload::Parts {
+                claims: (!given_validator).then_some(claims),
+                hs256_secret: self.hs256_secret,
+                tls: server_cert,
+                destinations: destinations.clone(),
+                router: reloading,
+                store_rules: store.rules(),
+                limits: Arc::clone(&limits),
+                metadata: Arc::clone(&documents),
+            },
+        );
         let shared = Arc::new(Shared {
-            limits: RequestLimits::from_config(&config),
-            metadata,
+            limits,
+            metadata: documents,
             access_log: config.telemetry.access_log,
             metrics: Arc::new(metrics::RequestMetrics::new(
                 config.telemetry.max_vhost_labels,
@@ -256,6 +289,7 @@ impl GatewayBuilder {
         });
         let admin = Arc::new(AdminState {
             store,
+            config_generation: generation,
             metrics: metrics::handle(),
             draining: AtomicBool::new(false),
             breakers,
@@ -275,6 +309,8 @@ impl GatewayBuilder {
                     .into_iter()
                     .chain(held.budgets())
                     .collect(),
+                node_bus_subscribed: held.node_bus_subscribed(),
+                node_bus_publish_failures: held.node_bus_publish_failures(),
             }),
         });
         Ok(Gateway {
@@ -284,6 +320,7 @@ impl GatewayBuilder {
             tls,
             destinations,
             router: settling,
+            reloader,
         })
     }
 }
@@ -447,15 +484,12 @@ fn session_check_interval(idle: Duration) -> Duration {
 /// router (with the SSE bridge, whose `…/sse` and `…/messages` paths the vhost layer lets through
 /// next to `…/mcp`).
 fn build_stack(
-    validator: JwtValidator,
+    claims: ClaimsLayer,
     store: Arc<dyn UserConfigStore>,
     key: PrincipalKey,
     router: SseBridge<McpRouter>,
-    metadata: Arc<ResourceMetadata>,
     in_flight: Budget,
 ) -> McpStack {
-    let claims = ClaimsLayer::new(validator)
-        .resource_metadata_fn(move |parts: &http::request::Parts| metadata.url_for_request(parts));
     let routed = JsonPosts::new(Routed::new(router));
     let vhost_config = VirtualHostConfigLayer::new().layer(routed);
     let config_store = ConfigStoreLayer::from_shared(store)
@@ -509,6 +543,12 @@ impl Gateway {
     /// [`serve`]: BoundGateway::serve
     pub async fn settle(&self, within: Duration) -> bool {
         self.router.settle(within).await
+    }
+
+    /// Applies new process configurations without a restart (the binary calls it on SIGHUP and
+    /// on a change of its configuration file).
+    pub fn reloader(&self) -> Reloader {
+        self.reloader.clone()
     }
 
     /// The admin endpoints (`/metrics`, `/healthz`, `/readyz`) as a tower service.

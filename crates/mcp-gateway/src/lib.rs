@@ -144,6 +144,18 @@
 //! path, MCP method header) and, with `telemetry.access_log`, ends with one `request` event
 //! carrying the MCP method and tool or prompt the router served (`mcp.method`, `mcp.name`, of
 //! either era), the virtual host, status and latency. Tokens, secrets and bodies are never logged.
+//! Every line logged while a request is served carries its `trace_id` when it has one (the
+//! router's server span's, `_meta.traceparent`'s with the audit trail on, or the `traceparent`
+//! header's): the first member of a JSON line.
+//!
+//! ## Audit trail
+//!
+//! With `telemetry.audit.target = "stdout"` or `"file"` (off by default), one JSON line per MCP
+//! operation (`mcp_router::audit`): caller, virtual host, backend, method, tool/prompt/URI,
+//! outcome, latency, bytes; arguments and results only where `telemetry.audit.payloads =
+//! "per_vhost"` and the virtual host sets `audit_payloads`. A writer thread drains a bounded queue;
+//! a record that finds it full is dropped and counted (`mcp_gateway_audit_dropped_total`), never
+//! waited for.
 //!
 //! ## Traces
 //!
@@ -171,8 +183,10 @@
 //! | `auth` | [`build_validator`], [`hs256_secret`] |
 //! | `store` | [`check_documents`] |
 //! | `telemetry`, `shutdown` | [`init_tracing`], [`Telemetry`], [`TelemetryError`], [`shutdown_signal`] |
+//! | `audit` | the audit trail's JSON lines writer (`[telemetry.audit]`) |
 
 mod admin;
+mod audit;
 mod auth;
 mod body;
 mod check;
@@ -188,6 +202,7 @@ mod metadata;
 mod metrics;
 mod per_core;
 mod plugins;
+mod reload;
 pub mod routed;
 mod server;
 mod service;
@@ -206,10 +221,11 @@ pub use check::{CheckReport, check_config};
 pub use error::GatewayError;
 pub use gateway::{BoundGateway, Gateway, GatewayBuilder};
 pub use json_posts::{DETAIL_UNSUPPORTED_MEDIA_TYPE, JsonPosts};
-pub use metrics::metric_table;
 pub use limits::{
     DETAIL_BODY_TOO_LARGE, DETAIL_MCP_HEADER_TOO_LARGE, DETAIL_ORIGIN, DETAIL_TOO_MANY_MCP_HEADERS,
 };
+pub use metrics::metric_table;
+pub use reload::{ReloadError, Reloaded, Reloader, STDIO_CATALOG};
 pub use service::{GatewayService, ResponseFuture};
 pub use shutdown::shutdown_signal;
 pub use store::{DocumentReport, check_documents};

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll, ready};
 use std::time::Instant;
 
+use arc_swap::ArcSwap;
 use bytes::Bytes;
 use http::{Request, Response, StatusCode, Uri};
 use http_body::Body;
@@ -58,8 +59,10 @@ pub(crate) type StackBody = ResponseBody<
 /// State shared by every clone of a [`GatewayService`].
 #[derive(Debug)]
 pub(crate) struct Shared {
-    pub(crate) limits: RequestLimits,
-    pub(crate) metadata: Arc<ResourceMetadata>,
+    /// Replaced by a reload (`limits.max_mcp_headers`, `limits.max_mcp_header_bytes`).
+    pub(crate) limits: Arc<ArcSwap<RequestLimits>>,
+    /// Replaced by a reload (its `authorization_servers` default to the issuers).
+    pub(crate) metadata: Arc<ArcSwap<ResourceMetadata>>,
     pub(crate) access_log: bool,
     pub(crate) metrics: Arc<RequestMetrics>,
 }
@@ -112,12 +115,24 @@ where
             .and_then(|v| v.to_str().ok())
             .and_then(Method::from_name)
             .map_or("-", Method::as_str);
+        // `trace_id`: the client's `traceparent` header's trace, replaced by the router's reading
+        // (the server span's trace, or `params._meta.traceparent`): every log line of the
+        // request carries it (`telemetry::TraceIdJson`).
         let span = tracing::info_span!(
             "request",
             http.method = %req.method(),
             path = %req.uri().path(),
             mcp.method = mcp_method,
+            trace_id = tracing::field::Empty,
         );
+        if let Some(trace_id) = req
+            .headers()
+            .get("traceparent")
+            .and_then(|v| v.to_str().ok())
+            .and_then(mcp_router::telemetry::traceparent_trace_id)
+        {
+            span.record("trace_id", trace_id);
+        }
         let log = Log {
             started: Instant::now(),
             mcp_method,
@@ -132,9 +147,9 @@ where
         let kind = if ResourceMetadata::handles(path) {
             let (parts, _body) = req.into_parts();
             Kind::Ready {
-                response: Some(self.shared.metadata.respond(&parts)),
+                response: Some(self.shared.metadata.load().respond(&parts)),
             }
-        } else if let Some((status, text)) = self.shared.limits.check(req.headers()) {
+        } else if let Some((status, text)) = self.shared.limits.load().check(req.headers()) {
             Kind::Ready {
                 response: Some(detail(status, text)),
             }

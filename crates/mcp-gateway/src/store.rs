@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use arc_swap::ArcSwap;
 use deadpool_redis::redis;
 use mcp_config_store::{
     CacheStats, CachedStore, FileStore, FileStoreError, RedisStore, RedisStoreConfig,
@@ -35,6 +36,7 @@ enum Backing {
 pub(crate) struct UserStore {
     cached: CachedStore<Arc<dyn UserConfigStore>>,
     backing: Arc<Backing>,
+    rules: OperatorRulesCell,
 }
 
 /// A store's state for `/readyz`.
@@ -63,17 +65,18 @@ impl UserStore {
     /// Opens the configured store. A file store is read and checked now (an invalid or unsupported
     /// document fails the start); a Redis store does not need Redis to be up.
     pub(crate) async fn open(config: &GatewayConfig) -> Result<Self, GatewayError> {
+        let rules: OperatorRulesCell =
+            Arc::new(ArcSwap::from_pointee(OperatorRules::from_config(config)));
         let (store, backing): (Arc<dyn UserConfigStore>, Backing) = match config.config_store.kind {
             StoreKind::File => {
                 let file = open_file(config).await?;
                 let doc = file.document();
-                let rules = OperatorRules::from_config(config);
-                let (errors, mut warnings) = check_document(&doc, &rules);
+                let (errors, mut warnings) = check_document(&doc, &rules.load());
                 let source = Source::File(file.path().to_path_buf());
                 if let Some(e) = findings_error(&source, errors) {
                     return Err(e.into());
                 }
-                warnings.extend(document_notices(&doc, &rules));
+                warnings.extend(document_notices(&doc, &rules.load()));
                 for warning in warnings {
                     tracing::warn!(file = %file.path().display(), warning = %warning, "user configuration warning");
                 }
@@ -82,22 +85,33 @@ impl UserStore {
                 {
                     tracing::warn!(file = %file.path().display(), warning = %finding, "user configuration never used");
                 }
-                (Checked::wrap(file.clone(), config), Backing::File(file))
+                (Checked::wrap(file.clone(), &rules), Backing::File(file))
             }
             StoreKind::Redis => {
                 let redis = open_redis(config).await?;
-                (Checked::wrap(redis, config), Backing::Redis)
+                (Checked::wrap(redis, &rules), Backing::Redis)
             }
         };
-        Ok(Self::wrap(store, backing, config))
+        Ok(Self::wrap(store, backing, rules, config))
     }
 
     /// A store provided by an integrator.
     pub(crate) fn custom(store: Arc<dyn UserConfigStore>, config: &GatewayConfig) -> Self {
-        Self::wrap(store, Backing::Custom, config)
+        let rules = Arc::new(ArcSwap::from_pointee(OperatorRules::from_config(config)));
+        Self::wrap(store, Backing::Custom, rules, config)
     }
 
-    fn wrap(store: Arc<dyn UserConfigStore>, backing: Backing, config: &GatewayConfig) -> Self {
+    /// The rules loaded configurations are checked against, for a reload to replace.
+    pub(crate) fn rules(&self) -> OperatorRulesCell {
+        Arc::clone(&self.rules)
+    }
+
+    fn wrap(
+        store: Arc<dyn UserConfigStore>,
+        backing: Backing,
+        rules: OperatorRulesCell,
+        config: &GatewayConfig,
+    ) -> Self {
         let c = &config.config_store;
         let cached = CachedStore::builder(store)
             .max_capacity(c.cache_max_entries)
@@ -107,6 +121,7 @@ impl UserStore {
         Self {
             cached,
             backing: Arc::new(backing),
+            rules,
         }
     }
 
@@ -228,14 +243,20 @@ pub(crate) async fn open_redis(config: &GatewayConfig) -> Result<RedisStore, Gat
 /// is refused when loaded (500, the findings logged with their paths), never half-served.
 struct Checked<S> {
     inner: S,
-    rules: Arc<OperatorRules>,
+    rules: OperatorRulesCell,
 }
 
+/// The operator's rules every loaded user configuration is checked against, which a reload
+/// replaces (the stdio catalog and allow-list): configurations loaded from then on are checked
+/// against the new ones. Cached configurations are not checked again; the router applies the new
+/// stdio rules to them anyway when it starts a process.
+pub(crate) type OperatorRulesCell = Arc<ArcSwap<OperatorRules>>;
+
 impl<S: UserConfigStore> Checked<S> {
-    fn wrap(inner: S, config: &GatewayConfig) -> Arc<dyn UserConfigStore> {
+    fn wrap(inner: S, rules: &OperatorRulesCell) -> Arc<dyn UserConfigStore> {
         Arc::new(Self {
             inner,
-            rules: Arc::new(OperatorRules::from_config(config)),
+            rules: Arc::clone(rules),
         })
     }
 }
@@ -243,7 +264,7 @@ impl<S: UserConfigStore> Checked<S> {
 impl<S: UserConfigStore> UserConfigStore for Checked<S> {
     fn load(&self, subject: Arc<str>) -> mcp_config_store::LoadFuture {
         let loading = self.inner.load(Arc::clone(&subject));
-        let rules = Arc::clone(&self.rules);
+        let rules = self.rules.load_full();
         Box::pin(async move {
             let Some(config) = loading.await? else {
                 return Ok(None);

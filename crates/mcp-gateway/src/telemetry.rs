@@ -20,10 +20,13 @@ use opentelemetry_otlp::{Protocol, WithExportConfig};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::{Sampler, SdkTracerProvider};
-use tracing_subscriber::EnvFilter;
+use tracing::field::{Field, Visit};
+use tracing::span::Record;
 use tracing_subscriber::field::RecordFields;
-use tracing_subscriber::fmt::FormatFields;
-use tracing_subscriber::fmt::format::Writer;
+use tracing_subscriber::fmt::format::{Format, Json, Writer};
+use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields, FormattedFields};
+use tracing_subscriber::registry::LookupSpan;
+use tracing_subscriber::{EnvFilter, reload};
 
 use crate::config::{LogFormat, TelemetryConfig};
 
@@ -62,9 +65,22 @@ pub enum TelemetryError {
 
 /// What [`init_tracing`] installed; dropping it flushes and stops the span exporter.
 #[must_use = "dropping it stops exporting spans"]
-#[derive(Debug)]
 pub struct Telemetry {
     provider: Option<SdkTracerProvider>,
+    /// Replaces the log filter; `None` when `RUST_LOG` set it (it wins over the configuration).
+    log_filter: Option<FilterSetter>,
+}
+
+/// Replaces the installed subscriber's filter.
+type FilterSetter = Box<dyn Fn(EnvFilter) -> Result<(), String> + Send + Sync>;
+
+impl std::fmt::Debug for Telemetry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Telemetry")
+            .field("exports_traces", &self.exports_traces())
+            .field("log_level_reloadable", &self.log_filter.is_some())
+            .finish()
+    }
 }
 
 impl Telemetry {
@@ -72,6 +88,35 @@ impl Telemetry {
     pub fn exports_traces(&self) -> bool {
         self.provider.is_some()
     }
+
+    /// Filters the log from now on by `level` (`telemetry.log_level` syntax, e.g. `debug` or
+    /// `info,mcp_router=debug`): a reload's new level. `Ok(false)` when `RUST_LOG` set the filter
+    /// at start, which wins over the configuration, so nothing changed.
+    ///
+    /// # Errors
+    ///
+    /// [`TelemetryError::Filter`] for a level that does not parse (the filter stays).
+    pub fn set_log_level(&self, level: &str) -> Result<bool, TelemetryError> {
+        let Some(set) = &self.log_filter else {
+            return Ok(false);
+        };
+        let filter = EnvFilter::builder()
+            .parse(level)
+            .map_err(|e| TelemetryError::Filter {
+                setting: "telemetry.log_level",
+                message: e.to_string(),
+            })?;
+        set(filter).map_err(|message| TelemetryError::Filter {
+            setting: "telemetry.log_level",
+            message,
+        })?;
+        Ok(true)
+    }
+}
+
+/// The setter of a reloadable filter's handle.
+fn filter_setter<S: 'static>(handle: reload::Handle<EnvFilter, S>) -> FilterSetter {
+    Box::new(move |filter| handle.reload(filter).map_err(|e| e.to_string()))
 }
 
 impl Drop for Telemetry {
@@ -93,6 +138,7 @@ impl Drop for Telemetry {
 ///
 /// An invalid filter, a subscriber already installed, or an exporter that cannot be built.
 pub fn init_tracing(config: &TelemetryConfig) -> Result<Telemetry, TelemetryError> {
+    let rust_log = std::env::var("RUST_LOG").is_ok_and(|directives| !directives.trim().is_empty());
     let filter = match std::env::var("RUST_LOG") {
         Ok(directives) if !directives.trim().is_empty() => EnvFilter::builder()
             .parse(&directives)
@@ -107,23 +153,40 @@ pub fn init_tracing(config: &TelemetryConfig) -> Result<Telemetry, TelemetryErro
                 message: e.to_string(),
             })?,
     };
+    // A reload may set another level (Telemetry::set_log_level), unless RUST_LOG set the filter:
+    // then the filter is installed without the reload layer (its lock on every span event).
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
-    let result = match config.log_format {
-        LogFormat::Json => builder
-            .json()
-            .flatten_event(true)
-            .with_current_span(false)
-            .with_span_list(false)
-            .fmt_fields(NoSpanFields)
-            .try_init(),
-        LogFormat::Pretty => builder
+    let result = match (config.log_format, rust_log) {
+        (LogFormat::Json, false) => {
+            let builder = builder
+                .fmt_fields(TraceIdFields)
+                .event_format(TraceIdJson::new())
+                .with_filter_reloading();
+            let setter = filter_setter(builder.reload_handle());
+            builder.try_init().map(|()| Some(setter))
+        }
+        (LogFormat::Json, true) => builder
+            .fmt_fields(TraceIdFields)
+            .event_format(TraceIdJson::new())
+            .try_init()
+            .map(|()| None),
+        (LogFormat::Pretty, false) => {
+            let builder = builder
+                .with_target(false)
+                .with_ansi(std::io::stderr().is_terminal())
+                .with_filter_reloading();
+            let setter = filter_setter(builder.reload_handle());
+            builder.try_init().map(|()| Some(setter))
+        }
+        (LogFormat::Pretty, true) => builder
             .with_target(false)
             .with_ansi(std::io::stderr().is_terminal())
-            .try_init(),
+            .try_init()
+            .map(|()| None),
     };
-    result.map_err(|e| TelemetryError::Subscriber(e.to_string()))?;
+    let log_filter = result.map_err(|e| TelemetryError::Subscriber(e.to_string()))?;
     let provider = tracer_provider(config)?;
     if let Some(provider) = &provider {
         global::set_text_map_propagator(TraceContextPropagator::new());
@@ -131,7 +194,10 @@ pub fn init_tracing(config: &TelemetryConfig) -> Result<Telemetry, TelemetryErro
         mcp_router::telemetry::enable_tracing();
         tracing::info!("exporting traces over OTLP/HTTP");
     }
-    Ok(Telemetry { provider })
+    Ok(Telemetry {
+        provider,
+        log_filter,
+    })
 }
 
 fn env(name: &str) -> Option<String> {
@@ -197,18 +263,107 @@ fn sampler(name: &str, ratio: f64) -> Sampler {
     }
 }
 
-/// The span field formatter of the JSON format: its lines carry no span data (no current span,
-/// no span list), so the fields of the span every request opens are never formatted (formatting
-/// them as JSON cost about 4% of the gateway's instructions per proxied `tools/call`). Event
-/// fields are the JSON formatter's own business and stay complete.
-struct NoSpanFields;
+/// The span field formatter of the JSON format: of a span's fields it keeps only `trace_id`
+/// (the `request` span's, see `service`), so the fields of the span every request opens are
+/// otherwise never formatted (formatting them as JSON cost about 4% of the gateway's instructions
+/// per proxied `tools/call`). Event fields are the JSON formatter's own business and stay
+/// complete.
+struct TraceIdFields;
 
-impl<'writer> FormatFields<'writer> for NoSpanFields {
+impl<'writer> FormatFields<'writer> for TraceIdFields {
     fn format_fields<R: RecordFields>(
         &self,
-        _writer: Writer<'writer>,
-        _fields: R,
+        mut writer: Writer<'writer>,
+        fields: R,
     ) -> std::fmt::Result {
+        let mut visitor = TraceIdVisitor(None);
+        fields.record(&mut visitor);
+        match visitor.0 {
+            Some(trace_id) => writer.write_str(&trace_id),
+            None => Ok(()),
+        }
+    }
+
+    /// A recorded `trace_id` replaces the one before (the router's reading wins over the
+    /// header's); other fields are not kept.
+    fn add_fields(
+        &self,
+        current: &'writer mut FormattedFields<Self>,
+        fields: &Record<'_>,
+    ) -> std::fmt::Result {
+        let mut visitor = TraceIdVisitor(None);
+        fields.record(&mut visitor);
+        if let Some(trace_id) = visitor.0 {
+            current.fields.clear();
+            current.fields.push_str(&trace_id);
+        }
         Ok(())
+    }
+}
+
+/// Finds the `trace_id` field, keeping it only when it is 32 hex digits (it goes into JSON
+/// unescaped).
+struct TraceIdVisitor(Option<String>);
+
+impl Visit for TraceIdVisitor {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        if field.name() == "trace_id"
+            && value.len() == 32
+            && value.bytes().all(|b| b.is_ascii_hexdigit())
+        {
+            self.0 = Some(value.to_owned());
+        }
+    }
+
+    fn record_debug(&mut self, _field: &Field, _value: &dyn std::fmt::Debug) {}
+}
+
+/// The JSON event format (flattened event fields, no span data) with the `trace_id` of the
+/// innermost span of the event that has one as the line's first member: every log line of a
+/// request that carries a trace context names its trace.
+struct TraceIdJson(Format<Json>);
+
+impl TraceIdJson {
+    fn new() -> Self {
+        Self(
+            tracing_subscriber::fmt::format()
+                .json()
+                .flatten_event(true)
+                .with_current_span(false)
+                .with_span_list(false),
+        )
+    }
+}
+
+impl<S> FormatEvent<S, TraceIdFields> for TraceIdJson
+where
+    S: tracing::Subscriber + for<'a> LookupSpan<'a>,
+{
+    fn format_event(
+        &self,
+        ctx: &FmtContext<'_, S, TraceIdFields>,
+        mut writer: Writer<'_>,
+        event: &tracing::Event<'_>,
+    ) -> std::fmt::Result {
+        let trace_id = ctx.event_scope().and_then(|scope| {
+            scope.into_iter().find_map(|span| {
+                let extensions = span.extensions();
+                extensions
+                    .get::<FormattedFields<TraceIdFields>>()
+                    .filter(|fields| !fields.fields.is_empty())
+                    .map(|fields| fields.fields.clone())
+            })
+        });
+        let Some(trace_id) = trace_id else {
+            return self.0.format_event(ctx, writer, event);
+        };
+        let mut line = String::new();
+        self.0.format_event(ctx, Writer::new(&mut line), event)?;
+        match line.strip_prefix('{') {
+            Some(rest) if !rest.starts_with('}') => {
+                write!(writer, "{{\"trace_id\":\"{trace_id}\",{rest}")
+            }
+            _ => writer.write_str(&line),
+        }
     }
 }

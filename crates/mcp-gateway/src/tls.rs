@@ -1,18 +1,41 @@
 //! The TLS listener's rustls configuration (aws-lc-rs provider, TLS 1.2 and 1.3, ALPN `h2` and
-//! `http/1.1`) from PEM files, and the TLS settings towards https backends (`backends.tls_*`).
+//! `http/1.1`) from PEM files, with a certificate a reload replaces, and the TLS settings towards https backends (`backends.tls_*`).
 
 use std::path::Path;
 use std::sync::Arc;
 
+use arc_swap::ArcSwap;
 use mcp_core::tls::ClientTls;
 use rustls::ServerConfig;
+use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::{ClientHello, ResolvesServerCert};
+use rustls::sign::CertifiedKey;
 use tokio_rustls::TlsAcceptor;
 
 use crate::config::{ConfigError, GatewayConfig, TlsFiles};
 
-/// Reads the certificate chain and key and builds the acceptor.
+/// The listener's certificate and key, which a reload replaces: handshakes from then on present
+/// the new certificate, connections already established keep theirs.
+#[derive(Debug)]
+pub(crate) struct ServerCert(ArcSwap<CertifiedKey>);
+
+impl ResolvesServerCert for ServerCert {
+    fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        Some(self.0.load_full())
+    }
+}
+
+impl ServerCert {
+    /// Presents `key` (from [`certified_key`]) from the next handshake on.
+    pub(crate) fn replace(&self, key: CertifiedKey) {
+        self.0.store(Arc::new(key));
+    }
+}
+
+/// Reads the certificate chain and key and builds the acceptor, with the handle that replaces
+/// them.
 ///
 /// # Errors
 ///
@@ -21,7 +44,32 @@ use crate::config::{ConfigError, GatewayConfig, TlsFiles};
 pub(crate) fn acceptor(
     config: &GatewayConfig,
     files: &TlsFiles,
-) -> Result<TlsAcceptor, ConfigError> {
+) -> Result<(TlsAcceptor, Arc<ServerCert>), ConfigError> {
+    let cert = Arc::new(ServerCert(ArcSwap::from_pointee(certified_key(
+        config, files,
+    )?)));
+    let mut server = ServerConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| config.problem("listen.tls_cert", e.to_string()))?
+        .with_no_client_auth()
+        .with_cert_resolver(Arc::clone(&cert) as Arc<dyn ResolvesServerCert>);
+    server.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok((TlsAcceptor::from(Arc::new(server)), cert))
+}
+
+fn provider() -> Arc<CryptoProvider> {
+    Arc::new(rustls::crypto::aws_lc_rs::default_provider())
+}
+
+/// The certificate chain and key of `files`, checked to fit each other.
+///
+/// # Errors
+///
+/// As [`acceptor`].
+pub(crate) fn certified_key(
+    config: &GatewayConfig,
+    files: &TlsFiles,
+) -> Result<CertifiedKey, ConfigError> {
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&files.cert)
         .and_then(|iter| iter.collect::<Result<Vec<_>, _>>())
         .map_err(|e| {
@@ -48,20 +96,12 @@ pub(crate) fn acceptor(
             ),
         )
     })?;
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let mut server = ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| config.problem("listen.tls_cert", e.to_string()))?
-        .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .map_err(|e| {
-            config.problem(
-                "listen.tls_key",
-                format!("does not fit the certificate chain: {e}"),
-            )
-        })?;
-    server.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    Ok(TlsAcceptor::from(Arc::new(server)))
+    CertifiedKey::from_der(certs, key, &provider()).map_err(|e| {
+        config.problem(
+            "listen.tls_key",
+            format!("does not fit the certificate chain: {e}"),
+        )
+    })
 }
 
 /// The TLS settings towards https backends (`backends.tls_ca_file`,

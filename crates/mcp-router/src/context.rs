@@ -33,6 +33,9 @@ pub(crate) struct RequestContext {
     /// Where the user configuration came from (set by the config store layer): notification
     /// streams end when it no longer has the virtual host ([`Self::stream_ends`]).
     pub(crate) config_source: Option<ConfigSource>,
+    /// The request's audit record, when the audit trail is on (put in the extensions by the
+    /// front): the operations annotate it.
+    pub(crate) audit: Option<crate::audit::AuditHandle>,
 }
 
 impl RequestContext {
@@ -101,6 +104,7 @@ pub(crate) fn extract(ext: &Extensions, era: Era) -> Result<RequestContext, Erro
         vhost,
         valid_until: ext.get::<ValidUntil>().copied(),
         config_source: ext.get::<ConfigSource>().cloned(),
+        audit: ext.get::<crate::audit::AuditHandle>().cloned(),
     })
 }
 

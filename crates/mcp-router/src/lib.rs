@@ -74,6 +74,12 @@
 //!   translated. A `subscriptions/listen` naming gateway task ids (`taskIds`) gets the
 //!   backends' `notifications/tasks` for those tasks, under the gateway ids.
 //!
+//! - **Audit trail** ([`McpRouterBuilder::audit`], module [`audit`]): one [`audit::AuditRecord`]
+//!   per operation (who, virtual host, backend or fan-out backends, method, name, outcome level,
+//!   JSON-RPC code, latency, bytes; arguments and results only where allowed) handed to an
+//!   [`audit::AuditSink`] once the operation is over. The router also names each message's trace
+//!   on the current `tracing` span's `trace_id` field when the span declares one.
+//!
 //! Failures follow book: docs/src/failure-modes.md: missing request facts are `Routing problem…` internal errors; a name
 //! that no configured backend prefix matches is `wrong tool name` / `wrong prompt name` /
 //! `wrong resource name` / `wrong completion reference` (-32602 for modern clients); a name that
@@ -117,6 +123,7 @@
 //! | `degraded`, `log_level` | shared | the degraded marker of partial answers; log severities |
 //! | `context` | shared | the request facts the foundation layers put in extensions |
 //! | [`telemetry`] | shared | OpenTelemetry spans and metrics after the MCP semantic conventions |
+//! | [`audit`] | shared | the audit trail: one [`audit::AuditRecord`] per operation, to the [`audit::AuditSink`] of [`McpRouterBuilder::audit`] |
 //! | `origin`, `clock`, `body` | shared | [`OriginPolicy`], [`WallClock`], [`McpBody`] |
 //!
 //! The client's `Authorization` header never reaches a backend unless the backend's
@@ -150,6 +157,7 @@
 //! # }
 //! ```
 
+pub mod audit;
 mod body;
 mod clock;
 mod context;

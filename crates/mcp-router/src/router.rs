@@ -76,6 +76,14 @@ impl McpRouter {
         self.front.ops.upstream.breakers()
     }
 
+    /// Starts the next stdio backend processes under `rules`: a reload of the operator's catalog
+    /// and allow-list without a restart. A backend whose launch changed gets a new process at
+    /// its next call; processes already running finish the calls they have and are reaped when
+    /// idle. A backend the new rules refuse fails its next calls (not allowed).
+    pub fn replace_stdio_rules(&self, rules: crate::StdioRules) {
+        self.front.ops.upstream.replace_stdio_rules(rules);
+    }
+
     /// Waits, at most `within`, for the messages this router still owes backends for calls and
     /// sessions that ended: a 2025 backend's `notifications/cancelled` for a call whose client
     /// went away (or whose connection a shutdown closed), an upstream 2025 session's `DELETE`
@@ -133,6 +141,35 @@ impl McpRouter {
     /// 2025 POST response streams being relayed on this node, for metrics.
     pub fn background_relays(&self) -> usize {
         self.front.relays.held_slots()
+    }
+
+    /// This node's subscription to the node bus (`McpRouterBuilder::node_bus`), for metrics:
+    /// `Some(true)` while subscribed, `Some(false)` while its subscriber runs unsubscribed
+    /// (connecting, or reconnecting with backoff after Redis went away), `None` without a node
+    /// bus or before the subscriber started (the first request this router serves starts it).
+    pub fn node_bus_subscribed(&self) -> Option<bool> {
+        #[cfg(feature = "redis")]
+        {
+            self.front.bus.as_ref().and_then(|bus| bus.subscribed())
+        }
+        #[cfg(not(feature = "redis"))]
+        {
+            None
+        }
+    }
+
+    /// How many messages this node could not publish on the node bus since it was built (Redis
+    /// unreachable, an error, or no answer within the bus's timeouts), for metrics; `None`
+    /// without a node bus.
+    pub fn node_bus_publish_failures(&self) -> Option<u64> {
+        #[cfg(feature = "redis")]
+        {
+            self.front.bus.as_ref().map(|bus| bus.publish_failures())
+        }
+        #[cfg(not(feature = "redis"))]
+        {
+            None
+        }
     }
 
     /// Bytes the upstream budget `name` holds.
@@ -217,6 +254,7 @@ pub struct McpRouterBuilder {
     #[cfg(feature = "redis")]
     forwarded_retries: Budget,
     session_check_interval: Duration,
+    audit: Option<crate::audit::Audit>,
 }
 
 impl std::fmt::Debug for McpRouterBuilder {
@@ -269,6 +307,7 @@ impl Default for McpRouterBuilder {
             #[cfg(feature = "redis")]
             forwarded_retries: crate::front::forward::default_budget(),
             session_check_interval: Duration::from_secs(30),
+            audit: None,
         }
     }
 }
@@ -593,6 +632,15 @@ impl McpRouterBuilder {
         self
     }
 
+    /// The audit trail (default: none): one [`AuditRecord`](crate::audit::AuditRecord) per MCP
+    /// operation this router serves, of either era, handed to the sink of `audit` when the
+    /// operation is over (see [`crate::audit`]). Without it the router builds no record and
+    /// reads nothing extra from a message.
+    pub fn audit(mut self, audit: crate::audit::Audit) -> Self {
+        self.audit = Some(audit);
+        self
+    }
+
     /// This node's id: the node bus's when there is one (its channel), else a random one.
     fn node_id(&self) -> String {
         #[cfg(feature = "redis")]
@@ -675,6 +723,7 @@ impl McpRouterBuilder {
                 #[cfg(feature = "redis")]
                 forwards: Waiting::new(self.forwarded_retries),
                 subscription_watchers: std::sync::Mutex::default(),
+                audit: self.audit,
             }),
         }
     }

@@ -18,6 +18,10 @@
 //! every backend. Attributes never hold tokens or argument values: names, the resource URI, ids
 //! and the gateway's own facts only.
 //!
+//! Log lines: the trace id of a message ([`traceparent_trace_id`] of its trace context, or the
+//! server span's) is recorded on the current `tracing` span's `trace_id` field (the gateway's
+//! `request` span declares it), so that every line logged while the message is served names it.
+//!
 //! Why this file is long: the semantic conventions' attribute names, the span helpers and the
 //! metric handles belong together, so that one place says what the gateway reports; a tenth of
 //! the file is tests.
@@ -236,6 +240,14 @@ impl ServerOp {
         &self.operation
     }
 
+    /// The trace id of the server span (32 hex digits), with tracing on.
+    pub(crate) fn trace_id(&self) -> Option<String> {
+        let cx = self.cx.as_ref()?;
+        let span = cx.span();
+        let context = span.span_context();
+        context.is_valid().then(|| context.trace_id().to_string())
+    }
+
     /// Ends the span and records the duration; `error` is the `error.type` of a failed answer.
     pub(crate) fn finish(self, error: Option<&'static str>) {
         SERVER_METRICS.record(
@@ -285,6 +297,28 @@ fn parent_context(meta: Option<&MetaFacts<'_>>, headers: &HeaderMap) -> Context 
         Some(cx) if cx.span().span_context().is_valid() => cx,
         _ => global::get_text_map_propagator(|p| p.extract(&HeaderExtractor(headers))),
     }
+}
+
+/// The trace id of a W3C `traceparent` value (`00-<32 hex>-<16 hex>-<2 hex>`), when it is a
+/// valid one (not all zeros): what the gateway's logs and audit records name a trace by.
+pub fn traceparent_trace_id(traceparent: &str) -> Option<&str> {
+    let mut parts = traceparent.trim().split('-');
+    let (version, trace, parent, flags) =
+        (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    let hex = |s: &str, len: usize| {
+        s.len() == len
+            && s.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    };
+    let valid = hex(version, 2)
+        && version != "ff"
+        && (version != "00" || parts.next().is_none())
+        && hex(trace, 32)
+        && trace.bytes().any(|b| b != b'0')
+        && hex(parent, 16)
+        && parent.bytes().any(|b| b != b'0')
+        && hex(flags, 2);
+    valid.then_some(trace)
 }
 
 struct HeaderExtractor<'a>(&'a HeaderMap);
@@ -596,6 +630,27 @@ mod tests {
         // Params that are not an object give no facts rather than an error.
         let odd = RawValue::from_string("[1]".to_owned()).expect("raw");
         assert!(ParamFacts::read(Some(&odd)).name.is_none());
+    }
+
+    #[test]
+    fn trace_ids_come_from_valid_traceparents_only() {
+        let id = "4bf92f3577b34da6a3ce929d0e0e4736";
+        assert_eq!(
+            traceparent_trace_id(&format!("00-{id}-00f067aa0ba902b7-01")),
+            Some(id)
+        );
+        for bad in [
+            "",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736",
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+            "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+            "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra",
+            "00-4bf92f3577b34da6a3ce929d0e0e473-00f067aa0ba902b7-01",
+        ] {
+            assert_eq!(traceparent_trace_id(bad), None, "{bad}");
+        }
     }
 
     #[test]

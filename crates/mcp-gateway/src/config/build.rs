@@ -25,9 +25,10 @@ const MIN_LINK_BUFFER_BYTES: u64 = 64 * 1024;
 const MIN_QUEUED_BYTES: u64 = 64 * 1024;
 use super::layers::{EffectiveConfig, Value};
 use super::{
-    AuthConfig, BackendsConfig, GatewayConfig, JwtConfig, LimitsConfig, ListenConfig, LogFormat,
-    PluginSource, PluginsConfig, RouterConfig, RuntimeConfig, RuntimeMode, SecurityConfig,
-    SessionsConfig, SessionsKind, StoreKind, TelemetryConfig, TlsFiles, UserStoreConfig,
+    AuditConfig, AuditTarget, AuthConfig, BackendsConfig, GatewayConfig, JwtConfig, LimitsConfig,
+    ListenConfig, LogFormat, PluginSource, PluginsConfig, RouterConfig, RuntimeConfig, RuntimeMode,
+    SecurityConfig, SessionsConfig, SessionsKind, StoreKind, TelemetryConfig, TlsFiles,
+    UserStoreConfig,
 };
 
 /// Reads typed values out of an [`EffectiveConfig`], collecting problems.
@@ -773,6 +774,7 @@ impl EffectiveConfig {
                     }
                 }
             });
+        let audit = audit_config(&mut r);
         let telemetry = TelemetryConfig {
             log_format,
             log_level,
@@ -783,14 +785,26 @@ impl EffectiveConfig {
             service_name: r.str("telemetry.service_name").to_owned(),
             traces_sampler,
             traces_sampler_arg,
+            audit,
         };
 
         let shutdown_drain = r.secs("shutdown_drain_s");
+        let config_watch = r.millis("config_watch_ms");
+        if !config_watch.is_zero() && config_watch < Duration::from_millis(100) {
+            // Each check reads the file: a typo must not make it a busy loop.
+            r.fail("config_watch_ms", "must be 0 (no watch) or at least 100");
+        }
         let sources: BTreeMap<&'static str, Source> = self
             .values
             .iter()
             .map(|(key, entry)| (*key, entry.source.clone()))
             .collect();
+        let values = super::KeyValues(
+            self.values
+                .iter()
+                .map(|(key, entry)| (*key, entry.value.clone()))
+                .collect(),
+        );
         r.problems.into_result()?;
         Ok(GatewayConfig {
             listen,
@@ -806,8 +820,71 @@ impl EffectiveConfig {
             backends,
             telemetry,
             shutdown_drain,
+            config_watch,
             sources,
+            values,
         })
+    }
+}
+
+/// Most records `telemetry.audit.queue` may hold: each is up to twice
+/// `telemetry.audit.max_payload_bytes` plus a kilobyte or two, so a typo must not let the queue
+/// hold gigabytes.
+const MAX_AUDIT_QUEUE: u64 = 1 << 20;
+
+/// `[telemetry.audit]`.
+fn audit_config(r: &mut Reader<'_>) -> AuditConfig {
+    let target = match r.str("telemetry.audit.target") {
+        "off" => AuditTarget::Off,
+        "stdout" => AuditTarget::Stdout,
+        "file" => match r.path("telemetry.audit.path") {
+            Some(path) => AuditTarget::File(path),
+            None => {
+                r.fail(
+                    "telemetry.audit.target",
+                    "\"file\" needs telemetry.audit.path (the file records are appended to)",
+                );
+                AuditTarget::Off
+            }
+        },
+        "otlp" => {
+            r.fail(
+                "telemetry.audit.target",
+                "\"otlp\": this build has no OTLP logs exporter (\"off\", \"stdout\" or \"file\")",
+            );
+            AuditTarget::Off
+        }
+        other => {
+            r.fail(
+                "telemetry.audit.target",
+                format!("unknown target `{other}` (\"off\", \"stdout\" or \"file\")"),
+            );
+            AuditTarget::Off
+        }
+    };
+    let payloads_per_vhost = match r.str("telemetry.audit.payloads") {
+        "never" => false,
+        "per_vhost" => true,
+        other => {
+            r.fail(
+                "telemetry.audit.payloads",
+                format!("unknown rule `{other}` (\"never\" or \"per_vhost\")"),
+            );
+            false
+        }
+    };
+    let queue = r.usize("telemetry.audit.queue", 1);
+    if queue as u64 > MAX_AUDIT_QUEUE {
+        r.fail(
+            "telemetry.audit.queue",
+            format!("must be at most {MAX_AUDIT_QUEUE}"),
+        );
+    }
+    AuditConfig {
+        target,
+        payloads_per_vhost,
+        max_payload_bytes: r.usize("telemetry.audit.max_payload_bytes", 0),
+        queue,
     }
 }
 
@@ -910,6 +987,38 @@ mod tests {
             c.auth.public_url.as_ref().map(Url::as_str),
             Some("https://gw.example/base")
         );
+    }
+
+    #[test]
+    fn audit_keys_are_validated() {
+        let c = GatewayConfig::default();
+        assert_eq!(c.telemetry.audit.target, AuditTarget::Off);
+        assert!(!c.telemetry.audit.payloads_per_vhost);
+        assert_eq!(
+            (c.telemetry.audit.max_payload_bytes, c.telemetry.audit.queue),
+            (4096, 1024)
+        );
+        let problems =
+            errors("[telemetry.audit]\ntarget = \"file\"\npayloads = \"always\"\nqueue = 0\n");
+        assert_eq!(
+            problems,
+            [
+                "configuration: telemetry.audit.target: \"file\" needs telemetry.audit.path (the file records are appended to)",
+                "configuration: telemetry.audit.payloads: unknown rule `always` (\"never\" or \"per_vhost\")",
+                "configuration: telemetry.audit.queue: must be at least 1",
+            ]
+        );
+        let otlp = errors("[telemetry.audit]\ntarget = \"otlp\"\n");
+        assert!(otlp[0].contains("no OTLP logs exporter"), "{otlp:?}");
+        let c = GatewayConfig::from_toml_str(
+            "[telemetry.audit]\ntarget = \"file\"\npath = \"/var/log/audit.jsonl\"\npayloads = \"per_vhost\"\n",
+        )
+        .expect("valid");
+        assert_eq!(
+            c.telemetry.audit.target,
+            AuditTarget::File("/var/log/audit.jsonl".into())
+        );
+        assert!(c.telemetry.audit.payloads_per_vhost);
     }
 
     #[test]

@@ -148,6 +148,37 @@ pub(crate) fn sections() -> Vec<&'static str> {
     out
 }
 
+/// Whether a running gateway applies a change of `key` on a reload (SIGHUP, or a change of the
+/// watched file; [`Reloader`](crate::Reloader)), some only in some cases (see
+/// [`Reloader::reload`](crate::Reloader::reload)); a change of any other key refuses the reload.
+/// `telemetry.log_level` is applied by whoever installed the log subscriber
+/// ([`Telemetry::set_log_level`](crate::Telemetry::set_log_level); the binary does).
+///
+/// ```
+/// use mcp_gateway::config::reloadable;
+///
+/// assert!(reloadable("auth.jwt.jwks_url"));
+/// assert!(reloadable("listen.tls_cert"));
+/// assert!(!reloadable("listen.addr"));
+/// ```
+#[must_use]
+pub fn reloadable(key: &str) -> bool {
+    key.starts_with("auth.jwt.")
+        || matches!(
+            key,
+            "listen.tls_cert"
+                | "listen.tls_key"
+                | "limits.max_mcp_headers"
+                | "limits.max_mcp_header_bytes"
+                | "backends.stdio_allowed_commands"
+                | "backends.trust_user_commands"
+                | "backends.allow_destinations"
+                | "backends.deny_destinations"
+                | "telemetry.log_level"
+                | "config_watch_ms"
+        )
+}
+
 /// The configuration reference as a Markdown table (key, type, default, environment variable,
 /// description); the book's configuration reference is this text (`cargo xtask config-reference`).
 pub fn reference_markdown() -> String {
@@ -163,6 +194,9 @@ pub fn reference_markdown() -> String {
             DefaultValue::List(items) => format!("`{items:?}`"),
         };
         let doc = match spec.support {
+            Support::Supported if reloadable(spec.key) => {
+                format!("{}; applied by a reload", spec.doc)
+            }
             Support::Supported => spec.doc.to_owned(),
             Support::NotInThisBuild(feature) => {
                 format!("{}; **not in this build** ({feature}): rejected", spec.doc)
@@ -215,6 +249,12 @@ pub static KEYS: &[KeySpec] = &[
         I,
         Int(30),
         "on SIGTERM/SIGINT: stop accepting, then wait at most this long for in-flight requests and streams",
+    ),
+    key(
+        "config_watch_ms",
+        I,
+        Int(2000),
+        "mcp-gateway serve: how often the configuration file is checked for a change, which reloads it like SIGHUP once the new content stayed the same for one more check (book: deploying.md, reload); 0 turns the watch off (SIGHUP still reloads), else at least 100",
     ),
     // [listen]
     key(
@@ -905,6 +945,36 @@ pub static KEYS: &[KeySpec] = &[
         S,
         Unset,
         "the ratio of the traceidratio samplers, 0.0 to 1.0 (OTEL_TRACES_SAMPLER_ARG overrides)",
+    ),
+    key(
+        "telemetry.audit.target",
+        S,
+        Str("off"),
+        "the audit trail (one JSON object per MCP operation and line; book: telemetry.md, Audit trail): \"off\", \"stdout\" or \"file\" (telemetry.audit.path); \"otlp\" is refused: this build has no OTLP logs exporter",
+    ),
+    key(
+        "telemetry.audit.path",
+        S,
+        Unset,
+        "the file audit records are appended to with target = \"file\" (created when missing, opened once at start; rotate it with copytruncate)",
+    ),
+    key(
+        "telemetry.audit.payloads",
+        S,
+        Str("never"),
+        "\"never\": records never carry arguments or results; \"per_vhost\": they do for the virtual hosts whose user configuration sets audit_payloads = true",
+    ),
+    key(
+        "telemetry.audit.max_payload_bytes",
+        I,
+        Int(4096),
+        "longest JSON text of a record's arguments and of its result; a longer one is recorded as a string of its first bytes, marked arguments_truncated / result_truncated",
+    ),
+    key(
+        "telemetry.audit.queue",
+        I,
+        Int(1024),
+        "most audit records waiting for the writer thread (1 to 1048576); past it a record is dropped, never waited for, and counted in mcp_gateway_audit_dropped_total{reason=\"queue_full\"}",
     ),
     // [runtime]
     key(

@@ -618,7 +618,9 @@ mod tests {
         let has = |prefix: &str| p.iter().any(|line| line.starts_with(prefix));
         assert_eq!(p.len(), 4, "{p:?}");
         assert!(
-            has("gw.toml: shutdown_drain: unknown key (top-level keys: shutdown_drain_s)"),
+            has(
+                "gw.toml: shutdown_drain: unknown key (top-level keys: shutdown_drain_s, config_watch_ms)"
+            ),
             "{p:?}"
         );
         assert!(

@@ -56,6 +56,7 @@ use url::Url;
 pub use error::{ConfigError, Problem, Source};
 pub use keys::{
     DefaultValue, ENV_PREFIX, KEYS, KeySpec, Support, ValueKind, env_name, reference_markdown,
+    reloadable,
 };
 pub use layers::{EffectiveConfig, InvalidAssignment, Override, Value};
 
@@ -92,8 +93,24 @@ pub struct GatewayConfig {
     pub telemetry: TelemetryConfig,
     /// `shutdown_drain_s`: longest wait for in-flight requests and streams on shutdown.
     pub shutdown_drain: Duration,
+    /// `config_watch_ms`: how often `mcp-gateway serve` checks its configuration file for a
+    /// change to reload (zero: never; SIGHUP still reloads).
+    pub config_watch: Duration,
     /// Where each key came from, for error messages.
     pub(crate) sources: BTreeMap<&'static str, Source>,
+    /// Each key's value as read, so that a reload can tell which keys changed.
+    pub(crate) values: KeyValues,
+}
+
+/// Each key's value as read. Its `Debug` shows none: some hold credentials (a Redis URL's
+/// password) that the typed sections redact.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub(crate) struct KeyValues(pub(crate) BTreeMap<&'static str, Value>);
+
+impl std::fmt::Debug for KeyValues {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "<{} keys>", self.0.len())
+    }
 }
 
 /// `[listen]`: where the gateway accepts connections.
@@ -532,6 +549,36 @@ pub struct TelemetryConfig {
     pub traces_sampler: String,
     /// `traces_sampler_arg` (validated: a ratio from 0.0 to 1.0).
     pub traces_sampler_arg: Option<String>,
+    /// `[telemetry.audit]`: the audit trail.
+    pub audit: AuditConfig,
+}
+
+/// `[telemetry.audit]`: where the audit trail goes and what it may hold (book: telemetry.md,
+/// "Audit trail").
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AuditConfig {
+    /// `target` (with `path` for a file).
+    pub target: AuditTarget,
+    /// `payloads = "per_vhost"`: arguments and results are recorded for the virtual hosts that
+    /// ask for it (`false`: `"never"`).
+    pub payloads_per_vhost: bool,
+    /// `max_payload_bytes`.
+    pub max_payload_bytes: usize,
+    /// `queue`: most records waiting for the writer.
+    pub queue: usize,
+}
+
+/// `telemetry.audit.target`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AuditTarget {
+    /// No audit trail (the default).
+    Off,
+    /// JSON lines on the process's standard output.
+    Stdout,
+    /// JSON lines appended to this file (`telemetry.audit.path`).
+    File(PathBuf),
 }
 
 impl GatewayConfig {

@@ -28,6 +28,11 @@ pub(crate) const BUDGET_LIMIT: &str = "mcp_gateway_budget_limit";
 pub(crate) const BUDGET_REFUSALS: &str = "mcp_gateway_budget_refusals_total";
 pub(crate) const BUDGET_KEPT: &str = "mcp_gateway_budget_kept_bytes";
 pub(crate) const BREAKERS: &str = "mcp_gateway_breakers";
+pub(crate) const CONFIG_GENERATION: &str = "mcp_gateway_config_generation";
+pub(crate) const CONFIG_RELOADS: &str = "mcp_gateway_config_reloads_total";
+pub(crate) const NODE_BUS_SUBSCRIBED: &str = "mcp_gateway_node_bus_subscribed";
+pub(crate) const NODE_BUS_PUBLISH_FAILURES: &str = "mcp_gateway_node_bus_publish_failures_total";
+pub(crate) const AUDIT_DROPPED: &str = "mcp_gateway_audit_dropped_total";
 
 /// What kind of Prometheus family a metric is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -138,6 +143,30 @@ pub(crate) const METRICS: &[Metric] = &[
         "",
     ),
     metric(
+        NODE_BUS_SUBSCRIBED,
+        Gauge,
+        "1 while this node is subscribed to the node bus (Redis pub/sub between the nodes), 0 while its subscriber connects or reconnects, read at each scrape; absent without a node bus and until the first request starts the subscriber (a node that served nothing has not subscribed and is not unhealthy)",
+        "",
+    ),
+    metric(
+        NODE_BUS_PUBLISH_FAILURES,
+        Counter,
+        "Node bus messages (answers, cancellations, revocations, forwarded retries) Redis did not take from this node; absent without a node bus",
+        "",
+    ),
+    metric(
+        CONFIG_GENERATION,
+        Gauge,
+        "The process configuration generation running: 1 at start, one more per applied reload (also on /readyz)",
+        "",
+    ),
+    metric(
+        CONFIG_RELOADS,
+        Counter,
+        "Reloads of the process configuration (SIGHUP or a change of the watched file), by result",
+        "`result` (`applied`; `refused`: a changed key needs a restart; `invalid`: the new configuration does not build)",
+    ),
+    metric(
         BUILD_INFO,
         Gauge,
         "Always 1; the version label tells the build",
@@ -220,6 +249,12 @@ pub(crate) const METRICS: &[Metric] = &[
         Gauge,
         "Bytes every principal holds of a budget past it because they must be kept (a call's response, the one event a stalled bridged session sends), on their principals' shares and not towards the ceiling; read at each scrape",
         "`budget`",
+    ),
+    metric(
+        AUDIT_DROPPED,
+        Counter,
+        "Audit records lost, by reason: the writer's queue was full (a record is dropped rather than make a call wait) or the target refused the write; present from start when the audit trail is on",
+        "`reason` (`queue_full`, `write_error`)",
     ),
     seconds(
         mcp_router::telemetry::SERVER_OPERATION_DURATION,

@@ -223,7 +223,8 @@ pub(crate) fn record_parked_calls(parked: usize) {
     metrics::gauge!(PARKED_CALLS).set(parked as f64);
 }
 
-/// What 2025 sessions and notification streams hold on this node, read at scrape time.
+/// What 2025 sessions and notification streams hold on this node, and the state of its node
+/// bus, read at scrape time.
 pub(crate) struct Held {
     pub(crate) replay_bytes: usize,
     pub(crate) notification_streams: usize,
@@ -234,6 +235,11 @@ pub(crate) struct Held {
     pub(crate) link_buffer_bytes: usize,
     /// Every budget of the node (book: docs/src/security.md, "Budgets").
     pub(crate) budgets: Vec<mcp_core::Budget>,
+    /// Whether the node bus subscriber is subscribed; `None` without a bus or before the
+    /// subscriber started (`McpRouter::node_bus_subscribed`).
+    pub(crate) node_bus_subscribed: Option<bool>,
+    /// Messages Redis did not take from the node bus; `None` without a bus.
+    pub(crate) node_bus_publish_failures: Option<u64>,
 }
 
 /// Records [`Held`].
@@ -247,6 +253,15 @@ pub(crate) fn record_held(held: &Held) {
     metrics::gauge!(LINK_BUFFER_BYTES).set(held.link_buffer_bytes as f64);
     for budget in &held.budgets {
         record_budget(budget);
+    }
+    // Not exported until the subscriber started: a node that has served no request has not
+    // subscribed, and a 0 would read as an outage (an alert fires on 0). Once started, the
+    // subscriber runs as long as the router, so the series never goes away again.
+    if let Some(subscribed) = held.node_bus_subscribed {
+        metrics::gauge!(NODE_BUS_SUBSCRIBED).set(if subscribed { 1.0 } else { 0.0 });
+    }
+    if let Some(failures) = held.node_bus_publish_failures {
+        metrics::counter!(NODE_BUS_PUBLISH_FAILURES).absolute(failures);
     }
 }
 
@@ -351,6 +366,18 @@ impl fmt::Debug for BreakerCounts {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("BreakerCounts").finish_non_exhaustive()
     }
+}
+
+/// Records the configuration generation running.
+pub(crate) fn record_config_generation(generation: u64) {
+    let _ = handle();
+    metrics::gauge!(CONFIG_GENERATION).set(generation as f64);
+}
+
+/// Counts one reload by its result (`applied`, `refused`, `invalid`).
+pub(crate) fn record_reload(result: &'static str) {
+    let _ = handle();
+    metrics::counter!(CONFIG_RELOADS, "result" => result).increment(1);
 }
 
 /// Records the store's readiness.

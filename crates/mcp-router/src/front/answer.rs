@@ -14,6 +14,7 @@ use futures_util::StreamExt;
 use http::{Response, StatusCode};
 use mcp_core::sse::SseEvent;
 use mcp_core::{Era, ErrorObject, RequestId, error_code};
+use tracing::Instrument;
 
 use super::Front;
 use super::respond;
@@ -100,12 +101,14 @@ fn refuse_relay(front: &Front, id: &RequestId, mut relay: Relay) -> Response<Mcp
 }
 
 /// 2026-07-28: no event ids, and closing the stream cancels the call (the relay is dropped with
-/// the body).
+/// the body). The body is read outside the request's `tracing` span: the relay runs in it, so
+/// that its log lines carry the request's fields (its trace id).
 fn modern_stream(first: Vec<u8>, relay: Relay) -> McpBody {
     let first = futures_util::stream::once(async move { SseEvent::message(text(&first)).encode() });
-    let rest = futures_util::stream::unfold(relay, |mut relay| async move {
-        let message = relay.next_message().await?;
-        Some((SseEvent::message(text(&message)).encode(), relay))
+    let span = tracing::Span::current();
+    let rest = futures_util::stream::unfold((relay, span), |(mut relay, span)| async move {
+        let message = relay.next_message().instrument(span.clone()).await?;
+        Some((SseEvent::message(text(&message)).encode(), (relay, span)))
     });
     body::streaming(first.chain(rest))
 }
@@ -136,7 +139,8 @@ fn session_stream(
         stream,
     };
     let (sender, receiver) = tokio::sync::mpsc::channel::<Bytes>(64);
-    tokio::spawn(async move {
+    // In the request's `tracing` span, so that the relay's log lines carry its trace id.
+    let relaying = async move {
         // Held until the call's relay ends.
         let _slot = slot;
         let mut relay = relay;
@@ -157,7 +161,8 @@ fn session_stream(
                 sender = None;
             }
         }
-    });
+    };
+    tokio::spawn(relaying.in_current_span());
     let live = futures_util::stream::unfold(receiver, |mut receiver| async move {
         receiver.recv().await.map(|chunk| (chunk, receiver))
     });

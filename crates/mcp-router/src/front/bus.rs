@@ -20,14 +20,17 @@
 //! the client `202 Accepted` as soon as Redis took the message. Answers to a *backend's* requests
 //! need no bus: their ids carry the whole route.
 //!
-//! Each node subscribes from its first 2025 request (or parked call, or forwarded retry) on, reconnecting with backoff (100 ms doubling
-//! to 5 s) after a Redis outage. Without a bus (the local store, or the sealed store without a
-//! Redis URL) the first two cases only work on the node that asked or runs the call, and an ended
-//! sealed session is refused only by the node that ended it (elsewhere it works until it
-//! expires); a node that is not subscribed when a revocation is published misses it the same way.
+//! Each node subscribes from the first request its router serves (of either era) on, reconnecting
+//! with backoff (100 ms doubling to 5 s) after a Redis outage; `McpRouter::node_bus_subscribed`
+//! tells whether it is subscribed (the gateway's `mcp_gateway_node_bus_subscribed`). Without a
+//! bus (the local store, or the sealed store without a Redis URL) the first two cases only work
+//! on the node that asked or runs the call, and an ended sealed session is refused only by the
+//! node that ended it (elsewhere it works until it expires); a node that is not subscribed when
+//! a revocation is published misses it the same way.
 
 use std::fmt;
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use deadpool_redis::redis;
@@ -100,6 +103,9 @@ pub struct NodeBus {
     /// Redis Cluster it counts only the subscribers of the node that ran the command), and a
     /// parked call must be resumed once.
     served: std::sync::Mutex<std::collections::VecDeque<String>>,
+    /// Messages Redis did not take ([`publish_counted`](Self::publish_counted) gave `None`),
+    /// since the bus was built, for metrics.
+    publish_failures: AtomicU64,
 }
 
 /// How many served retry tickets a node remembers (re-sends stop within seconds).
@@ -141,6 +147,7 @@ impl NodeBus {
             listener: OnceLock::new(),
             subscribed: tokio::sync::watch::Sender::new(false),
             served: std::sync::Mutex::default(),
+            publish_failures: AtomicU64::new(0),
         })
     }
 
@@ -184,6 +191,18 @@ impl NodeBus {
         });
     }
 
+    /// Whether this node's subscriber is subscribed right now, for metrics: `None` before it
+    /// started ([`ensure_listening`](Self::ensure_listening)), `Some(false)` while it connects
+    /// or waits to reconnect after losing its connection.
+    pub(crate) fn subscribed(&self) -> Option<bool> {
+        self.listener.get().map(|_| *self.subscribed.borrow())
+    }
+
+    /// How many messages Redis did not take since the bus was built, for metrics.
+    pub(crate) fn publish_failures(&self) -> u64 {
+        self.publish_failures.load(Ordering::Relaxed)
+    }
+
     /// Waits (at most `limit`) until this node listens; `false` when it does not by then.
     pub(crate) async fn listening(&self, limit: Duration) -> bool {
         let mut subscribed = self.subscribed.subscribe();
@@ -214,6 +233,7 @@ impl NodeBus {
         match tokio::time::timeout(self.timeout, sent).await {
             Ok(Some(receivers)) => Some(receivers),
             _ => {
+                self.publish_failures.fetch_add(1, Ordering::Relaxed);
                 tracing::warn!(channel = %channel, "could not publish on the node bus");
                 None
             }
@@ -397,5 +417,28 @@ mod tests {
         let b = NodeBus::redis(&RedisSessionStoreConfig::new("redis://127.0.0.1:1/")).expect("bus");
         assert_ne!(a.node_id(), b.node_id(), "random node ids");
         assert!(a.node_id().chars().all(|c| c.is_ascii_hexdigit()));
+    }
+
+    #[tokio::test]
+    async fn health_without_redis_is_unsubscribed_and_counts_failed_publishes() {
+        // Nothing listens on port 1: connections are refused at once.
+        let bus =
+            NodeBus::redis(&RedisSessionStoreConfig::new("redis://127.0.0.1:1/")).expect("bus");
+        assert_eq!(
+            bus.subscribed(),
+            None,
+            "no subscriber before the first request"
+        );
+        assert_eq!(bus.publish_failures(), 0);
+        let cancel = BusMessage::Cancel {
+            session: "s".into(),
+            request: "1".into(),
+        };
+        assert!(!bus.publish("all", &cancel).await);
+        assert!(!bus.publish("n2", &cancel).await);
+        assert_eq!(bus.publish_failures(), 2);
+        let (inbox, _receiver) = mpsc::channel(1);
+        bus.ensure_listening(|| inbox);
+        assert_eq!(bus.subscribed(), Some(false), "started, never subscribed");
     }
 }

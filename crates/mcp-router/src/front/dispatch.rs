@@ -13,6 +13,7 @@ use opentelemetry::context::FutureExt as _;
 
 use super::respond::{self, JsonRpcErrorCode};
 use super::{Front, legacy, modern};
+use crate::audit;
 use crate::body::{BoxError, McpBody};
 use crate::telemetry::{self, ServerOp};
 
@@ -24,7 +25,7 @@ where
 {
     #[cfg(feature = "redis")]
     front.ensure_listening();
-    let (parts, body) = req.into_parts();
+    let (mut parts, body) = req.into_parts();
     if let Err(refusal) = front.hops.check(&parts.headers) {
         return respond::loop_detected(refusal);
     }
@@ -82,6 +83,7 @@ where
             .get::<mcp_core::VirtualHostId>()
             .map(mcp_core::VirtualHostId::as_str),
     );
+    let audit = start_audit(&front, &mut parts, &env, bytes.len(), &op);
     let served = serve_message(&front, &parts, &env);
     let mut response = match op.context() {
         Some(cx) => served.with_context(cx.clone()).await,
@@ -98,7 +100,52 @@ where
         });
     response.extensions_mut().insert(op.operation().clone());
     op.finish(error);
-    response
+    match audit {
+        Some(handle) => {
+            let code = response.extensions().get::<JsonRpcErrorCode>().map(|c| c.0);
+            handle.head(response.status().as_u16(), code);
+            response.map(|body| audit::audited(body, handle))
+        }
+        None => response,
+    }
+}
+
+/// Starts the audit record of the message (with an audit trail), put in the request's
+/// extensions for the operations to annotate; and names the message's trace on the current
+/// `tracing` span (the gateway's `request` span declares a `trace_id` field, so that every log
+/// line of the request carries it): the server span's trace, else (with an audit trail) the
+/// `_meta` or header `traceparent`'s.
+fn start_audit(
+    front: &Front,
+    parts: &mut http::request::Parts,
+    env: &Envelope<'_>,
+    bytes_in: usize,
+    op: &ServerOp,
+) -> Option<audit::AuditHandle> {
+    let span_trace_id = op.trace_id();
+    let (handle, trace_id) = match &front.audit {
+        Some(audit) => {
+            let started = audit::Started {
+                parts,
+                env,
+                bytes_in,
+                legacy: is_legacy(parts, env),
+                span_trace_id,
+            };
+            match audit.start(&started) {
+                Some((handle, trace_id)) => (Some(handle), trace_id),
+                None => (None, started.span_trace_id),
+            }
+        }
+        None => (None, span_trace_id),
+    };
+    if let Some(trace_id) = trace_id {
+        tracing::Span::current().record("trace_id", trace_id.as_str());
+    }
+    if let Some(handle) = &handle {
+        parts.extensions.insert(handle.clone());
+    }
+    handle
 }
 
 /// Serves one parsed message in its era's engine.

@@ -326,7 +326,8 @@ pub(crate) async fn serve(front: Arc<Front>, forwarded: Forwarded) {
     };
     let meta = meta.and_then(|m| RawValue::from_string(m).ok());
     let client = ClientMeta::from_meta(Era::Modern, meta.as_deref());
-    let Some(answer) = resume_here(&front.ops, &id, &resume, &params, client).await else {
+    // The retry's record is the receiving node's (it serves the client's request).
+    let Some(answer) = resume_here(&front.ops, &id, &resume, &params, client, None).await else {
         publish(Part::Missing).await;
         return;
     };

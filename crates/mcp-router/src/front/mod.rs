@@ -65,6 +65,8 @@ pub(crate) struct Front {
     /// woken when their session's subscriptions change.
     pub(crate) subscription_watchers:
         std::sync::Mutex<HashMap<String, std::sync::Weak<tokio::sync::Notify>>>,
+    /// The audit trail, when one is configured: a record per message (see `dispatch`).
+    pub(crate) audit: Option<crate::audit::Audit>,
 }
 
 impl Front {

@@ -194,7 +194,16 @@ pub(crate) async fn list(
     let mut merged: Vec<(String, String, RawObject<'static>)> = Vec::new();
     // Backends whose whole list is on this page (asked from the start, no more to come).
     let mut complete: HashSet<String> = HashSet::new();
+    // For the audit record: the backends merged fresh, and those left out or stale.
+    let (mut answered, mut left_out) = (Vec::new(), Vec::new());
+    let auditing = scope.ctx.audit.is_some();
     for ((backend, page), (_, cursor)) in pages.into_iter().zip(&pending) {
+        if auditing {
+            match &page {
+                Ok(page) if page.stale_age.is_none() => answered.push(backend.clone()),
+                _ => left_out.push(backend.clone()),
+            }
+        }
         match page {
             Ok(page) => {
                 ttl.add(page.ttl_ms);
@@ -215,6 +224,9 @@ pub(crate) async fn list(
             }
             Err(failure) => degraded.backend(backend, failure.reason()),
         }
+    }
+    if let Some(audit) = &scope.ctx.audit {
+        audit.fanout(answered, left_out);
     }
     let elsewhere = listed_elsewhere(scope, method, shape, &merged, &complete).await;
     let items = drop_collisions(merged, &elsewhere, &mut degraded);

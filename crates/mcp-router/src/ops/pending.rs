@@ -80,6 +80,17 @@ pub(crate) struct Relayed {
 pub(crate) struct Pending {
     /// Where the answer goes.
     pub(crate) route: Route,
+    /// What was asked, for the audit trail.
+    pub(crate) asked: Asked,
+}
+
+/// What a relayed request was, for the audit trail: its method and the backend that asked
+/// (carried in its sealed id, so any node knows; `None` in ids sealed before they carried it,
+/// and the backend of a bridged input request is always named).
+#[derive(Debug, Default)]
+pub(crate) struct Asked {
+    pub(crate) method: Option<String>,
+    pub(crate) backend: Option<String>,
 }
 
 /// What a relayed request id carries (encrypted).
@@ -105,10 +116,21 @@ enum Sealed {
         p: Option<String>,
         /// Expiry, Unix seconds.
         e: u64,
+        /// The request's method (for the audit trail).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        m: Option<String>,
     },
-    /// The gateway's own request: entry `i` of node `n`'s table.
+    /// The gateway's own request: entry `i` of node `n`'s table; `m` its method and `b` the
+    /// backend it is asked for (for the audit trail).
     #[serde(rename = "l")]
-    Local { n: String, i: u64 },
+    Local {
+        n: String,
+        i: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        m: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        b: Option<String>,
+    },
 }
 
 struct LocalEntry {
@@ -271,6 +293,7 @@ impl PendingRequests {
             upstream_id,
             session,
             token.clone(),
+            request.get_str("method"),
         );
         show_under(request, &id, token.is_some());
     }
@@ -280,20 +303,26 @@ impl PendingRequests {
     /// client's progress then goes to `link` under the backend's token). The client's answer
     /// arrives on the returned receiver; the entry number is for [`release`](Self::release).
     /// Refused when the table or `principal`'s share is full (see
-    /// [`register_local`](Self::register_local)).
+    /// [`register_local_asked`](Self::register_local_asked)).
     pub(crate) fn relay_link(
         &self,
         downstream_session: &str,
         principal: &Principal,
         link: &LinkWriter,
         request: &mut mcp_core::RawObject<'_>,
+        backend: &str,
     ) -> Result<(u64, tokio::sync::oneshot::Receiver<Bytes>), Refused> {
         let token = progress_token(request);
         let progress = token.clone().map(|token| LinkProgress {
             link: link.clone(),
             token,
         });
-        let (id, entry, answer) = self.insert_local(downstream_session, principal, progress)?;
+        let asked = Asked {
+            method: request.get_str("method"),
+            backend: Some(backend.to_owned()),
+        };
+        let (id, entry, answer) =
+            self.insert_local(downstream_session, principal, progress, asked)?;
         show_under(request, &id, token.is_some());
         Ok((entry, answer))
     }
@@ -306,7 +335,7 @@ impl PendingRequests {
         token: &str,
         downstream_session: &str,
     ) -> Option<LinkProgress> {
-        let Some(Sealed::Local { n, i }) = self.open(token, downstream_session) else {
+        let Some(Sealed::Local { n, i, .. }) = self.open(token, downstream_session) else {
             return None;
         };
         if n != self.node {
@@ -334,6 +363,7 @@ impl PendingRequests {
                     upstream_id,
                     session,
                 },
+            ..
         }) = self.take(id, downstream_session)
         else {
             return None;
@@ -355,6 +385,7 @@ impl PendingRequests {
         upstream_id: RequestId,
         session: Arc<LegacySession>,
         progress_token: Option<String>,
+        method: Option<String>,
     ) -> String {
         let sealed = Sealed::Backend {
             b: backend.to_owned(),
@@ -368,6 +399,7 @@ impl PendingRequests {
             v: session.version.clone(),
             p: progress_token,
             e: self.sealer.unix_now().saturating_add(self.ttl.as_secs()),
+            m: method,
         };
         self.seal(downstream_session, &sealed)
     }
@@ -382,16 +414,29 @@ impl PendingRequests {
         serde_json::from_slice(&payload).ok()
     }
 
-    /// Registers a request the gateway itself asks for `principal`: its id, its entry number
-    /// (for [`release`](Self::release)), and the receiver the answer (the client's whole JSON-RPC
-    /// response) arrives on. Refused when the table is full of fresh entries or `principal` holds
-    /// its share: the request must then not be shown to the client, whose answer would be lost.
+    /// `register_local_asked` without saying what is asked (the tests' shorthand).
+    #[cfg(test)]
     pub(crate) fn register_local(
         &self,
         downstream_session: &str,
         principal: &Principal,
     ) -> Result<(String, u64, tokio::sync::oneshot::Receiver<Bytes>), Refused> {
-        self.insert_local(downstream_session, principal, None)
+        self.insert_local(downstream_session, principal, None, Asked::default())
+    }
+
+    /// Registers a request the gateway itself asks for `principal`: its id, its entry number
+    /// (for [`release`](Self::release)), and the receiver the answer (the client's whole JSON-RPC
+    /// response) arrives on. Refused when the table is full of fresh entries or `principal` holds
+    /// its share: the request must then not be shown to the client, whose answer would be lost.
+    /// `asked` (its method and the backend it is asked for) travels in the id, for the audit
+    /// trail.
+    pub(crate) fn register_local_asked(
+        &self,
+        downstream_session: &str,
+        principal: &Principal,
+        asked: Asked,
+    ) -> Result<(String, u64, tokio::sync::oneshot::Receiver<Bytes>), Refused> {
+        self.insert_local(downstream_session, principal, None, asked)
     }
 
     /// Forgets the entries of a call that ended (answered ones are gone already): their waiters
@@ -408,6 +453,7 @@ impl PendingRequests {
         downstream_session: &str,
         principal: &Principal,
         progress: Option<LinkProgress>,
+        asked: Asked,
     ) -> Result<(String, u64, tokio::sync::oneshot::Receiver<Bytes>), Refused> {
         let now = Instant::now();
         let mut local = self.lock();
@@ -436,6 +482,8 @@ impl PendingRequests {
             &Sealed::Local {
                 n: self.node.clone(),
                 i: entry,
+                m: asked.method,
+                b: asked.backend,
             },
         );
         Ok((id, entry, receiver))
@@ -444,16 +492,34 @@ impl PendingRequests {
     /// Where the client's answer with `id` goes, if `id` was shown to `downstream_session` and is
     /// still fresh.
     pub(crate) fn take(&self, id: &str, downstream_session: &str) -> Option<Pending> {
-        let (b, u, l, s, v, e) = match self.open(id, downstream_session)? {
-            Sealed::Local { n, .. } if n != self.node => {
+        let (b, u, l, s, v, e, m) = match self.open(id, downstream_session)? {
+            Sealed::Local { n, m, b, .. } if n != self.node => {
                 return Some(Pending {
                     route: Route::Remote { node: n },
+                    asked: Asked {
+                        method: m,
+                        backend: b,
+                    },
                 });
             }
-            Sealed::Local { i, .. } => return self.take_local(i, downstream_session),
+            Sealed::Local { i, m, b, .. } => {
+                let mut pending = self.take_local(i, downstream_session)?;
+                pending.asked = Asked {
+                    method: m,
+                    backend: b,
+                };
+                return Some(pending);
+            }
             Sealed::Backend {
-                b, u, l, s, v, e, ..
-            } => (b, u, l, s, v, e),
+                b,
+                u,
+                l,
+                s,
+                v,
+                e,
+                m,
+                ..
+            } => (b, u, l, s, v, e, m),
         };
         if e < self.sealer.unix_now() {
             return None;
@@ -467,9 +533,13 @@ impl PendingRequests {
         };
         Some(Pending {
             route: Route::Backend {
-                backend: b,
+                backend: b.clone(),
                 upstream_id: serde_json::from_str(&u).ok()?,
                 session: Arc::new(session),
+            },
+            asked: Asked {
+                method: m,
+                backend: Some(b),
             },
         })
     }
@@ -478,7 +548,7 @@ impl PendingRequests {
     /// `false` when unknown, expired, shown to another session, or nobody waits any more.
     #[cfg(feature = "redis")]
     pub(crate) fn answer_local(&self, id: &str, downstream_session: &str, answer: String) -> bool {
-        let Some(Sealed::Local { n, i }) = self.open(id, downstream_session) else {
+        let Some(Sealed::Local { n, i, .. }) = self.open(id, downstream_session) else {
             return false;
         };
         if n != self.node {
@@ -487,6 +557,7 @@ impl PendingRequests {
         match self.take_local(i, downstream_session) {
             Some(Pending {
                 route: Route::Local(sender),
+                ..
             }) => sender.send(Bytes::from(answer)).is_ok(),
             _ => false,
         }
@@ -500,6 +571,7 @@ impl PendingRequests {
         let entry = local.remove(entry)?;
         (Instant::now().duration_since(entry.created) < self.ttl).then_some(Pending {
             route: Route::Local(entry.answer),
+            asked: Asked::default(),
         })
     }
 }
@@ -560,10 +632,11 @@ mod tests {
         let sealer = Sealer::random();
         let table =
             PendingRequests::new(sealer.clone(), "n1".into(), Duration::from_secs(60), 10, 10);
-        let id = table.register("s1", "beta", RequestId::from(7), session(), None);
+        let method = Some("elicitation/create".to_owned());
+        let id = table.register("s1", "beta", RequestId::from(7), session(), None, method);
         let raw = base64::Engine::decode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, &id)
             .expect("base64url");
-        for hidden in [&b"http://b/mcp"[..], b"up-1", b"beta"] {
+        for hidden in [&b"http://b/mcp"[..], b"up-1", b"beta", b"elicitation"] {
             assert!(
                 !raw.windows(hidden.len()).any(|w| w == hidden),
                 "the id reveals its route"
@@ -582,10 +655,16 @@ mod tests {
                     upstream_id,
                     session,
                 },
+            asked,
         }) = other_node.take(&id, "s1")
         else {
             panic!("a backend route");
         };
+        // What was asked travels in the id, for the audit trail of whichever node gets the answer.
+        assert_eq!(
+            (asked.method.as_deref(), asked.backend.as_deref()),
+            (Some("elicitation/create"), Some("beta"))
+        );
         assert_eq!(
             (backend.as_str(), upstream_id),
             ("beta", RequestId::from(7))
@@ -628,6 +707,7 @@ mod tests {
         assert!(table.take(&id, "s2").is_none());
         let Some(Pending {
             route: Route::Local(sender),
+            ..
         }) = table.take(&id, "s1")
         else {
             panic!("a local route");
@@ -652,7 +732,7 @@ mod tests {
         );
         assert!(matches!(
             other_node.take(&relayed, "s1"),
-            Some(Pending { route: Route::Remote { node } }) if node == "node/1"
+            Some(Pending { route: Route::Remote { node }, .. }) if node == "node/1"
         ));
         assert!(
             !table.answer_local(&relayed, "s2", "{}".into()),

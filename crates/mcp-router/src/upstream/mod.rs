@@ -505,6 +505,11 @@ impl Client {
             .ok()
     }
 
+    /// Launches the next stdio processes under `rules` (a reload of the operator's catalog).
+    pub(crate) fn replace_stdio_rules(&self, rules: StdioRules) {
+        self.stdio.replace_rules(rules);
+    }
+
     /// The breakers, for metrics and readiness detail.
     pub(crate) fn breakers(&self) -> &BreakerRegistry {
         &self.breakers

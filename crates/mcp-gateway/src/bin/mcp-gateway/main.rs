@@ -17,6 +17,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod cli;
+mod reloading;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -80,7 +81,13 @@ fn run(cli: Cli) -> Result<(), u8> {
         eprintln!("mcp-gateway: warning: {warning}");
     }
     match command {
-        Command::Serve => serve(config, file),
+        Command::Serve => serve(
+            config,
+            reloading::Sources {
+                file,
+                overrides: cli.global.overrides(),
+            },
+        ),
         Command::CheckConfig => check(&config, file),
         Command::Token(args) => token(&config, &args),
         Command::ConfigKeys | Command::MetricTable => Ok(()),
@@ -212,17 +219,18 @@ fn built(builder: &mut tokio::runtime::Builder) -> Result<tokio::runtime::Runtim
     })
 }
 
-fn serve(config: GatewayConfig, file: Option<PathBuf>) -> Result<(), u8> {
-    // Kept until the end of `serve`: dropping it flushes the last spans.
-    let _telemetry = match mcp_gateway::init_tracing(&config.telemetry) {
-        Ok(telemetry) => telemetry,
+fn serve(config: GatewayConfig, sources: reloading::Sources) -> Result<(), u8> {
+    // Kept until the end of `serve` (the reload task shares it): dropping it flushes the last
+    // spans.
+    let telemetry = match mcp_gateway::init_tracing(&config.telemetry) {
+        Ok(telemetry) => std::sync::Arc::new(telemetry),
         Err(e) => {
             eprintln!("mcp-gateway: {e}");
             return Err(EXIT_CONFIG);
         }
     };
     raise_open_files_limit(config.limits.max_connections);
-    match &file {
+    match &sources.file {
         Some(path) => {
             tracing::info!(config = %path.display(), version = env!("CARGO_PKG_VERSION"), "starting")
         }
@@ -231,16 +239,38 @@ fn serve(config: GatewayConfig, file: Option<PathBuf>) -> Result<(), u8> {
             "starting with the built-in defaults (no configuration file)"
         ),
     }
-    serving_runtime(&config.runtime)?.block_on(async move {
+    // The content the running configuration is read from, for the file watch to compare with.
+    let seen = sources
+        .file
+        .as_deref()
+        .and_then(|file| std::fs::read(file).ok());
+    let shared = std::sync::Arc::clone(&telemetry);
+    let result = serving_runtime(&config.runtime)?.block_on(async move {
+        // First: a SIGHUP while the gateway is built is kept for later, not the end of it.
+        let hangups = reloading::hangups();
         let gateway = Gateway::from_config(config)
             .await
             .map_err(|e| failure(&e))?;
         let bound = gateway.bind().await.map_err(|e| failure(&e))?;
-        bound
+        let reloads = tokio::spawn(reloading::run(
+            bound.gateway().reloader(),
+            shared,
+            sources,
+            hangups,
+            seen,
+        ));
+        let served = bound
             .serve(mcp_gateway::shutdown_signal())
             .await
-            .map_err(|e| failure(&e))
-    })
+            .map_err(|e| failure(&e));
+        reloads.abort();
+        // Its share of the telemetry is dropped before the runtime, so the last spans are
+        // flushed below, on this thread.
+        let _ = reloads.await;
+        served
+    });
+    drop(telemetry);
+    result
 }
 
 /// Raises the soft limit on open files to the hard limit: every client connection, backend

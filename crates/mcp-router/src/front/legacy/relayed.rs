@@ -149,13 +149,27 @@ pub(super) async fn answer_backend(
     let Some(pending) = front.ops.pending.take(id, session_id) else {
         return unknown();
     };
+    // The relayed request's record: the client's answer settles it, unless delivering the
+    // answer fails first.
+    let audit = ctx.audit.as_ref();
+    if let Some(audit) = audit {
+        let asked = &pending.asked;
+        audit.server_request(asked.method.as_deref(), asked.backend.as_deref());
+    }
+    let settle = || {
+        if let Some(audit) = audit {
+            audit.settle_with(env);
+        }
+    };
     let (backend, upstream_id, upstream_session) = match pending.route {
         crate::ops::pending::Route::Local(answer) => {
             // An MRTR input request the gateway asked on a modern backend's behalf.
             let _ = answer.send(bytes::Bytes::copy_from_slice(env_bytes(env).as_bytes()));
+            settle();
             return respond::accepted();
         }
         crate::ops::pending::Route::Remote { node } => {
+            settle();
             return pass_on(front, &node, session_id, id, env).await;
         }
         crate::ops::pending::Route::Backend {
@@ -188,12 +202,16 @@ pub(super) async fn answer_backend(
         .await
     {
         tracing::info!(backend = %backend, error = %e, "could not deliver a client's answer");
+        if let Some(audit) = audit {
+            audit.transport_error();
+        }
         return respond::error(
             StatusCode::BAD_GATEWAY,
             None,
             &ErrorObject::internal(format!("Backend {backend} failed: {e}")),
         );
     }
+    settle();
     respond::accepted()
 }
 

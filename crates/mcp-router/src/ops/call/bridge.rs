@@ -77,10 +77,15 @@ impl Relay {
             let Some(method) = request.get_str("method") else {
                 continue;
             };
-            let (id, entry, answer) = self
-                .ops
-                .pending
-                .register_local(&session, &self.target.caller.principal)?;
+            let asked = crate::ops::pending::Asked {
+                method: Some(method.clone()),
+                backend: Some(self.finish.backend.clone()),
+            };
+            let (id, entry, answer) = self.ops.pending.register_local_asked(
+                &session,
+                &self.target.caller.principal,
+                asked,
+            )?;
             self.asked.push(entry);
             let params = request.get("params").map(|p| p.to_owned());
             let mut out = RawObject::new();

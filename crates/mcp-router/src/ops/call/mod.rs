@@ -111,6 +111,9 @@ pub(crate) async fn targeted(
         Err(Refused::Ambiguous(error)) => return Answer::Ambiguous(error),
         Err(Refused::Error(error)) => return Answer::Error(error),
     };
+    if let Some(audit) = &scope.ctx.audit {
+        audit.backend(routed.backend);
+    }
     let governed = match &routed.task {
         // A task's result is its creating call's result: that call's post hook applies to it.
         Some(task) => plugins::task_post(scope, &task.origin, routed.backend),
@@ -198,6 +201,9 @@ async fn relay_call(
             if let Some((_, key)) = &registration {
                 ops.inflight.remove(key);
             }
+            if let Some(audit) = &scope.ctx.audit {
+                audit.transport_error();
+            }
             return backend_error(routed.backend, &e);
         }
         None => {
@@ -266,6 +272,11 @@ async fn relay_call(
         final_error: None,
         saw_invalid: false,
         asked: Vec::new(),
+        audit: scope
+            .ctx
+            .audit
+            .clone()
+            .inspect(|audit| audit.expect_final()),
     });
     answer(relay).await
 }
@@ -292,7 +303,8 @@ async fn resume(
     params: RawObject<'static>,
 ) -> Answer {
     let client = ClientMeta::of(scope);
-    if let Some(answer) = resume_here(scope.ops, id, &parked, &params, client).await {
+    let audit = scope.ctx.audit.clone();
+    if let Some(answer) = resume_here(scope.ops, id, &parked, &params, client, audit).await {
         return answer;
     }
     #[cfg(feature = "redis")]

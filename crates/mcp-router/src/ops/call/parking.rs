@@ -88,13 +88,15 @@ impl ParkedCall {
 }
 
 /// Resumes the call parked on this node under `parked.token`, if it is here and belongs to
-/// `parked.binding`; `None` otherwise.
+/// `parked.binding`; `None` otherwise. `audit`: the retry's audit record, which the rest of the
+/// call settles.
 pub(crate) async fn resume_here(
     ops: &Arc<Ops>,
     id: &RequestId,
     parked: &Resume,
     params: &RawObject<'_>,
     client: ClientMeta,
+    audit: Option<crate::audit::AuditHandle>,
 ) -> Option<Answer> {
     let belongs = |call: &ParkedCall| {
         call.relay
@@ -104,6 +106,9 @@ pub(crate) async fn resume_here(
             .eq(parked.binding.iter())
     };
     let mut call = ops.parked.take(&parked.token, belongs)?;
+    if let Some(audit) = &audit {
+        audit.backend(&call.relay.finish.backend);
+    }
     call.relay.downstream_id = id.clone();
     call.relay.log_threshold = client.log_threshold;
     call.relay.progress = match (call.relay.progress.take(), client.progress_token) {
@@ -131,8 +136,15 @@ pub(crate) async fn resume_here(
             Err(call) => Answer::Error(call.refusal()),
         });
     };
+    if let Some(audit) = &audit {
+        audit.expect_final();
+    }
+    call.relay.audit = audit;
     for (upstream_id, answer) in answers {
         if let Err(e) = call.relay.answer_upstream(&upstream_id, &answer).await {
+            if let Some(audit) = &call.relay.audit {
+                audit.transport_error();
+            }
             return Some(backend_error(&call.relay.finish.backend, &e));
         }
     }
@@ -179,7 +191,10 @@ impl Relay {
             Ok(input_required) => Some(input_required),
             Err(call) => {
                 tracing::warn!(backend = %self.finish.backend, "too many calls wait for input: declining a backend request");
+                // The call goes on in this relay, for this request's record.
+                let audit = self.audit.take();
                 *self = *call.relay;
+                self.audit = audit;
                 None
             }
         }

@@ -119,6 +119,9 @@ pub(crate) struct Relay {
     /// requests, bridged input requests): released when the call ends, answered or not, so a
     /// failed or cancelled call leaves nothing counted against its principal.
     pub(super) asked: Vec<u64>,
+    /// The audit record of the client's request this relay answers (settled by the final
+    /// message). Not carried into a parked call: its retry brings its own.
+    pub(super) audit: Option<crate::audit::AuditHandle>,
 }
 
 pub(super) enum Relayed {
@@ -269,12 +272,22 @@ impl Relay {
         }
     }
 
-    /// The next message for the client; `None` after the final one.
+    /// The next message for the client; `None` after the final one. The final one settles the
+    /// audit record (a transport failure settled it already, see [`Self::fail`]).
+    pub(super) async fn next(&mut self) -> Option<Relayed> {
+        let next = self.relay_next().await;
+        if let (Some(Relayed::Final(message)), Some(audit)) = (&next, &self.audit) {
+            audit.settle_final(message);
+        }
+        next
+    }
+
+    /// [`Self::next`] before the audit record hears of it.
     ///
     /// The rare steps (a bridged retry, a plugin post hook, declining a backend's request) are
     /// boxed where they are awaited: every call awaits this future, and it would otherwise be
     /// as large as the largest of them (book: docs/src/performance.md).
-    pub(super) async fn next(&mut self) -> Option<Relayed> {
+    async fn relay_next(&mut self) -> Option<Relayed> {
         if self.done {
             return None;
         }
@@ -389,6 +402,9 @@ impl Relay {
 
     fn fail(&mut self, e: &UpstreamError) -> Relayed {
         tracing::info!(backend = %self.finish.backend, error = %e, "routed call failed mid-stream");
+        if let Some(audit) = &self.audit {
+            audit.transport_error();
+        }
         // A call past its deadline is the gateway's decision, not the client's: its 2025 backend
         // (whose session outlives the dropped answer) is told, whatever the client's era.
         if matches!(e, UpstreamError::DeadlineExceeded(_)) {
@@ -441,6 +457,7 @@ impl Relay {
             final_error: None,
             saw_invalid: self.saw_invalid,
             asked: std::mem::take(&mut self.asked),
+            audit: None,
         };
         self.done = true;
         self.answered = true;
@@ -505,6 +522,7 @@ impl Relay {
                     &self.target.caller.principal,
                     link,
                     &mut request,
+                    &self.finish.backend,
                 ) {
                     Ok(registered) => registered,
                     Err(why) => return Asked::Refused(why),
@@ -587,6 +605,9 @@ impl Relay {
     /// status a 2026-07-28 client gets with it.
     fn finish(&mut self, env: Option<&Envelope<'_>>) -> Vec<u8> {
         let Some(env) = env else {
+            if let Some(audit) = &self.audit {
+                audit.transport_error();
+            }
             let error = ErrorObject::internal(format!(
                 "Backend {} sent an invalid response",
                 self.finish.backend

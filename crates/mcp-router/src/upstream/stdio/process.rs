@@ -5,6 +5,7 @@ use std::process::Stdio;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+use arc_swap::ArcSwap;
 use bytes::Bytes;
 use mcp_core::Budget;
 use serde_json::value::RawValue;
@@ -49,7 +50,10 @@ pub(crate) const MAX_PROCESSES_PER_PRINCIPAL: usize = 8;
 /// The stdio processes of one router.
 pub(crate) struct StdioPool {
     pool: Pool<ProcessKey, Process>,
-    rules: StdioRules,
+    /// The operator's rules, which a reload replaces: a backend's launch comes from the rules
+    /// in force when its call arrives, and a process is keyed by its launch, so a changed
+    /// catalog entry starts a new process for the next calls while the old one finishes its own.
+    rules: ArcSwap<StdioRules>,
     client_info: Box<RawValue>,
     /// What the processes' calls hold for their clients is drawn from here.
     buffers: LinkBuffers,
@@ -75,10 +79,15 @@ impl StdioPool {
                 UpstreamError::ProcessFailed,
                 UpstreamError::ProcessFailed,
             ),
-            rules,
+            rules: ArcSwap::from_pointee(rules),
             client_info,
             buffers,
         }
+    }
+
+    /// Launches the next processes under `rules` (see the field `rules`).
+    pub(crate) fn replace_rules(&self, rules: StdioRules) {
+        self.rules.store(Arc::new(rules));
     }
 
     /// Sends `call` to the backend's process, starting it when needed.
@@ -109,17 +118,21 @@ impl StdioPool {
 
     /// The live process for `target`, started (or restarted, after its backoff) when needed.
     async fn process(&self, target: &Target<'_>) -> Result<Arc<Process>, UpstreamError> {
-        let launch = self.rules.launch(target.config).map_err(|refusals| {
-            for refusal in &refusals {
-                tracing::warn!(
-                    backend = target.name,
-                    field = %refusal.field,
-                    reason = %refusal.message,
-                    "stdio backend not allowed by the operator's rules"
-                );
-            }
-            UpstreamError::NotAllowed
-        })?;
+        let launch = self
+            .rules
+            .load()
+            .launch(target.config)
+            .map_err(|refusals| {
+                for refusal in &refusals {
+                    tracing::warn!(
+                        backend = target.name,
+                        field = %refusal.field,
+                        reason = %refusal.message,
+                        "stdio backend not allowed by the operator's rules"
+                    );
+                }
+                UpstreamError::NotAllowed
+            })?;
         let principal = (!launch.shared).then(|| target.principal.clone());
         let key = ProcessKey {
             backend: target.name.to_owned(),

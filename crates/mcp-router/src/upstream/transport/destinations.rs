@@ -22,6 +22,7 @@ use std::pin::Pin;
 use std::sync::{Arc, RwLock};
 use std::task::{Context, Poll};
 
+use arc_swap::ArcSwap;
 use http::Uri;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioIo;
@@ -133,23 +134,29 @@ fn in_net(ip: IpAddr, net: IpAddr, prefix: u8) -> bool {
 /// The operator's policy for backend destinations (see the module docs for the precedence).
 ///
 /// Clones share the set of the gateway's own listeners, which is filled once they are bound
-/// ([`set_own_listeners`](Self::set_own_listeners)).
+/// ([`set_own_listeners`](Self::set_own_listeners)), and the allow and deny lists, which a
+/// reload replaces ([`replace_lists`](Self::replace_lists)).
 #[derive(Clone, Debug)]
 pub struct DestinationPolicy {
-    allow: Vec<Rule>,
-    deny: Vec<Rule>,
+    lists: Arc<ArcSwap<Lists>>,
     defaults: Vec<Rule>,
     own: Arc<RwLock<Vec<SocketAddr>>>,
     /// The gateway's own public host names (lower case) and ports.
     own_hosts: Vec<(String, u16)>,
 }
 
+/// The operator's allow and deny lists.
+#[derive(Debug, Default)]
+struct Lists {
+    allow: Vec<Rule>,
+    deny: Vec<Rule>,
+}
+
 impl Default for DestinationPolicy {
     /// Only the built-in denials.
     fn default() -> Self {
         Self {
-            allow: Vec::new(),
-            deny: Vec::new(),
+            lists: Arc::default(),
             defaults: DEFAULT_DENIED
                 .iter()
                 .filter_map(|r| Rule::parse(r).ok())
@@ -171,10 +178,20 @@ impl DestinationPolicy {
             list.iter().map(|r| Rule::parse(r)).collect()
         };
         Ok(Self {
-            allow: parse(allow)?,
-            deny: parse(deny)?,
+            lists: Arc::new(ArcSwap::from_pointee(Lists {
+                allow: parse(allow)?,
+                deny: parse(deny)?,
+            })),
             ..Self::default()
         })
+    }
+
+    /// Takes `other`'s allow and deny lists, for this policy and every clone of it (the
+    /// connectors that check each new connection): a reload of the operator's lists. Connections
+    /// already open stay; the built-in denials and the gateway's own listeners and names stay
+    /// this policy's.
+    pub fn replace_lists(&self, other: &DestinationPolicy) {
+        self.lists.store(other.lists.load_full());
     }
 
     /// Checks one list entry (for configuration validation).
@@ -229,16 +246,17 @@ impl DestinationPolicy {
         {
             return false;
         }
-        if self.deny.iter().any(|r| r.matches(&host, ip)) {
+        let lists = self.lists.load();
+        if lists.deny.iter().any(|r| r.matches(&host, ip)) {
             return false;
         }
-        if !self.allow.is_empty() && !self.allow.iter().any(|r| r.matches(&host, ip)) {
+        if !lists.allow.is_empty() && !lists.allow.iter().any(|r| r.matches(&host, ip)) {
             return false;
         }
         // A built-in denial (link-local, metadata) is lifted only by an address rule that covers
         // the connected address: a host-name rule does not, since whoever controls that name's
         // DNS could point it at the metadata service.
-        let lifted = self
+        let lifted = lists
             .allow
             .iter()
             .any(|r| matches!(r, Rule::Net { .. }) && r.matches(&host, ip));
@@ -368,6 +386,24 @@ mod tests {
         );
         assert!(DestinationPolicy::new(&["10.0.0.0/33".into()], &[]).is_err());
         assert!(DestinationPolicy::new(&[], &["not a host".into()]).is_err());
+    }
+
+    #[test]
+    fn replaced_lists_reach_every_clone_and_keep_the_own_listeners() {
+        let policy = DestinationPolicy::default().own_host("gw.example", 443);
+        let connector_copy = policy.clone();
+        let local = addr("10.0.0.5:40000");
+        policy.set_own_listeners([addr("10.0.0.5:8080")]);
+        assert!(connector_copy.allows("x", addr("10.9.1.1:80"), local));
+        let reloaded = DestinationPolicy::new(&[], &["10.9.0.0/16".into()]).expect("valid");
+        policy.replace_lists(&reloaded);
+        assert!(!connector_copy.allows("x", addr("10.9.1.1:80"), local));
+        assert!(connector_copy.allows("x", addr("10.1.1.1:80"), local));
+        assert!(
+            !connector_copy.allows("x", addr("10.0.0.5:8080"), local),
+            "the gateway's own listener stays denied"
+        );
+        assert!(!connector_copy.allows("gw.example", addr("10.1.1.1:443"), local));
     }
 
     #[test]

@@ -198,7 +198,7 @@ impl GatewayBuilder {
             Some(store) => UserStore::custom(store, &config),
             None => UserStore::open(&config).await?,
         };
-        let (sessions, bus) = session_store(&config)?;
+        let (sessions, bus, sealed) = session_store(&config)?;
         let plugins = Plugins::load(&config).await?;
         let destinations = DestinationPolicy::new(
             &config.backends.allow_destinations,
@@ -277,6 +277,7 @@ impl GatewayBuilder {
                 store_rules: store.rules(),
                 limits: Arc::clone(&limits),
                 metadata: Arc::clone(&documents),
+                sealed,
             },
         );
         let shared = Arc::new(Shared {
@@ -326,12 +327,11 @@ impl GatewayBuilder {
 }
 
 /// The 2025 session store `[sessions]` names, and with the Redis store the node bus on the same
-/// Redis (answers and cancellations that reach the wrong node). Its values were validated with the
+/// Redis (answers and cancellations that reach the wrong node); the sealed store also as itself,
+/// for a reload to replace its key ring. Its values were validated with the
 /// configuration; what can still fail here (a Redis URL the client library refuses) is reported as
 /// a store error.
-fn session_store(
-    config: &GatewayConfig,
-) -> Result<(Arc<dyn SessionStore>, Option<NodeBus>), GatewayError> {
+fn session_store(config: &GatewayConfig) -> Result<SessionStores, GatewayError> {
     let s = &config.sessions;
     let store: Arc<dyn SessionStore> = match &s.kind {
         SessionsKind::Redis { url } => {
@@ -343,7 +343,7 @@ fn session_store(
             let refused = |e| GatewayError::Store(format!("sessions.url: {e}"));
             let bus = NodeBus::redis(&redis).map_err(refused)?;
             let store = RedisSessionStore::new(redis).map_err(refused)?;
-            return Ok((Arc::new(store), Some(bus)));
+            return Ok((Arc::new(store), Some(bus), None));
         }
         SessionsKind::Sealed { keys, bus_url } => {
             let ring = KeyRing::parse(keys)
@@ -358,7 +358,12 @@ fn session_store(
                 ),
                 None => None,
             };
-            return Ok((Arc::new(store), bus));
+            let store = Arc::new(store);
+            return Ok((
+                Arc::clone(&store) as Arc<dyn SessionStore>,
+                bus,
+                Some(store),
+            ));
         }
         _ => {
             let mut limits = LocalSessionLimits::default();
@@ -370,8 +375,15 @@ fn session_store(
             Arc::new(LocalSessionStore::new(limits))
         }
     };
-    Ok((store, None))
+    Ok((store, None, None))
 }
+
+/// The session store, the node bus, and the sealed store when it is the one.
+type SessionStores = (
+    Arc<dyn SessionStore>,
+    Option<NodeBus>,
+    Option<Arc<SealedSessionStore>>,
+);
 
 /// The router's upstream options from `[router]` and `[backends]`.
 fn upstream_options(

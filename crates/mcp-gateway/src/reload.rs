@@ -17,10 +17,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use arc_swap::ArcSwap;
 use mcp_claims::ClaimsLayer;
+use mcp_router::session::{KeyRing, SealedSessionStore};
 use mcp_router::{DestinationPolicy, McpRouter};
 
 use crate::auth;
-use crate::config::{ConfigError, EffectiveConfig, GatewayConfig, Override, reloadable};
+use crate::config::{
+    ConfigError, EffectiveConfig, GatewayConfig, Override, SessionsKind, reloadable,
+};
 use crate::limits::RequestLimits;
 use crate::metadata::ResourceMetadata;
 use crate::metrics;
@@ -102,11 +105,14 @@ pub(crate) struct Parts {
     pub(crate) limits: Arc<ArcSwap<RequestLimits>>,
     /// The RFC 9728 documents, whose `authorization_servers` default to the issuers.
     pub(crate) metadata: Arc<ArcSwap<ResourceMetadata>>,
+    /// The sealed session store, whose key ring a reload replaces.
+    pub(crate) sealed: Option<Arc<SealedSessionStore>>,
 }
 
 /// What a reload built, to swap in once all of it is valid.
 struct Built {
     validator: Option<mcp_claims::JwtValidator>,
+    ring: Option<KeyRing>,
     certificate: Option<rustls::sign::CertifiedKey>,
     destinations: DestinationPolicy,
 }
@@ -217,7 +223,8 @@ impl Reloader {
         let key_file = key_file(&config);
         let validator_changed =
             changed.iter().any(|key| key.starts_with("auth.jwt.")) || key_file != running.key_file;
-        let built = self.build(&config, validator_changed)?;
+        let ring_changed = changed.contains(&"sessions.keys_env");
+        let built = self.build(&config, validator_changed, ring_changed)?;
         if running.config.backends.stdio_rules() != config.backends.stdio_rules() {
             changed.push(STDIO_CATALOG);
         }
@@ -227,6 +234,9 @@ impl Reloader {
         }
         if let (Some(cert), Some(key)) = (&parts.tls, built.certificate) {
             cert.replace(key);
+        }
+        if let (Some(sealed), Some(ring)) = (&parts.sealed, built.ring) {
+            sealed.replace_ring(ring);
         }
         parts.destinations.replace_lists(&built.destinations);
         parts
@@ -268,7 +278,12 @@ impl Reloader {
     /// built again only when one of its keys or its key file changed: a new one starts with
     /// empty caches (its JWKS fetched again at first use), which a reload for a certificate or
     /// a log level has no reason to cost.
-    fn build(&self, config: &GatewayConfig, validator_changed: bool) -> Result<Built, ConfigError> {
+    fn build(
+        &self,
+        config: &GatewayConfig,
+        validator_changed: bool,
+        ring_changed: bool,
+    ) -> Result<Built, ConfigError> {
         let parts = &self.inner.parts;
         let validator = match &parts.claims {
             Some(_) if validator_changed => Some(auth::build_validator(
@@ -286,8 +301,16 @@ impl Reloader {
             &config.backends.deny_destinations,
         )
         .map_err(|reason| config.problem("backends.deny_destinations", reason.to_string()))?;
+        let ring = match &config.sessions.kind {
+            SessionsKind::Sealed { keys, .. } if ring_changed && parts.sealed.is_some() => Some(
+                KeyRing::parse(keys)
+                    .map_err(|e| config.problem("sessions.keys_env", e.to_string()))?,
+            ),
+            _ => None,
+        };
         Ok(Built {
             validator,
+            ring,
             certificate,
             destinations,
         })

@@ -17,8 +17,9 @@ use jsonwebtoken::Algorithm;
 use mcp_test_backends::{BackendSpec, TestBackend};
 use serde_json::{Value, json};
 use support::{
-    AUDIENCE, GatewayProcess, HS256_LINE, ISSUER, admin_get, base_config, modern,
-    modern_with_token, poll_until, token_with, unix_now, users_json, workdir, write,
+    AUDIENCE, GatewayProcess, HS256_LINE, ISSUER, admin_get, base_config, legacy_initialize,
+    legacy_post, modern, modern_with_token, poll_until, token_with, unix_now, users_json, workdir,
+    write,
 };
 
 /// The second HS256 secret, in its own variable: a reload that names it rotates the key.
@@ -317,4 +318,74 @@ async fn a_renewed_certificate_reaches_new_handshakes_and_an_edited_file_reloads
         json!(["https://issuer-2.test"]),
         "{document}"
     );
+}
+
+/// A key ring in `sessions.keys_env`'s format: `id:base64 key`, newest first.
+fn ring(keys: &[(&str, u8)]) -> String {
+    use base64::Engine as _;
+    keys.iter()
+        .map(|(id, byte)| {
+            let key = base64::engine::general_purpose::STANDARD.encode([*byte; 32]);
+            format!("{id}:{key}")
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+async fn listed_in(gw: &GatewayProcess, session: &str) -> u16 {
+    let body = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    legacy_post(gw.addr, "alice", "vh1", Some(session), &body)
+        .await
+        .status
+        .as_u16()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_rotates_the_sealed_session_key_ring() {
+    let beta = TestBackend::start(BackendSpec::legacy("beta")).await;
+    let dir = workdir("gw-reload-ring");
+    write(
+        dir.path(),
+        "users.json",
+        &users_json(&[("alice", "vh1", &[("beta", beta.url())])]),
+    );
+    let (first, both, second) = (
+        ring(&[("k1", 1)]),
+        ring(&[("k2", 2), ("k1", 1)]),
+        ring(&[("k2", 2)]),
+    );
+    let config = |keys_env: &str| {
+        base_config(&format!(
+            "\n[sessions]\nkind = \"sealed\"\nkeys_env = \"{keys_env}\"\n"
+        ))
+        .replacen(
+            "shutdown_drain_s = 10\n",
+            "shutdown_drain_s = 10\nconfig_watch_ms = 0\n",
+            1,
+        )
+    };
+    let gw = GatewayProcess::start(
+        dir.path(),
+        &config("RING_1"),
+        &[("RING_1", &first), ("RING_2", &both), ("RING_3", &second)],
+    )
+    .await;
+    let old = legacy_initialize(gw.addr, "alice", "vh1").await;
+    assert!(old.starts_with("k1."), "{old}");
+    assert_eq!(listed_in(&gw, &old).await, 200);
+
+    // The new key seals new sessions; the old one, still in the ring, keeps its sessions.
+    write(dir.path(), "gateway.toml", &config("RING_2"));
+    sighup(&gw);
+    wait_for_generation(&gw, 2).await;
+    assert_eq!(listed_in(&gw, &old).await, 200);
+    let new = legacy_initialize(gw.addr, "alice", "vh1").await;
+    assert!(new.starts_with("k2."), "{new}");
+
+    // The old key leaves the ring: its sessions are unknown from then on.
+    write(dir.path(), "gateway.toml", &config("RING_3"));
+    sighup(&gw);
+    wait_for_generation(&gw, 3).await;
+    assert_eq!(listed_in(&gw, &old).await, 404);
+    assert_eq!(listed_in(&gw, &new).await, 200);
 }

@@ -174,6 +174,7 @@ pub fn reloadable(key: &str) -> bool {
                 | "backends.trust_user_commands"
                 | "backends.allow_destinations"
                 | "backends.deny_destinations"
+                | "sessions.keys_env"
                 | "telemetry.log_level"
                 | "config_watch_ms"
         )

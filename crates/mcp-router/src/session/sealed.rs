@@ -7,6 +7,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use arc_swap::ArcSwap;
 use aws_lc_rs::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
 use aws_lc_rs::rand::{SecureRandom, SystemRandom};
 use base64::Engine as _;
@@ -354,7 +355,8 @@ fn aad(key_id: &str) -> Vec<u8> {
 ///
 /// [`with_revocation_limits`]: SealedSessionStore::with_revocation_limits
 pub struct SealedSessionStore {
-    ring: Arc<KeyRing>,
+    /// Replaced by [`replace_ring`](Self::replace_ring) (a reload).
+    ring: ArcSwap<KeyRing>,
     idle_ttl: Duration,
     rng: SystemRandom,
     revoked: RevokedIds,
@@ -390,7 +392,7 @@ impl SealedSessionStore {
     /// [`DEFAULT_IDLE_TTL`](Self::DEFAULT_IDLE_TTL).
     pub fn new(ring: KeyRing) -> Self {
         Self {
-            ring: Arc::new(ring),
+            ring: ArcSwap::from_pointee(ring),
             idle_ttl: Self::DEFAULT_IDLE_TTL,
             rng: SystemRandom::new(),
             revoked: RevokedIds::new(
@@ -399,6 +401,13 @@ impl SealedSessionStore {
             ),
             clock: WallClock::system(),
         }
+    }
+
+    /// Seals new sessions with the newest key of `ring` and opens ids sealed with any of its
+    /// keys from now on (a reload of the key ring): a key kept in the ring keeps its sessions,
+    /// a key left out ends them (their ids are unknown from then on).
+    pub fn replace_ring(&self, ring: KeyRing) {
+        self.ring.store(Arc::new(ring));
     }
 
     /// Stamps and judges the ids' absolute expiry with `clock` (default: the system clock).
@@ -438,7 +447,8 @@ impl SealedSessionStore {
         let compact = Compact::from_record(record, now.saturating_add(self.ttl_secs()));
         let plain = serde_json::to_vec(&compact)
             .map_err(|e| SessionStoreError::Other(format!("cannot encode session: {e}")))?;
-        let key = self.ring.newest();
+        let ring = self.ring.load();
+        let key = ring.newest();
         let mut nonce = [0u8; NONCE_LEN];
         self.rng
             .fill(&mut nonce)
@@ -510,7 +520,8 @@ impl SealedSessionStore {
             return None;
         }
         let (key_id, body) = id.split_once('.')?;
-        let key = self.ring.find(key_id)?;
+        let ring = self.ring.load();
+        let key = ring.find(key_id)?;
         let mut buf = URL_SAFE_NO_PAD.decode(body).ok()?;
         if buf.len() < NONCE_LEN + TAG_LEN {
             return None;
@@ -752,6 +763,21 @@ mod tests {
             .expect("seal");
         assert!(id.len() < 1024, "id of {} bytes: {id}", id.len());
         assert!(id.len() > 500, "sanity: {}", id.len());
+    }
+
+    #[test]
+    fn a_replaced_ring_rotates_one_running_store() {
+        let (old, new) = (random_key(), random_key());
+        let now = WallClock::system().unix_secs();
+        let store = SealedSessionStore::new(ring(&[("old", old)]));
+        let old_id = store.seal_at(record(), now).expect("seal");
+        store.replace_ring(ring(&[("new", new), ("old", old)]));
+        assert_eq!(store.open_at(&old_id, now), Some(record()));
+        let new_id = store.seal_at(record(), now).expect("seal");
+        assert!(new_id.starts_with("new."), "sealed with the newest key");
+        store.replace_ring(ring(&[("new", new)]));
+        assert_eq!(store.open_at(&old_id, now), None, "its key left the ring");
+        assert_eq!(store.open_at(&new_id, now), Some(record()));
     }
 
     #[test]

@@ -10,11 +10,16 @@
 //! notice. The writer flushes whenever its queue runs empty, so a record reaches the target as
 //! soon as the thread gets to it, and at the end (the last router clone dropped) it drains the
 //! queue, waiting at most [`FLUSH_AT_EXIT`] for it.
+//!
+//! A file target is opened again at its path after every applied reload ([`AuditFile`]), before
+//! the next write: rotating it (rename, then SIGHUP) needs no `copytruncate`.
 
-use std::fs::OpenOptions;
+use std::fs::{File, OpenOptions};
 use std::io::Write;
-use std::sync::Mutex;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TryRecvError, TrySendError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcp_router::McpRouterBuilder;
@@ -32,7 +37,25 @@ const BATCH_BYTES: usize = 64 * 1024;
 /// One option on the router builder (the gateway's `RouterOption`).
 type RouterOption = Box<dyn FnOnce(McpRouterBuilder) -> McpRouterBuilder + Send>;
 
-/// `options` plus the audit trail `config` asks for (none with `telemetry.audit.target = "off"`).
+/// Asks the writer of a file target to open its path again before the next write (a reload:
+/// the file may have been rotated).
+#[derive(Clone, Debug)]
+pub(crate) struct AuditFile(Arc<AtomicBool>);
+
+impl AuditFile {
+    pub(crate) fn reopen(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// A file target: its path, and whether a reload asked to open it again.
+struct Reopen {
+    path: PathBuf,
+    asked: Arc<AtomicBool>,
+}
+
+/// `options` plus the audit trail `config` asks for (none with `telemetry.audit.target = "off"`),
+/// and the handle that reopens a file target.
 ///
 /// # Errors
 ///
@@ -40,50 +63,57 @@ type RouterOption = Box<dyn FnOnce(McpRouterBuilder) -> McpRouterBuilder + Send>
 pub(crate) fn with_audit(
     mut options: Vec<RouterOption>,
     config: &GatewayConfig,
-) -> Result<Vec<RouterOption>, GatewayError> {
-    let Some(audit) = router_audit(config)? else {
-        return Ok(options);
+) -> Result<(Vec<RouterOption>, Option<AuditFile>), GatewayError> {
+    let Some((audit, file)) = router_audit(config)? else {
+        return Ok((options, None));
     };
     options.push(Box::new(move |builder| builder.audit(audit)));
-    Ok(options)
+    Ok((options, file))
+}
+
+fn append(path: &Path) -> std::io::Result<File> {
+    OpenOptions::new().create(true).append(true).open(path)
 }
 
 /// The router's audit settings for `config`, `None` when the trail is off.
-fn router_audit(config: &GatewayConfig) -> Result<Option<Audit>, GatewayError> {
+fn router_audit(
+    config: &GatewayConfig,
+) -> Result<Option<(Audit, Option<AuditFile>)>, GatewayError> {
     let c = &config.telemetry.audit;
-    let out: Box<dyn Write + Send> = match &c.target {
-        AuditTarget::Stdout => Box::new(std::io::stdout()),
-        AuditTarget::File(path) => Box::new(
-            OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .map_err(|e| {
-                    config.problem(
-                        "telemetry.audit.path",
-                        format!("cannot open {} for appending: {e}", path.display()),
-                    )
-                })?,
-        ),
+    let (out, reopen): (Box<dyn Write + Send>, _) = match &c.target {
+        AuditTarget::Stdout => (Box::new(std::io::stdout()), None),
+        AuditTarget::File(path) => {
+            let file = append(path).map_err(|e| {
+                config.problem(
+                    "telemetry.audit.path",
+                    format!("cannot open {} for appending: {e}", path.display()),
+                )
+            })?;
+            let reopen = Reopen {
+                path: path.clone(),
+                asked: Arc::default(),
+            };
+            (Box::new(file), Some(reopen))
+        }
         _ => return Ok(None),
     };
+    let file = reopen.as_ref().map(|r| AuditFile(Arc::clone(&r.asked)));
     // The counter shows from the start (at 0) once the gateway's recorder is installed.
     let _ = crate::metrics::handle();
     for reason in ["queue_full", "write_error"] {
         metrics::counter!(AUDIT_DROPPED, "reason" => reason).absolute(0);
     }
-    let sink = JsonLines::start(out, c.queue);
+    let sink = JsonLines::start(out, c.queue, reopen);
     let payloads = if c.payloads_per_vhost {
         AuditPayloads::PerVhost
     } else {
         AuditPayloads::Never
     };
     tracing::info!(target = ?c.target, payloads = ?payloads, "audit trail on");
-    Ok(Some(
-        Audit::new(sink)
-            .payloads(payloads)
-            .max_payload_bytes(c.max_payload_bytes),
-    ))
+    let audit = Audit::new(sink)
+        .payloads(payloads)
+        .max_payload_bytes(c.max_payload_bytes);
+    Ok(Some((audit, file)))
 }
 
 /// Audit records as JSON lines, written by a thread of their own (see the module docs).
@@ -94,14 +124,15 @@ pub(crate) struct JsonLines {
 }
 
 impl JsonLines {
-    /// Starts the writer thread on `out`, with room for `queue` lines.
-    pub(crate) fn start(out: Box<dyn Write + Send>, queue: usize) -> Self {
+    /// Starts the writer thread on `out`, with room for `queue` lines; `reopen`: the file `out`
+    /// is, to open again when asked.
+    fn start(out: Box<dyn Write + Send>, queue: usize, reopen: Option<Reopen>) -> Self {
         let (lines, pending) = mpsc::sync_channel(queue.max(1));
         let (done, drained) = mpsc::sync_channel(1);
         let spawned = std::thread::Builder::new()
             .name("mcp-audit".to_owned())
             .spawn(move || {
-                write_lines(&pending, out);
+                write_lines(&pending, out, reopen.as_ref());
                 let _ = done.send(());
             });
         if let Err(e) = spawned {
@@ -159,7 +190,11 @@ impl Drop for JsonLines {
 
 /// The writer thread: lines from `pending` to `out`, gathered into batches while the queue
 /// holds several, flushed whenever it runs empty.
-fn write_lines(pending: &Receiver<Vec<u8>>, mut out: Box<dyn Write + Send>) {
+fn write_lines(
+    pending: &Receiver<Vec<u8>>,
+    mut out: Box<dyn Write + Send>,
+    reopen: Option<&Reopen>,
+) {
     let mut batch: Vec<u8> = Vec::with_capacity(BATCH_BYTES);
     let mut records = 0u64;
     let mut failing = false;
@@ -172,6 +207,7 @@ fn write_lines(pending: &Receiver<Vec<u8>>, mut out: Box<dyn Write + Send>) {
         let line = match line {
             Some(line) => line,
             None => {
+                reopen_if_asked(&mut out, reopen, &batch);
                 write_batch(&mut out, &mut batch, &mut records, &mut failing);
                 match pending.recv() {
                     Ok(line) => line,
@@ -182,10 +218,34 @@ fn write_lines(pending: &Receiver<Vec<u8>>, mut out: Box<dyn Write + Send>) {
         batch.extend_from_slice(&line);
         records += 1;
         if batch.len() >= BATCH_BYTES {
+            reopen_if_asked(&mut out, reopen, &batch);
             write_batch(&mut out, &mut batch, &mut records, &mut failing);
         }
     }
+    reopen_if_asked(&mut out, reopen, &batch);
     write_batch(&mut out, &mut batch, &mut records, &mut failing);
+}
+
+/// Before writing a batch: opens the file again at its path when a reload asked (the old one
+/// may have been renamed away); one that cannot be opened keeps the old, and says so.
+fn reopen_if_asked(out: &mut Box<dyn Write + Send>, reopen: Option<&Reopen>, batch: &[u8]) {
+    let Some(reopen) = reopen else {
+        return;
+    };
+    // Asked with nothing to write: the next batch opens it.
+    if batch.is_empty() || !reopen.asked.swap(false, Ordering::Relaxed) {
+        return;
+    }
+    match append(&reopen.path) {
+        Ok(file) => {
+            let _ = out.flush();
+            *out = Box::new(file);
+            tracing::info!(path = %reopen.path.display(), "audit file opened again");
+        }
+        Err(e) => {
+            tracing::error!(path = %reopen.path.display(), error = %e, "cannot open the audit file again; records go to the one open")
+        }
+    }
 }
 
 /// Writes and flushes `batch` (`records` lines); a failure counts them as dropped and is logged
@@ -244,7 +304,7 @@ mod tests {
     #[test]
     fn lines_are_written_in_order_and_the_end_drains_the_queue() {
         let kept = Kept::default();
-        let sink = JsonLines::start(Box::new(kept.clone()), 1024);
+        let sink = JsonLines::start(Box::new(kept.clone()), 1024, None);
         for n in 0..500 {
             sink.push(line(n));
         }
@@ -256,7 +316,7 @@ mod tests {
 
     #[test]
     fn a_refusing_target_costs_the_caller_nothing() {
-        let sink = JsonLines::start(Box::new(Kept(Arc::default(), true)), 1);
+        let sink = JsonLines::start(Box::new(Kept(Arc::default(), true)), 1, None);
         // Never blocks, whatever the target does and however full the queue is.
         for n in 0..10_000 {
             sink.push(line(n));

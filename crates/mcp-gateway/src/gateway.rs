@@ -217,6 +217,7 @@ impl GatewayBuilder {
             None => destinations,
         };
         let backend_tls = tls::backend_tls(&config)?;
+        let (backend_layers, audit_file) = crate::audit::with_audit(self.backend_layers, &config)?;
         let router = build_router(
             &config,
             upstream_options(&config, destinations.clone(), backend_tls),
@@ -224,7 +225,7 @@ impl GatewayBuilder {
             sessions,
             bus,
             plugins.as_ref().map(|p| Arc::clone(&p.runtime)),
-            crate::audit::with_audit(self.backend_layers, &config)?,
+            backend_layers,
         );
         let breakers = router.breakers().clone();
         let reloading = router.clone();
@@ -278,6 +279,7 @@ impl GatewayBuilder {
                 limits: Arc::clone(&limits),
                 metadata: Arc::clone(&documents),
                 sealed,
+                audit_file,
             },
         );
         let shared = Arc::new(Shared {

@@ -20,6 +20,7 @@ use mcp_claims::ClaimsLayer;
 use mcp_router::session::{KeyRing, SealedSessionStore};
 use mcp_router::{DestinationPolicy, McpRouter};
 
+use crate::audit::AuditFile;
 use crate::auth;
 use crate::config::{
     ConfigError, EffectiveConfig, GatewayConfig, Override, SessionsKind, reloadable,
@@ -107,6 +108,8 @@ pub(crate) struct Parts {
     pub(crate) metadata: Arc<ArcSwap<ResourceMetadata>>,
     /// The sealed session store, whose key ring a reload replaces.
     pub(crate) sealed: Option<Arc<SealedSessionStore>>,
+    /// The audit trail's file, opened again after every applied reload (it may be rotated).
+    pub(crate) audit_file: Option<AuditFile>,
 }
 
 /// What a reload built, to swap in once all of it is valid.
@@ -237,6 +240,9 @@ impl Reloader {
         }
         if let (Some(sealed), Some(ring)) = (&parts.sealed, built.ring) {
             sealed.replace_ring(ring);
+        }
+        if let Some(file) = &parts.audit_file {
+            file.reopen();
         }
         parts.destinations.replace_lists(&built.destinations);
         parts

@@ -915,3 +915,48 @@ async fn every_log_line_of_a_request_with_a_traceparent_carries_its_trace_id() {
         serde_json::from_str::<Value>(line).expect("a JSON line");
     }
 }
+
+/// Rotation: after the file is renamed away, a reload (SIGHUP) opens a new one at the path; the
+/// renamed file keeps what was written before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_opens_the_audit_file_again_after_it_was_rotated() {
+    let alpha = TestBackend::start(BackendSpec::modern("alpha")).await;
+    let dir = workdir("gw-audit-rotate");
+    let users = users(&[("alice", "vh1", false, &[("alpha", &alpha.url())])]);
+    let audit = format!("target = \"file\"\npath = \"{AUDIT_FILE}\"\n");
+    let gw = gateway(dir.path(), &users, &audit).await;
+    let echo = |text: &'static str| {
+        let addr = gw.addr;
+        async move {
+            let params = call("alpha-echo", json!({ "text": text }));
+            let reply = modern(addr, "alice", "vh1", "tools/call", params, &[]).await;
+            assert_eq!(reply.result_text(), format!("alpha: {text}"));
+        }
+    };
+    echo("before").await;
+    records_at_least(dir.path(), 1).await;
+    let rotated = dir.path().join("audit.jsonl.1");
+    std::fs::rename(dir.path().join(AUDIT_FILE), &rotated).expect("rotate");
+
+    let status = std::process::Command::new("kill")
+        .arg("-HUP")
+        .arg(gw.pid().to_string())
+        .status()
+        .expect("run kill");
+    assert!(status.success());
+    assert!(
+        poll_until(Duration::from_secs(30), || async {
+            gw.logs().contains("configuration reloaded")
+        })
+        .await,
+        "{}",
+        gw.logs()
+    );
+    echo("after").await;
+    let fresh = records_at_least(dir.path(), 1).await;
+    assert_eq!(fresh.len(), 1, "{}", lines(&fresh));
+    assert_eq!(fresh[0]["name"], "alpha-echo");
+    let old = std::fs::read_to_string(&rotated).expect("rotated file");
+    assert_eq!(old.lines().count(), 1, "{old}");
+    assert!(old.contains("alpha-echo"), "{old}");
+}

@@ -957,7 +957,7 @@ pub static KEYS: &[KeySpec] = &[
         "telemetry.audit.path",
         S,
         Unset,
-        "the file audit records are appended to with target = \"file\" (created when missing, opened once at start; rotate it with copytruncate)",
+        "the file audit records are appended to with target = \"file\" (created when missing; opened at start and again after every applied reload, so rename it and send SIGHUP to rotate it)",
     ),
     key(
         "telemetry.audit.payloads",

@@ -2,8 +2,9 @@
 //!
 //! Tasks:
 //! - `test`: every test of the workspace (unit, integration, Redis-backed, end-to-end, doc tests).
-//!   Installs what the tests need when it is missing and the machine allows it (`redis-server`
-//!   from Debian's packages when running as root; the interop peers: Python MCP SDK 1.x and 2.x
+//!   Installs what the tests need when it is missing and the machine allows it (`redis-server`,
+//!   `haproxy`, `podman`, `promtool` and `systemd-analyze` from Debian's packages when running
+//!   as root; the interop peers: Python MCP SDK 1.x and 2.x
 //!   venvs in `.venv/`, the TypeScript SDK and server-everything in `tests/interop/node/`), then
 //!   runs cargo-nextest (or `cargo test` when nextest is not installed) and the doc tests.
 //!   First runs `features`, and type-checks every fuzz target (`fuzz.rs`); after the tests,

@@ -234,6 +234,8 @@ async fn status_of(
         .header("host", "localhost")
         .body(Empty::new())
         .expect("request");
+    // Ready first: the connection takes the next request once it has finished the last one.
+    sender.ready().await.expect("connection ready");
     let response = sender.send_request(request).await.expect("response");
     let status = response.status().as_u16();
     let _ = response.into_body().collect().await;
@@ -297,14 +299,17 @@ async fn a_renewed_certificate_reaches_new_handshakes_and_an_edited_file_reloads
         .header("mcp-name", "x")
         .body(Empty::new())
         .expect("request");
+    renewed.ready().await.expect("connection ready");
     let response = renewed.send_request(request).await.expect("response");
     assert_eq!(response.status(), 431, "the reloaded header limit applies");
-    let _ = response.into_body().collect().await;
+    // A new connection: the gateway may close one after refusing a request head.
+    let mut fresh = http1(handshake(&to_b, gw.addr).await.expect("certificate B")).await;
     let request = http::Request::get("/.well-known/oauth-protected-resource/servers/vh1/mcp")
         .header("host", "localhost")
         .body(Empty::new())
         .expect("request");
-    let response = renewed.send_request(request).await.expect("response");
+    fresh.ready().await.expect("connection ready");
+    let response = fresh.send_request(request).await.expect("response");
     assert_eq!(response.status(), 200);
     let body = response
         .into_body()

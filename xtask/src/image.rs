@@ -22,7 +22,6 @@
 //! of running the entrypoint are one procedure whose steps hand each other paths and tags, and its
 //! unit tests (which keep the root `Containerfile` in line with the generated one) sit with it.
 
-use std::io::Read as _;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -441,7 +440,7 @@ pub(crate) fn check() -> Result<(), String> {
              running the entrypoint in the image's exported root filesystem with chroot",
             why.trim()
         );
-        if !is_root() {
+        if !prerequisites::is_root() {
             let message = "the chroot fallback of the image test needs root";
             if in_ci() {
                 return Err(message.to_owned());
@@ -468,7 +467,7 @@ pub(crate) fn check() -> Result<(), String> {
         ));
     }
 
-    let secret = random_hex(32)?;
+    let secret = run::random_hex(32)?;
     let checked = runner.run(
         &["check-config", "--config", CONFIG_IN_IMAGE],
         &[(SECRET_ENV, &secret)],
@@ -777,23 +776,6 @@ fn find_on_path(program: &str) -> Option<PathBuf> {
             .map(|dir| dir.join(program))
             .find(|path| path.is_file())
     })
-}
-
-fn is_root() -> bool {
-    // `id -u` avoids a libc dependency for one call.
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).trim() == "0")
-}
-
-/// `bytes` random bytes from the OS, hex-encoded: the test's HS256 secret.
-fn random_hex(bytes: usize) -> Result<String, String> {
-    let mut buffer = vec![0_u8; bytes];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut random| random.read_exact(&mut buffer))
-        .map_err(|e| format!("cannot read /dev/urandom: {e}"))?;
-    Ok(buffer.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// Copies a file (its content: symbolic links are followed), creating the parent directories.

@@ -99,7 +99,7 @@ fn redis_server_available() -> bool {
     }
 }
 
-fn is_root() -> bool {
+pub(crate) fn is_root() -> bool {
     // `id -u` avoids a libc dependency for one call.
     std::process::Command::new("id")
         .arg("-u")

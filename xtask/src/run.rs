@@ -79,3 +79,13 @@ pub(crate) fn workspace_root() -> std::path::PathBuf {
         .map(std::path::Path::to_path_buf)
         .unwrap_or(manifest)
 }
+
+/// `bytes` random bytes from the OS, hex-encoded (test secrets).
+pub(crate) fn random_hex(bytes: usize) -> Result<String, String> {
+    use std::io::Read as _;
+    let mut buffer = vec![0_u8; bytes];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut random| random.read_exact(&mut buffer))
+        .map_err(|e| format!("cannot read /dev/urandom: {e}"))?;
+    Ok(buffer.iter().map(|b| format!("{b:02x}")).collect())
+}

@@ -88,7 +88,7 @@ impl RunningGateway {
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect();
-        Self::launch(binary, dir, sections, env, random_hex(32)?)
+        Self::launch(binary, dir, sections, env, crate::run::random_hex(32)?)
     }
 
     /// Another node of the same deployment: the same configuration and secret (a token is
@@ -186,7 +186,7 @@ pub(crate) fn serve_refused(
     command
         .args(["serve", "--config"])
         .arg(&config)
-        .env(SECRET_ENV, random_hex(32)?);
+        .env(SECRET_ENV, crate::run::random_hex(32)?);
     let (ok, _, err) =
         process::output_within("mcp-gateway serve", command, Duration::from_secs(30))?;
     let killed = err.contains("(killed after");
@@ -214,14 +214,4 @@ fn write_config(dir: &Path, sections: &str) -> Result<(PathBuf, u16), String> {
 
 fn write(path: &Path, content: &str) -> Result<(), String> {
     std::fs::write(path, content).map_err(|e| format!("cannot write {}: {e}", path.display()))
-}
-
-/// `bytes` random bytes from the OS, hex-encoded.
-fn random_hex(bytes: usize) -> Result<String, String> {
-    use std::io::Read;
-    let mut buffer = vec![0_u8; bytes];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut random| random.read_exact(&mut buffer))
-        .map_err(|e| format!("cannot read /dev/urandom: {e}"))?;
-    Ok(buffer.iter().map(|b| format!("{b:02x}")).collect())
 }

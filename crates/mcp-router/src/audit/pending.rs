@@ -119,19 +119,11 @@ impl Audit {
             kind,
             method,
             name: name.map(|n| cut(n, MAX_NAME_BYTES).to_owned()),
-            backend: None,
-            backends: None,
-            degraded_backends: None,
-            outcome: AuditOutcome::Cancelled,
-            code: None,
-            status: None,
-            latency_ms: 0.0,
             bytes_in: started.bytes_in as u64,
-            bytes_out: 0,
             arguments,
             arguments_truncated,
-            result: None,
-            result_truncated: false,
+            // Filled as the operation goes: backend, outcome, code, status, latency, bytes out.
+            ..AuditRecord::default()
         };
         let pending = Pending {
             sink: Arc::clone(&self.sink),
@@ -302,41 +294,13 @@ impl Drop for Pending {
             (None, Some((_, None, at))) if !draft.awaiting_final => (AuditOutcome::Ok, None, at),
             _ => (AuditOutcome::Cancelled, None, now),
         };
-        let mut record = std::mem::replace(&mut draft.record, empty_record());
+        let mut record = std::mem::take(&mut draft.record);
         record.outcome = outcome;
         record.code = code;
         record.status = draft.head.map(|(status, _, _)| status);
         record.latency_ms = at.saturating_duration_since(self.started).as_secs_f64() * 1000.0;
         record.bytes_out = self.bytes_out.load(Ordering::Relaxed);
         self.sink.record(record);
-    }
-}
-
-fn empty_record() -> AuditRecord {
-    AuditRecord {
-        time: String::new(),
-        trace_id: None,
-        issuer: None,
-        subject: None,
-        vhost: None,
-        era: "",
-        protocol_version: None,
-        kind: AuditKind::Request,
-        method: "",
-        name: None,
-        backend: None,
-        backends: None,
-        degraded_backends: None,
-        outcome: AuditOutcome::Cancelled,
-        code: None,
-        status: None,
-        latency_ms: 0.0,
-        bytes_in: 0,
-        bytes_out: 0,
-        arguments: None,
-        arguments_truncated: false,
-        result: None,
-        result_truncated: false,
     }
 }
 

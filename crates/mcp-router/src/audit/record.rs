@@ -7,8 +7,8 @@ use mcp_core::{Envelope, MessageKind};
 use serde::Serialize;
 use serde_json::value::RawValue;
 
-/// How an operation ended, for its client.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+/// How an operation ended, for its client (a record not finished yet reads `Cancelled`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum AuditOutcome {
@@ -22,15 +22,17 @@ pub enum AuditOutcome {
     /// timeout, open circuit breaker, a broken or malformed answer): the client got `-32603`.
     TransportError,
     /// The client went away (or cancelled) before the answer: nothing was answered.
+    #[default]
     Cancelled,
 }
 
 /// What kind of exchange a record describes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum AuditKind {
     /// A client's request.
+    #[default]
     Request,
     /// A backend's request relayed to a 2025 client, recorded when its answer arrives.
     ServerRequest,
@@ -38,7 +40,7 @@ pub enum AuditKind {
 
 /// One audited MCP operation; serialised as one JSON object (absent fields left out). See the
 /// book (docs/src/telemetry.md, "Audit trail") for the schema.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Default, Serialize)]
 #[non_exhaustive]
 pub struct AuditRecord {
     /// When the request reached the router, RFC 3339 in UTC with milliseconds.

@@ -199,6 +199,18 @@ fn unsupported_features_and_incomplete_session_stores_are_rejected_with_their_me
             ],
         ),
         (
+            "\n[telemetry.audit]\ntarget = \"otlp\"\n",
+            vec![
+                "telemetry.audit.target: \"otlp\": this build has no OTLP logs exporter (\"off\", \"stdout\" or \"file\")",
+            ],
+        ),
+        (
+            "\n[telemetry.audit]\ntarget = \"file\"\n",
+            vec![
+                "telemetry.audit.target: \"file\" needs telemetry.audit.path (the file records are appended to)",
+            ],
+        ),
+        (
             "\n[plugins]\nredis_url = \"http://x\"\nredis_key = \"k\"\n",
             vec![
                 "plugins.redis_url: must be a redis:// (or rediss://, redis+sentinel://, redis+cluster://) URL: unsupported scheme `http`",
@@ -223,6 +235,49 @@ fn unsupported_features_and_incomplete_session_stores_are_rejected_with_their_me
             assert!(!err.contains("listening"), "refused before binding: {err}");
         }
     }
+}
+
+/// A watch that would read the file in a busy loop is refused; an audit file that cannot be
+/// opened stops `serve` before it binds, naming the key.
+#[test]
+fn a_too_eager_config_watch_and_an_unopenable_audit_file_are_refused() {
+    let dir = workdir("cli-watch-audit");
+    write(dir.path(), "users.json", &alice_users());
+    let config = write(dir.path(), "gateway.toml", &base_config(""));
+    let config = config.to_str().expect("path");
+    for command in ["check-config", "serve"] {
+        let (code, _, err) = run_cli(
+            &[command, "--config", config],
+            &[
+                ("MCP_GATEWAY_JWT_SECRET", SECRET),
+                ("MCP_GATEWAY_CONFIG_WATCH_MS", "50"),
+            ],
+        );
+        assert_eq!(code, 2, "{command}: {err}");
+        assert!(
+            err.contains("config_watch_ms: must be 0 (no watch) or at least 100"),
+            "{command}: {err}"
+        );
+    }
+    let unopenable = dir.path().join("no-such-dir").join("audit.jsonl");
+    let config = write(
+        dir.path(),
+        "gateway.toml",
+        &base_config(&format!(
+            "\n[telemetry.audit]\ntarget = \"file\"\npath = \"{}\"\n",
+            unopenable.display()
+        )),
+    );
+    let (code, _, err) = run_cli(
+        &["serve", "--config", config.to_str().expect("path")],
+        &[("MCP_GATEWAY_JWT_SECRET", SECRET)],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("telemetry.audit.path: cannot open") && err.contains("for appending"),
+        "{err}"
+    );
+    assert!(!err.contains("listening"), "refused before binding: {err}");
 }
 
 #[test]

@@ -22,7 +22,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use support::{GatewayProcess, admin_get, bin, run_cli, workdir, write};
+use support::{GatewayProcess, admin_get, bin, poll_until, run_cli, workdir, write};
 
 /// Where the unit expects the binary.
 const BIN: &str = "/usr/local/bin/mcp-gateway";
@@ -336,7 +336,15 @@ async fn systemd_unit_matches_the_binary() {
         .status()
         .expect("run ExecReload");
     assert!(status.success(), "{reload:?}");
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // The reload's own log line, not a fixed wait: it says the signal was taken.
+    assert!(
+        poll_until(Duration::from_secs(30), || async {
+            gw.logs().contains("configuration reloaded")
+        })
+        .await,
+        "ExecReload reloaded nothing:\n{}",
+        gw.logs()
+    );
     assert_eq!(
         admin_get(&gw, "/healthz").await.status,
         200,
